@@ -1,0 +1,114 @@
+package kstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// App is one running instance of a topology. Create it with [New] and start it with
+// [App.Run]. Its methods are safe for concurrent use.
+type App struct {
+	topo    *Topology
+	rt      *runtime.Runtime
+	started atomic.Bool
+	state   atomic.Int32
+}
+
+// ErrAlreadyRun is returned by [App.Run] when it is called a second time.
+var ErrAlreadyRun = errors.New("kstream: App.Run called twice; create a new App with kstream.New")
+
+// New builds the topology of b and checks cfg. It connects to nothing; [App.Run] does.
+func New(b *Builder, cfg Config) (*App, error) {
+	topo, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ApplicationID == "" {
+		return nil, errors.New("kstream: Config.ApplicationID is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &handlers{deser: cfg.DeserializationErrorHandler, proc: cfg.ProcessingErrorHandler, prod: cfg.ProductionErrorHandler}
+	for _, p := range []*ErrorHandler{&h.deser, &h.proc, &h.prod} {
+		if *p == nil {
+			*p = LogAndFail()
+		}
+	}
+	a := &App{topo: topo}
+	rc := cfg.runtimeConfig()
+	listener := cfg.StateListener
+	rc.OnState = func(old, new State) {
+		a.state.Store(int32(new))
+		if listener != nil {
+			listener(old, new)
+		}
+	}
+	rc.OnProduceError = func(f runtime.ProduceFailure) runtime.Decision {
+		if f.Operator == deadLetterOperator {
+			return runtime.Decision{} // a dead-letter write that fails stops the app
+		}
+		resp := h.prod.HandleError(produceErrorContext(f))
+		switch resp.action {
+		case 1:
+			return runtime.Decision{Continue: true}
+		case 2:
+			return runtime.Decision{Continue: true, DeadLetterTopic: resp.deadLetter}
+		}
+		return runtime.Decision{}
+	}
+	rc.DeadLetter = func(topic string, f runtime.ProduceFailure) *kgo.Record {
+		ec := produceErrorContext(f)
+		ec.Err = fmt.Errorf("producing to topic %q: %w", f.Record.Topic, f.Err)
+		return deadLetterRecord(topic, ec)
+	}
+	appID := cfg.ApplicationID
+	rt, err := runtime.New(topo.compile(appID, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error) {
+		return newTask(appID, h, sub, env, id)
+	}), rc)
+	if err != nil {
+		return nil, err
+	}
+	a.rt = rt
+	return a, nil
+}
+
+// deadLetterOperator is the operator name of dead-letter writes.
+const deadLetterOperator = "dead-letter"
+
+func produceErrorContext(f runtime.ProduceFailure) ErrorContext {
+	ec := ErrorContext{Kind: ProductionError, Operator: f.Operator, SinkTopic: f.Record.Topic, Offset: -1, Err: f.Err,
+		Key: f.Record.Key, Value: f.Record.Value, Headers: fromKgoHeaders(f.Record.Headers)}
+	if s := f.Source; s != nil {
+		ec.Topic, ec.Partition, ec.Offset = s.Topic, s.Partition, s.Offset
+		ec.Key, ec.Value, ec.Headers = s.Key, s.Value, fromKgoHeaders(s.Headers)
+	}
+	return ec
+}
+
+// Run connects to the cluster, creates the internal topics, joins the group and processes
+// records until ctx is done or a fatal error occurs.
+//
+// When ctx is done, Run finishes the records in hand, waits for their outputs to be
+// acknowledged, commits, leaves the group and returns nil. On a fatal error (a failed record
+// whose handler said Fail, a missing topic, a lost permission) it stops without committing
+// past the last successful commit, so nothing is lost, and returns the error. Run may be
+// called once.
+func (a *App) Run(ctx context.Context) error {
+	if !a.started.CompareAndSwap(false, true) {
+		return ErrAlreadyRun
+	}
+	return a.rt.Run(ctx)
+}
+
+// State returns the instance's current state.
+func (a *App) State() State { return State(a.state.Load()) }
+
+// Topology returns the built topology (for Describe).
+func (a *App) Topology() *Topology { return a.topo }

@@ -1,0 +1,256 @@
+package kstream
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+)
+
+// Builder collects the sources, operators and sinks of a topology. Create one with
+// [NewBuilder], add sources with [Stream] or [StreamTopics], chain operators, then pass it to
+// [New] (or call [Builder.Build] to inspect it). A Builder is not safe for concurrent use.
+type Builder struct {
+	nodes    []*node
+	names    map[string]*node
+	internal []runtime.InternalTopic
+	copart   [][]string
+	errs     []error
+}
+
+// NewBuilder returns an empty topology builder.
+func NewBuilder() *Builder { return &Builder{names: map[string]*node{}} }
+
+type nodeKind int
+
+const (
+	kindSource nodeKind = iota
+	kindProcessor
+	kindSink
+)
+
+// node is the type-erased view of one operator. Its typed behaviour lives in the closures
+// set by the generic operator functions.
+type node struct {
+	id       int
+	name     string
+	kind     nodeKind
+	parents  []*node
+	children []*node
+
+	// Sources.
+	topics   []string
+	reset    runtime.Reset
+	internal bool
+	// Sinks.
+	sinkTopic string // fixed topic, or "" for a topic chosen per record
+	// describe is extra text for Describe (e.g. the topic extractor).
+	describe string
+
+	// instantiate creates this node's per-task input: for sources a sourceFn, for other
+	// nodes a func(Record[K, V]) of the node's input types. The task memoizes the result,
+	// so a node with several parents (Merge) is instantiated once.
+	instantiate func(t *task) (any, error)
+}
+
+// sourceFn is the per-task entry of a source node.
+type sourceFn func(raw *rawRecord)
+
+func (b *Builder) errorf(format string, args ...any) {
+	b.errs = append(b.errs, fmt.Errorf("kstream: "+format, args...))
+}
+
+// addNode registers n with a generated or explicit name.
+func (b *Builder) addNode(n *node, prefix, name string, parents ...*node) *node {
+	n.id = len(b.nodes)
+	if name == "" {
+		name = fmt.Sprintf("KSTREAM-%s-%010d", prefix, n.id)
+	}
+	if _, dup := b.names[name]; dup {
+		b.errorf("operator name %q is used twice", name)
+		name = fmt.Sprintf("%s-%010d", name, n.id)
+	}
+	n.name = name
+	b.names[name] = n
+	for _, p := range parents {
+		n.parents = append(n.parents, p)
+		p.children = append(p.children, n)
+	}
+	b.nodes = append(b.nodes, n)
+	return n
+}
+
+// Topology is a built, immutable topology.
+type Topology struct {
+	subs     [][]*node // nodes of each sub-topology, in creation order
+	internal []runtime.InternalTopic
+	copart   [][]string
+	nodes    []*node
+}
+
+// Build checks the topology and cuts it into sub-topologies. It returns every problem found
+// (unknown names, topics read twice, operators without input) joined into one error.
+func (b *Builder) Build() (*Topology, error) {
+	errs := slices.Clone(b.errs)
+	topicOwner := map[string]string{}
+	for _, n := range b.nodes {
+		if n.kind != kindSource {
+			continue
+		}
+		for _, t := range n.topics {
+			if prev, dup := topicOwner[t]; dup {
+				errs = append(errs, fmt.Errorf("kstream: topic %q is read by two sources, %s and %s; read it once and reuse the stream", t, prev, n.name))
+			}
+			topicOwner[t] = n.name
+		}
+	}
+	if len(b.nodes) == 0 {
+		errs = append(errs, errors.New("kstream: the topology is empty; add a source with kstream.Stream"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	// Sub-topologies are the connected components of the graph (repartition topics are not
+	// edges: their sink and source are separate nodes).
+	parent := make([]int, len(b.nodes))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for _, n := range b.nodes {
+		for _, c := range n.children {
+			a, z := find(n.id), find(c.id)
+			if a != z {
+				parent[max(a, z)] = min(a, z)
+			}
+		}
+	}
+	index := map[int]int{}
+	t := &Topology{internal: b.internal, copart: b.copart, nodes: b.nodes}
+	for _, n := range b.nodes { // creation order, so sub-topology 0 holds the first source
+		root := find(n.id)
+		i, ok := index[root]
+		if !ok {
+			i = len(t.subs)
+			index[root] = i
+			t.subs = append(t.subs, nil)
+		}
+		t.subs[i] = append(t.subs[i], n)
+	}
+	return t, nil
+}
+
+// subOf returns the sub-topology index of the node named name.
+func (t *Topology) subOf(n *node) int {
+	for i, sub := range t.subs {
+		if slices.Contains(sub, n) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Describe prints the sub-topologies with their sources, processors and sinks, in the
+// format of Kafka Streams' TopologyDescription.
+func (t *Topology) Describe() string {
+	var sb strings.Builder
+	sb.WriteString("Topologies:\n")
+	for i, sub := range t.subs {
+		fmt.Fprintf(&sb, "   Sub-topology: %d\n", i)
+		for _, n := range sub {
+			switch n.kind {
+			case kindSource:
+				fmt.Fprintf(&sb, "    Source: %s (topics: [%s])\n", n.name, strings.Join(n.topics, ", "))
+			case kindProcessor:
+				fmt.Fprintf(&sb, "    Processor: %s (stores: [])\n", n.name)
+			case kindSink:
+				if n.sinkTopic != "" {
+					fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.name, n.sinkTopic)
+				} else {
+					fmt.Fprintf(&sb, "    Sink: %s (extractor: %s)\n", n.name, n.describe)
+				}
+			}
+			if len(n.children) > 0 {
+				fmt.Fprintf(&sb, "      --> %s\n", joinNames(n.children))
+			} else if n.kind != kindSink {
+				sb.WriteString("      --> none\n")
+			}
+			if len(n.parents) > 0 {
+				fmt.Fprintf(&sb, "      <-- %s\n", joinNames(n.parents))
+			} else if n.kind != kindSource {
+				sb.WriteString("      <-- none\n")
+			}
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// String is Describe.
+func (t *Topology) String() string { return t.Describe() }
+
+func joinNames(ns []*node) string {
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// compile returns the runtime's view of t.
+// Internal topic names in the graph lack the application id; compile prefixes them.
+func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error)) *runtime.Topology {
+	rt := &runtime.Topology{InternalTopics: slices.Clone(t.internal)}
+	for i := range rt.InternalTopics {
+		rt.InternalTopics[i].Name = internalTopic(appID, rt.InternalTopics[i].Name)
+	}
+	for _, g := range t.copart {
+		rt.CopartitionGroups = append(rt.CopartitionGroups, slices.Clone(g))
+	}
+	for i, sub := range t.subs {
+		st := runtime.SubTopology{ID: i}
+		for _, n := range sub {
+			switch n.kind {
+			case kindSource:
+				for _, topic := range n.topics {
+					if n.internal {
+						topic = internalTopic(appID, topic)
+					}
+					st.Sources = append(st.Sources, runtime.Source{Topic: topic, Reset: n.reset, Internal: n.internal})
+				}
+			case kindSink:
+				if n.sinkTopic != "" && !n.internal {
+					rt.SinkTopics = append(rt.SinkTopics, runtime.SinkTopic{Topic: n.sinkTopic, Operator: n.name})
+				}
+			}
+		}
+		nodes := sub
+		st.NewTask = func(env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error) {
+			return newTask(nodes, env, id)
+		}
+		rt.SubTopologies = append(rt.SubTopologies, st)
+	}
+	// Each internal topic's writer is the sub-topology holding its sink.
+	for i := range rt.InternalTopics {
+		for _, n := range t.nodes {
+			if n.kind == kindSink && n.internal && n.sinkTopic == t.internal[i].Name {
+				rt.InternalTopics[i].Writer = t.subOf(n)
+			}
+		}
+	}
+	return rt
+}
+
+// internalTopic is the full name of an application-owned topic: Kafka Streams names them
+// "<application.id>-<name>".
+func internalTopic(appID, suffix string) string { return appID + "-" + suffix }

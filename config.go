@@ -1,0 +1,123 @@
+package kstream
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"time"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+)
+
+// Config configures an application instance. Only ApplicationID and Brokers are required;
+// every other zero value means the documented default.
+type Config struct {
+	// ApplicationID names the application: it is the consumer group id and the prefix of
+	// every internal topic. Instances with the same id share the work. This corresponds to
+	// Kafka Streams' application.id.
+	ApplicationID string
+	// Brokers are the bootstrap brokers, "host:port". This corresponds to bootstrap.servers.
+	Brokers []string
+	// TLS, if set, connects to the brokers with TLS using this configuration.
+	TLS *tls.Config
+	// SASL, if set, authenticates with this franz-go mechanism (plain, scram, oauth, aws).
+	SASL sasl.Mechanism
+
+	// CommitInterval is how often processed offsets are committed, overriding the default
+	// 30s. A commit first waits until every output record is acknowledged. This corresponds
+	// to Kafka Streams' commit.interval.ms.
+	CommitInterval time.Duration
+	// StateDir is the directory of local state, overriding the default
+	// $TMPDIR/kstream/<application id>. This corresponds to state.dir.
+	StateDir string
+	// OffsetReset is where sources start without a committed offset, overriding the default
+	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
+	OffsetReset OffsetReset
+	// ReplicationFactor of the internal topics the application creates, overriding the
+	// default -1 (the broker's default.replication.factor). This corresponds to
+	// replication.factor.
+	ReplicationFactor int16
+	// MaxPollRecords caps the records taken from the consumer per poll, overriding the
+	// default 10000.
+	MaxPollRecords int
+
+	// SessionTimeout, HeartbeatInterval and RebalanceTimeout tune group membership,
+	// overriding franz-go's defaults (45s, 3s, 60s). These correspond to the consumer's
+	// session.timeout.ms, heartbeat.interval.ms and max.poll.interval.ms.
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	RebalanceTimeout  time.Duration
+	// CloseTimeout bounds the final flush and commit at shutdown, overriding the default 30s.
+	CloseTimeout time.Duration
+
+	// Logger receives the application's logs, overriding the default slog.Default().
+	Logger *slog.Logger
+	// StateListener, if set, is called on every state change, from the goroutine that made
+	// it. It must not block.
+	StateListener func(old, new State)
+
+	// DeserializationErrorHandler handles input records whose key or value cannot be
+	// decoded, overriding the default LogAndFail. This corresponds to Kafka Streams'
+	// deserialization.exception.handler.
+	DeserializationErrorHandler ErrorHandler
+	// ProcessingErrorHandler handles operators that return an error or panic, overriding the
+	// default LogAndFail. This corresponds to processing.exception.handler.
+	ProcessingErrorHandler ErrorHandler
+	// ProductionErrorHandler handles output records that cannot be serialized or that Kafka
+	// rejects, overriding the default LogAndFail. This corresponds to
+	// production.exception.handler.
+	ProductionErrorHandler ErrorHandler
+
+	// ClientOptions are franz-go options applied to every client the application creates
+	// (the escape hatch for dialers, timeouts, metrics hooks). ConsumerOptions and
+	// ProducerOptions apply to one kind only and come last, so they win.
+	ClientOptions   []kgo.Opt
+	ConsumerOptions []kgo.Opt
+	ProducerOptions []kgo.Opt
+}
+
+// State is the life-cycle state of an application instance, as in Kafka Streams'
+// KafkaStreams.State.
+type State = runtime.State
+
+// The states an instance goes through: Created, then Rebalancing and Running in turn, then
+// PendingShutdown and NotRunning; Error if a fatal error stopped it.
+const (
+	StateCreated         = runtime.StateCreated
+	StateRebalancing     = runtime.StateRebalancing
+	StateRunning         = runtime.StateRunning
+	StatePendingShutdown = runtime.StatePendingShutdown
+	StateNotRunning      = runtime.StateNotRunning
+	StateError           = runtime.StateError
+)
+
+func (c Config) runtimeConfig() runtime.Config {
+	rc := runtime.Config{
+		ApplicationID:     c.ApplicationID,
+		Brokers:           c.Brokers,
+		ClientOpts:        append([]kgo.Opt(nil), c.ClientOptions...),
+		ConsumerOpts:      c.ConsumerOptions,
+		ProducerOpts:      c.ProducerOptions,
+		CommitInterval:    c.CommitInterval,
+		MaxPollRecords:    c.MaxPollRecords,
+		DefaultReset:      runtime.Reset(c.OffsetReset),
+		ReplicationFactor: c.ReplicationFactor,
+		SessionTimeout:    c.SessionTimeout,
+		HeartbeatInterval: c.HeartbeatInterval,
+		RebalanceTimeout:  c.RebalanceTimeout,
+		CloseTimeout:      c.CloseTimeout,
+		Logger:            c.Logger,
+		OnState:           c.StateListener,
+	}
+	if rc.ReplicationFactor == 0 {
+		rc.ReplicationFactor = -1
+	}
+	if c.TLS != nil {
+		rc.ClientOpts = append([]kgo.Opt{kgo.DialTLSConfig(c.TLS)}, rc.ClientOpts...)
+	}
+	if c.SASL != nil {
+		rc.ClientOpts = append([]kgo.Opt{kgo.SASL(c.SASL)}, rc.ClientOpts...)
+	}
+	return rc
+}

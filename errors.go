@@ -1,0 +1,166 @@
+package kstream
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// ErrorKind says at which step a record failed.
+type ErrorKind int
+
+const (
+	// DeserializationError: the key or value bytes of an input record could not be decoded.
+	DeserializationError ErrorKind = iota + 1
+	// ProcessingError: an operator returned an error or panicked.
+	ProcessingError
+	// ProductionError: an output record could not be serialized or Kafka rejected it.
+	ProductionError
+)
+
+// String returns "deserialization", "processing" or "production".
+func (k ErrorKind) String() string {
+	switch k {
+	case DeserializationError:
+		return "deserialization"
+	case ProcessingError:
+		return "processing"
+	case ProductionError:
+		return "production"
+	}
+	return "ErrorKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ErrorContext describes a failed record to an [ErrorHandler].
+type ErrorContext struct {
+	Kind ErrorKind
+	// Topic, Partition and Offset locate the input record (Offset is -1 when there is none).
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Operator is the name of the operator that failed.
+	Operator string
+	// SinkTopic is the output topic, for production errors.
+	SinkTopic string
+	// Key, Value and Headers are the raw input record (for production errors with no input
+	// record, the serialized output record).
+	Key, Value []byte
+	Headers    []Header
+	Err        error
+}
+
+// ErrorHandler decides what happens to a record that failed. It is called from task
+// goroutines and from the producer's callbacks, so it must be safe for concurrent use.
+type ErrorHandler interface {
+	HandleError(ec ErrorContext) ErrorResponse
+}
+
+// ErrorHandlerFunc adapts a function to [ErrorHandler].
+type ErrorHandlerFunc func(ec ErrorContext) ErrorResponse
+
+// HandleError calls f.
+func (f ErrorHandlerFunc) HandleError(ec ErrorContext) ErrorResponse { return f(ec) }
+
+// ErrorResponse is an [ErrorHandler]'s decision. Build one with [Fail], [Continue] or
+// [DeadLetter].
+type ErrorResponse struct {
+	action     int // 0 fail, 1 continue, 2 dead letter
+	deadLetter string
+}
+
+// Fail stops the application: [App.Run] returns the error.
+func Fail() ErrorResponse { return ErrorResponse{} }
+
+// Continue skips the failed record (for a processing error, only the failing operator's
+// part of it: sibling operators still see the record) and goes on.
+func Continue() ErrorResponse { return ErrorResponse{action: 1} }
+
+// DeadLetter writes the raw record to topic, with headers naming the error and where it
+// happened (see [DeadLetterQueue]), and goes on.
+func DeadLetter(topic string) ErrorResponse { return ErrorResponse{action: 2, deadLetter: topic} }
+
+// LogAndFail logs the error and stops the application. It is the default for every kind.
+func LogAndFail() ErrorHandler {
+	return ErrorHandlerFunc(func(ErrorContext) ErrorResponse { return Fail() })
+}
+
+// LogAndContinue logs the error and skips the record.
+func LogAndContinue() ErrorHandler {
+	return ErrorHandlerFunc(func(ErrorContext) ErrorResponse { return Continue() })
+}
+
+// DeadLetterQueue writes every failed record to topic and goes on. The dead-letter record
+// has the failed record's raw key and value, its original headers, and these headers:
+//
+//	kstream.error.kind       deserialization, processing or production
+//	kstream.error.message    the error text
+//	kstream.error.topic      input topic
+//	kstream.error.partition  input partition (decimal)
+//	kstream.error.offset     input offset (decimal)
+//	kstream.error.operator   the operator that failed
+//	kstream.error.sink.topic the output topic (production errors only)
+//
+// The dead-letter topic must exist; a failure to write to it stops the application.
+func DeadLetterQueue(topic string) ErrorHandler {
+	return ErrorHandlerFunc(func(ErrorContext) ErrorResponse { return DeadLetter(topic) })
+}
+
+// Header keys of dead-letter records.
+const (
+	HeaderErrorKind      = "kstream.error.kind"
+	HeaderErrorMessage   = "kstream.error.message"
+	HeaderErrorTopic     = "kstream.error.topic"
+	HeaderErrorPartition = "kstream.error.partition"
+	HeaderErrorOffset    = "kstream.error.offset"
+	HeaderErrorOperator  = "kstream.error.operator"
+	HeaderErrorSinkTopic = "kstream.error.sink.topic"
+)
+
+// RecordError is a record failure that stopped the application. It names the record's
+// coordinates and the operator; Unwrap returns the cause.
+type RecordError struct {
+	Kind      ErrorKind
+	Topic     string
+	Partition int32
+	Offset    int64
+	Operator  string
+	Err       error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("kstream: %s error in operator %s at topic %q partition %d offset %d: %v",
+		e.Kind, e.Operator, e.Topic, e.Partition, e.Offset, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// ErrNoSerde is returned (wrapped) when an operator needs serdes that the stream does not
+// carry; set them with [Stream.WithSerdes].
+var ErrNoSerde = errors.New("kstream: no serde")
+
+func (ec ErrorContext) logAttrs() []any {
+	attrs := []any{"kind", ec.Kind.String(), "operator", ec.Operator, "topic", ec.Topic, "partition", ec.Partition, "offset", ec.Offset}
+	if ec.SinkTopic != "" {
+		attrs = append(attrs, "sink_topic", ec.SinkTopic)
+	}
+	return append(attrs, "err", ec.Err)
+}
+
+// deadLetterHeaders returns the headers of a dead-letter record for ec.
+func deadLetterHeaders(ec ErrorContext) []Header {
+	h := append([]Header(nil), ec.Headers...)
+	h = append(h,
+		Header{HeaderErrorKind, []byte(ec.Kind.String())},
+		Header{HeaderErrorMessage, []byte(ec.Err.Error())},
+		Header{HeaderErrorTopic, []byte(ec.Topic)},
+		Header{HeaderErrorPartition, []byte(strconv.FormatInt(int64(ec.Partition), 10))},
+		Header{HeaderErrorOffset, []byte(strconv.FormatInt(ec.Offset, 10))},
+		Header{HeaderErrorOperator, []byte(ec.Operator)},
+	)
+	if ec.SinkTopic != "" {
+		h = append(h, Header{HeaderErrorSinkTopic, []byte(ec.SinkTopic)})
+	}
+	return h
+}
+

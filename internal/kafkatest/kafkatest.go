@@ -1,0 +1,219 @@
+// Package kafkatest is the integration-test kit: a broker shared by the tests of one
+// package (the in-process broker by default, or the real cluster named by
+// KSTREAM_TEST_BROKERS), uniquely named topics, and helpers to produce and read records
+// with deadlines.
+package kafkatest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream/embedded"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+// EnvBrokers names a real cluster to run the integration tier against.
+const EnvBrokers = "KSTREAM_TEST_BROKERS"
+
+var (
+	mu      sync.Mutex
+	shared  *embedded.Broker
+	brokers []string
+	seq     atomic.Int64
+	runID   = fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff)
+)
+
+// Tier reports which broker the tests use: "kafka" when KSTREAM_TEST_BROKERS is set,
+// "embedded" otherwise.
+func Tier() string {
+	if os.Getenv(EnvBrokers) != "" {
+		return "kafka"
+	}
+	return "embedded"
+}
+
+// Brokers returns the seed brokers of the shared test broker, starting the in-process one
+// on first use.
+func Brokers(t testing.TB) []string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if brokers != nil {
+		return brokers
+	}
+	if env := os.Getenv(EnvBrokers); env != "" {
+		brokers = strings.Split(env, ",")
+		return brokers
+	}
+	b, err := embedded.Start()
+	if err != nil {
+		t.Fatalf("starting the in-process broker: %v", err)
+	}
+	shared, brokers = b, b.Brokers()
+	return brokers
+}
+
+// Embedded returns the in-process broker, or nil on the real-Kafka tier.
+func Embedded(t testing.TB) *embedded.Broker {
+	Brokers(t)
+	mu.Lock()
+	defer mu.Unlock()
+	return shared
+}
+
+// Main runs the tests of a package, closes the shared broker, and checks that no goroutine
+// outlived the tests.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	if shared != nil {
+		if err := shared.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the in-process broker:", err)
+		}
+		shared, brokers = nil, nil
+	}
+	mu.Unlock()
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreCurrent()); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Context returns a context that ends after d or at the end of the test.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Name returns a name unique to this test run, for topics and application ids.
+func Name(t testing.TB, base string) string {
+	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(t.Name())
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	return fmt.Sprintf("%s-%s-%s-%d", base, name, runID, seq.Add(1))
+}
+
+// Client returns a plain client for the shared broker, closed at the end of the test.
+func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(Brokers(t)...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kgo client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// CreateTopic creates a uniquely named topic with the given partitions and returns its name.
+func CreateTopic(t testing.TB, base string, partitions int32, configs map[string]*string) string {
+	t.Helper()
+	name := Name(t, base)
+	adm := kadm.NewClient(Client(t))
+	ctx := Context(t, 30*time.Second)
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", name, err)
+	}
+	// Wait until the topic is visible in metadata (a real cluster propagates it lazily).
+	for ctx.Err() == nil {
+		d, err := adm.ListTopics(ctx, name)
+		if err == nil && d[name].Err == nil && len(d[name].Partitions) == int(partitions) {
+			return name
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("topic %s not visible: %v", name, ctx.Err())
+	return ""
+}
+
+// Produce writes records synchronously; a record with Partition >= 0 and no key goes to that
+// partition only if the client uses a manual partitioner, so callers pick the partitioner.
+func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	ctx := Context(t, 60*time.Second)
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing %d records: %v", len(recs), err)
+	}
+}
+
+// ManualProducer returns a client that writes each record to its Partition field.
+func ManualProducer(t testing.TB) *kgo.Client {
+	return Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+}
+
+// Consume reads topic from the start until it has n records or d passes, and returns what
+// it read. It fails the test if fewer than n arrived.
+func Consume(t testing.TB, topic string, n int, d time.Duration, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	recs := ConsumeAtMost(t, topic, n, d, opts...)
+	if len(recs) < n {
+		t.Fatalf("topic %s: got %d records within %s, want %d", topic, len(recs), d, n)
+	}
+	return recs
+}
+
+// ConsumeAtMost reads topic from the start until it has n records or d passes.
+func ConsumeAtMost(t testing.TB, topic string, n int, d time.Duration, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	cl := Client(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	ctx := Context(t, d)
+	var out []*kgo.Record
+	for len(out) < n && ctx.Err() == nil {
+		f := cl.PollFetches(ctx)
+		f.EachError(func(tp string, p int32, err error) {
+			if ctx.Err() == nil {
+				t.Logf("consume %s/%d: %v", tp, p, err)
+			}
+		})
+		out = append(out, f.Records()...)
+	}
+	return out
+}
+
+// Drain reads topic until no new record arrives for quiet, or d passes.
+func Drain(t testing.TB, topic string, quiet, d time.Duration, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	cl := Client(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	ctx := Context(t, d)
+	var out []*kgo.Record
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, quiet)
+		f := cl.PollFetches(pctx)
+		cancel()
+		recs := f.Records()
+		if len(recs) == 0 && pctx.Err() != nil {
+			break
+		}
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// Eventually polls cond every 20ms until it is true or d passes.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", d, what)
+}

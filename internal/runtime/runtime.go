@@ -1,0 +1,624 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Runtime runs one application instance: one group member, its tasks, one producer.
+type Runtime struct {
+	cfg  Config
+	topo *Topology
+	log  *slog.Logger
+
+	topicSub map[string]int // source topic -> sub-topology
+
+	consumer *kgo.Client
+	producer *kgo.Client
+	admin    *kadm.Client
+
+	// prodCtx outlives the run context so that shutdown can still flush outputs.
+	prodCtx    context.Context
+	prodCancel context.CancelFunc
+	dlqGen     atomic.Int64 // bumped on every dead-letter write made from a produce callback
+
+	fatalMu  sync.Mutex
+	fatalErr error
+	stop     context.CancelFunc // cancels the poll loop on a fatal error
+
+	// mu is held while tasks process a batch, while committing, and in the group
+	// callbacks, so that the set of tasks never changes under a running batch.
+	mu    sync.Mutex
+	tasks map[TaskID]*taskRun
+	parts map[topicPartition]*taskRun
+
+	closing atomic.Bool
+	state   atomic.Int32
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+type taskRun struct {
+	id    TaskID
+	task  Task
+	parts map[topicPartition]*partPos
+}
+
+type partPos struct {
+	next  int64 // offset after the last processed record; -1 if none processed yet
+	epoch int32
+	dirty bool
+}
+
+// New validates cfg and topo. It opens no connection.
+func New(topo *Topology, cfg Config) (*Runtime, error) {
+	if cfg.ApplicationID == "" {
+		return nil, errors.New("kstream: Config.ApplicationID is required")
+	}
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("kstream: Config.Brokers is empty")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = 30 * time.Second
+	}
+	if cfg.MaxPollRecords <= 0 {
+		cfg.MaxPollRecords = 10000
+	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = 30 * time.Second
+	}
+	if cfg.OnProduceError == nil {
+		cfg.OnProduceError = func(ProduceFailure) Decision { return Decision{} }
+	}
+	r := &Runtime{
+		cfg:      cfg,
+		topo:     topo,
+		log:      cfg.Logger,
+		topicSub: map[string]int{},
+		tasks:    map[TaskID]*taskRun{},
+		parts:    map[topicPartition]*taskRun{},
+	}
+	for _, st := range topo.SubTopologies {
+		for _, src := range st.Sources {
+			if prev, ok := r.topicSub[src.Topic]; ok && prev != st.ID {
+				return nil, fmt.Errorf("kstream: topic %q is a source of sub-topologies %d and %d", src.Topic, prev, st.ID)
+			}
+			r.topicSub[src.Topic] = st.ID
+		}
+	}
+	return r, nil
+}
+
+func (r *Runtime) setState(s State) {
+	old := State(r.state.Swap(int32(s)))
+	if old == s {
+		return
+	}
+	r.log.Info("kstream: state change", "app", r.cfg.ApplicationID, "from", old.String(), "to", s.String())
+	if r.cfg.OnState != nil {
+		r.cfg.OnState(old, s)
+	}
+}
+
+// fail records the first fatal error and stops the poll loop.
+func (r *Runtime) fail(err error) {
+	r.fatalMu.Lock()
+	if r.fatalErr == nil {
+		r.fatalErr = err
+		r.log.Error("kstream: fatal error", "app", r.cfg.ApplicationID, "err", err)
+	}
+	stop := r.stop
+	r.fatalMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+func (r *Runtime) fatal() error {
+	r.fatalMu.Lock()
+	defer r.fatalMu.Unlock()
+	return r.fatalErr
+}
+
+// Run starts the instance and blocks until ctx is done (then it shuts down gracefully and
+// returns nil) or a fatal error occurs (then it returns that error).
+func (r *Runtime) Run(ctx context.Context) (err error) {
+	r.setState(StateCreated)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	r.fatalMu.Lock()
+	r.stop = stop
+	r.fatalMu.Unlock()
+	r.prodCtx, r.prodCancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer r.prodCancel()
+
+	if err := r.openProducer(); err != nil {
+		return err
+	}
+	defer r.producer.Close()
+	if err := r.prepare(runCtx); err != nil {
+		r.setState(StateError)
+		return err
+	}
+	if err := r.openConsumer(); err != nil {
+		r.setState(StateError)
+		return err
+	}
+	r.setState(StateRebalancing)
+
+	loopErr := r.loop(runCtx)
+	r.shutdown(loopErr)
+	if ferr := r.fatal(); ferr != nil {
+		r.setState(StateError)
+		return ferr
+	}
+	if loopErr != nil {
+		r.setState(StateError)
+		return loopErr
+	}
+	r.setState(StateNotRunning)
+	return nil
+}
+
+func (r *Runtime) clientOpts(extra ...kgo.Opt) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(r.cfg.Brokers...), kgo.WithLogger(slogAdapter{r.log})}
+	opts = append(opts, r.cfg.ClientOpts...)
+	return append(opts, extra...)
+}
+
+func (r *Runtime) openProducer() error {
+	opts := r.clientOpts(
+		// Java producers hash keyed records with murmur2; so does this partitioner, so Go
+		// and Java applications place equal keys on equal partitions.
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.UnknownTopicRetries(3),
+	)
+	opts = append(opts, r.cfg.ProducerOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kstream: creating producer: %w", err)
+	}
+	r.producer = cl
+	r.admin = kadm.NewClient(cl)
+	return nil
+}
+
+func (r *Runtime) openConsumer() error {
+	var topics []string
+	for t := range r.topicSub {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	reset := kgo.NewOffset().AtStart()
+	if r.cfg.DefaultReset == ResetLatest {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	opts := r.clientOpts(
+		kgo.ConsumerGroup(r.cfg.ApplicationID),
+		kgo.ConsumeTopics(topics...),
+		kgo.Balancers(newTaskBalancer(r.topo)),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(reset),
+		kgo.OnPartitionsAssigned(r.onAssigned),
+		kgo.OnPartitionsRevoked(r.onRevoked),
+		kgo.OnPartitionsLost(r.onLost),
+		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
+	)
+	if r.cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(r.cfg.SessionTimeout))
+	}
+	if r.cfg.HeartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(r.cfg.HeartbeatInterval))
+	}
+	if r.cfg.RebalanceTimeout > 0 {
+		opts = append(opts, kgo.RebalanceTimeout(r.cfg.RebalanceTimeout))
+	}
+	opts = append(opts, r.cfg.ConsumerOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kstream: creating consumer: %w", err)
+	}
+	r.consumer = cl
+	return nil
+}
+
+// adjustOffsets applies per-source reset policies to partitions that have no committed
+// offset (kgo reports those with the client-wide reset offset, which is negative).
+func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	for _, st := range r.topo.SubTopologies {
+		for _, src := range st.Sources {
+			if src.Reset == ResetDefault || src.Reset == r.cfg.DefaultReset ||
+				(src.Reset == ResetEarliest && r.cfg.DefaultReset == ResetDefault) {
+				continue
+			}
+			for p, o := range offsets[src.Topic] {
+				if o.EpochOffset().Offset >= 0 {
+					continue
+				}
+				if src.Reset == ResetLatest {
+					offsets[src.Topic][p] = kgo.NewOffset().AtEnd()
+				} else {
+					offsets[src.Topic][p] = kgo.NewOffset().AtStart()
+				}
+			}
+		}
+	}
+	return offsets, nil
+}
+
+// loop polls and processes until ctx is done or a fatal error. It returns a non-nil error
+// only for failures of the loop itself.
+func (r *Runtime) loop(ctx context.Context) error {
+	lastCommit := time.Now()
+	for {
+		fetches := r.consumer.PollRecords(ctx, r.cfg.MaxPollRecords)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			r.consumer.AllowRebalance()
+			return nil
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			var dl *kgo.ErrDataLoss
+			if errors.As(err, &dl) {
+				r.log.Warn("kstream: data loss detected, consuming from the reset offset", "topic", topic, "partition", p, "err", err)
+				return
+			}
+			var ke *kerr.Error
+			if errors.As(err, &ke) && ke.Retriable {
+				r.log.Warn("kstream: retriable fetch error", "topic", topic, "partition", p, "err", err)
+				return
+			}
+			r.fail(fmt.Errorf("kstream: fetching topic %q partition %d: %w", topic, p, err))
+		})
+		if r.fatal() != nil {
+			r.consumer.AllowRebalance()
+			return nil
+		}
+
+		r.mu.Lock()
+		r.processLocked(fetches)
+		if r.fatal() == nil && time.Since(lastCommit) >= r.cfg.CommitInterval {
+			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+			if err := r.commitLocked(cctx); err != nil {
+				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
+			}
+			cancel()
+			lastCommit = time.Now()
+		}
+		r.mu.Unlock()
+		r.consumer.AllowRebalance()
+		if r.fatal() != nil {
+			return nil
+		}
+	}
+}
+
+// processLocked runs one poll's records, each task on its own goroutine.
+func (r *Runtime) processLocked(fetches kgo.Fetches) {
+	type work struct {
+		t     *taskRun
+		parts []kgo.FetchTopicPartition
+	}
+	var batch []*work
+	byTask := map[*taskRun]*work{}
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		t := r.parts[topicPartition{p.Topic, p.Partition}]
+		if t == nil {
+			// Not ours any more (revoked between fetch and poll); kgo drops it too.
+			return
+		}
+		w := byTask[t]
+		if w == nil {
+			w = &work{t: t}
+			byTask[t] = w
+			batch = append(batch, w)
+		}
+		w.parts = append(w.parts, p)
+	})
+	if len(batch) == 1 {
+		if err := batch[0].t.process(batch[0].parts); err != nil {
+			r.fail(err)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, w := range batch {
+		wg.Go(func() {
+			if err := w.t.process(w.parts); err != nil {
+				r.fail(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// process handles a task's share of one poll. With several input partitions the record with
+// the lowest timestamp goes first, as in Kafka Streams, so that results are deterministic.
+func (t *taskRun) process(parts []kgo.FetchTopicPartition) error {
+	if len(parts) == 1 {
+		p := parts[0]
+		pos := t.parts[topicPartition{p.Topic, p.Partition}]
+		for _, rec := range p.Records {
+			if err := t.task.Process(rec); err != nil {
+				return err
+			}
+			pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
+		}
+		return nil
+	}
+	heads := make([]int, len(parts))
+	poss := make([]*partPos, len(parts))
+	for i, p := range parts {
+		poss[i] = t.parts[topicPartition{p.Topic, p.Partition}]
+	}
+	for {
+		best := -1
+		for i, p := range parts {
+			if heads[i] >= len(p.Records) {
+				continue
+			}
+			if best < 0 || p.Records[heads[i]].Timestamp.Before(parts[best].Records[heads[best]].Timestamp) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		rec := parts[best].Records[heads[best]]
+		heads[best]++
+		if err := t.task.Process(rec); err != nil {
+			return err
+		}
+		pos := poss[best]
+		pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
+	}
+}
+
+// commitLocked waits until every produced record is acknowledged and then commits the
+// processed positions: an offset is committed only after all outputs it covers are durable.
+func (r *Runtime) commitLocked(ctx context.Context) error {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	var dirty []*partPos
+	for tp, t := range r.parts {
+		pos := t.parts[tp]
+		if !pos.dirty {
+			continue
+		}
+		if offsets[tp.topic] == nil {
+			offsets[tp.topic] = map[int32]kgo.EpochOffset{}
+		}
+		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
+		dirty = append(dirty, pos)
+	}
+	if len(dirty) == 0 {
+		return nil
+	}
+	if err := r.flush(ctx); err != nil {
+		return err
+	}
+	if err := r.fatal(); err != nil {
+		return err
+	}
+	var commitErr error
+	r.consumer.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			commitErr = fmt.Errorf("kstream: committing offsets: %w", err)
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && commitErr == nil {
+					commitErr = fmt.Errorf("kstream: committing offset of topic %q partition %d: %w", t.Topic, p.Partition, e)
+				}
+			}
+		}
+	})
+	if commitErr != nil {
+		return commitErr
+	}
+	for _, pos := range dirty {
+		pos.dirty = false
+	}
+	return nil
+}
+
+// flush waits for every record produced so far, including dead-letter records written from
+// produce callbacks while flushing.
+func (r *Runtime) flush(ctx context.Context) error {
+	for {
+		gen := r.dlqGen.Load()
+		if err := r.producer.Flush(ctx); err != nil {
+			return fmt.Errorf("kstream: waiting for produced records to be acknowledged: %w", err)
+		}
+		if r.dlqGen.Load() == gen {
+			return nil
+		}
+	}
+}
+
+func (r *Runtime) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var created []string
+	for topic, parts := range assigned {
+		sub, ok := r.topicSub[topic]
+		if !ok {
+			continue
+		}
+		for _, p := range parts {
+			id := TaskID{sub, p}
+			t := r.tasks[id]
+			if t == nil {
+				task, err := r.topo.SubTopologies[sub].NewTask(r, id)
+				if err != nil {
+					r.fail(fmt.Errorf("kstream: creating task %s: %w", id, err))
+					return
+				}
+				t = &taskRun{id: id, task: task, parts: map[topicPartition]*partPos{}}
+				r.tasks[id] = t
+				created = append(created, id.String())
+			}
+			tp := topicPartition{topic, p}
+			t.parts[tp] = &partPos{next: -1}
+			r.parts[tp] = t
+		}
+	}
+	slices.Sort(created)
+	r.log.Info("kstream: partitions assigned", "app", r.cfg.ApplicationID, "new_tasks", created, "tasks", len(r.tasks))
+	if !r.closing.Load() {
+		r.setState(StateRunning)
+	}
+}
+
+func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if len(revoked) == 0 {
+		return
+	}
+	if !r.closing.Load() {
+		r.setState(StateRebalancing)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fatal() == nil {
+		cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+		if err := r.commitLocked(cctx); err != nil {
+			r.log.Warn("kstream: commit before revocation failed; the new owner will reprocess", "app", r.cfg.ApplicationID, "err", err)
+		}
+		cancel()
+	}
+	r.dropLocked(revoked)
+}
+
+func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if len(lost) == 0 {
+		return
+	}
+	r.log.Warn("kstream: partitions lost without a chance to commit", "app", r.cfg.ApplicationID, "partitions", lost)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dropLocked(lost)
+}
+
+// dropLocked forgets partitions and closes the tasks left without any.
+func (r *Runtime) dropLocked(parts map[string][]int32) {
+	var closed []string
+	for topic, ps := range parts {
+		for _, p := range ps {
+			tp := topicPartition{topic, p}
+			t := r.parts[tp]
+			if t == nil {
+				continue
+			}
+			delete(r.parts, tp)
+			delete(t.parts, tp)
+			if len(t.parts) == 0 {
+				if err := t.task.Close(); err != nil {
+					r.log.Warn("kstream: closing task", "task", t.id.String(), "err", err)
+				}
+				delete(r.tasks, t.id)
+				closed = append(closed, t.id.String())
+			}
+		}
+	}
+	slices.Sort(closed)
+	r.log.Info("kstream: partitions revoked", "app", r.cfg.ApplicationID, "closed_tasks", closed, "tasks", len(r.tasks))
+}
+
+// shutdown commits what was processed (unless a fatal error makes that unsafe), closes the
+// tasks and leaves the group.
+func (r *Runtime) shutdown(loopErr error) {
+	r.closing.Store(true)
+	r.setState(StatePendingShutdown)
+	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+	defer cancel()
+	r.mu.Lock()
+	if r.fatal() == nil && loopErr == nil {
+		if err := r.commitLocked(ctx); err != nil {
+			r.log.Warn("kstream: final commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
+		}
+	}
+	all := map[string][]int32{}
+	for tp := range r.parts {
+		all[tp.topic] = append(all[tp.topic], tp.partition)
+	}
+	r.dropLocked(all)
+	r.mu.Unlock()
+	// Leave the group now so the remaining members take over at once.
+	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
+		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)
+	}
+	r.consumer.CloseAllowingRebalance()
+	if r.fatal() == nil {
+		if err := r.flush(ctx); err != nil {
+			r.log.Warn("kstream: flushing at shutdown", "err", err)
+		}
+	}
+}
+
+// Produce implements TaskEnv.
+func (r *Runtime) Produce(rec *kgo.Record, operator string, src *kgo.Record) {
+	r.producer.Produce(r.prodCtx, rec, func(rec *kgo.Record, err error) {
+		if err != nil {
+			r.produceFailed(ProduceFailure{Record: rec, Operator: operator, Source: src, Err: err})
+		}
+	})
+}
+
+// Logger implements TaskEnv.
+func (r *Runtime) Logger() *slog.Logger { return r.log }
+
+func (r *Runtime) produceFailed(f ProduceFailure) {
+	if r.fatal() != nil {
+		return // already stopping; the first error is the one reported
+	}
+	err := produceError(f)
+	d := r.cfg.OnProduceError(f)
+	switch {
+	case d.DeadLetterTopic != "":
+		r.log.Warn("kstream: production error; writing to the dead-letter topic", "dead_letter_topic", d.DeadLetterTopic, "err", err)
+		r.dlqGen.Add(1)
+		dl := r.cfg.DeadLetter(d.DeadLetterTopic, f)
+		r.producer.TryProduce(r.prodCtx, dl, func(dl *kgo.Record, derr error) {
+			if derr != nil {
+				r.fail(fmt.Errorf("kstream: writing to dead-letter topic %q after %v: %w", dl.Topic, err, derr))
+			}
+		})
+	case d.Continue:
+		r.log.Warn("kstream: production error; skipping the record", "err", err)
+	default:
+		r.fail(err)
+	}
+}
+
+// produceError names everything known about a failed output record.
+func produceError(f ProduceFailure) error {
+	msg := fmt.Sprintf("kstream: producing to topic %q partition %d (operator %s)", f.Record.Topic, f.Record.Partition, f.Operator)
+	if f.Source != nil {
+		msg += fmt.Sprintf(" for input topic %q partition %d offset %d", f.Source.Topic, f.Source.Partition, f.Source.Offset)
+	}
+	return fmt.Errorf("%s: %w", msg, f.Err)
+}

@@ -1,0 +1,182 @@
+// Package runtime executes a compiled topology against Kafka: consumer-group membership with
+// whole-task assignment, the poll/process/commit loop, production and its error handling,
+// internal topic creation and start-up checks.
+//
+// The runtime is byte-level: it moves *kgo.Record values between Kafka and tasks. Typed
+// processing (deserialization, operators, serialization) lives in the root package, which
+// hands the runtime a [Topology] whose sub-topologies know how to create their tasks.
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Reset says where a source starts when its group has no committed offset.
+type Reset int
+
+const (
+	// ResetDefault uses the application's default (earliest unless configured).
+	ResetDefault Reset = iota
+	// ResetEarliest starts at the log start offset.
+	ResetEarliest
+	// ResetLatest starts at the log end offset.
+	ResetLatest
+)
+
+// String returns "default", "earliest" or "latest".
+func (r Reset) String() string {
+	switch r {
+	case ResetEarliest:
+		return "earliest"
+	case ResetLatest:
+		return "latest"
+	default:
+		return "default"
+	}
+}
+
+// TaskID names a task: one sub-topology over one partition number of its sources.
+type TaskID struct {
+	SubTopology int
+	Partition   int32
+}
+
+// String returns the id as Kafka Streams prints it: "<sub-topology>_<partition>".
+func (id TaskID) String() string { return fmt.Sprintf("%d_%d", id.SubTopology, id.Partition) }
+
+// Topology is the byte-level view of a built topology.
+type Topology struct {
+	// SubTopologies are the independent pieces of the graph, cut at repartition topics.
+	SubTopologies []SubTopology
+	// InternalTopics are the repartition topics the application creates at start.
+	InternalTopics []InternalTopic
+	// SinkTopics are the fixed output topics, which must exist at start.
+	SinkTopics []SinkTopic
+	// CopartitionGroups are sets of source topics that must have equal partition counts.
+	CopartitionGroups [][]string
+}
+
+// SubTopology is one connected piece of the processing graph.
+type SubTopology struct {
+	ID      int
+	Sources []Source
+	// NewTask creates the processing state for one task of this sub-topology.
+	NewTask func(env TaskEnv, id TaskID) (Task, error)
+}
+
+// Source is one topic a sub-topology reads.
+type Source struct {
+	Topic    string
+	Reset    Reset
+	Internal bool // a repartition topic created by the application
+}
+
+// InternalTopic is a topic the application creates and owns.
+type InternalTopic struct {
+	Name string
+	// Partitions is the partition count; 0 means "as many as the largest source topic of the
+	// sub-topology that writes it".
+	Partitions int32
+	// Writer is the id of the sub-topology that produces into the topic.
+	Writer  int
+	Configs map[string]*string
+}
+
+// SinkTopic is a fixed output topic and the operator that writes it.
+type SinkTopic struct {
+	Topic    string
+	Operator string
+}
+
+// Task processes the records of one task, one at a time, on one goroutine at a time.
+type Task interface {
+	// Process handles one input record. It returns a non-nil error only when the application
+	// must stop; recoverable errors have already gone through the error handlers.
+	Process(r *kgo.Record) error
+	// Close releases the task's resources when the task is revoked or the app stops.
+	Close() error
+}
+
+// TaskEnv is what a task may ask of the runtime. It is safe for concurrent use.
+type TaskEnv interface {
+	// Produce sends r asynchronously. operator names the sink, and src is the input record
+	// being processed (nil if none); both appear in error reports. The commit that covers src
+	// waits until r is acknowledged.
+	Produce(r *kgo.Record, operator string, src *kgo.Record)
+	// Logger is the application's logger.
+	Logger() *slog.Logger
+}
+
+// ProduceFailure describes an output record that Kafka did not accept.
+type ProduceFailure struct {
+	Record   *kgo.Record // the record that failed, with its target topic
+	Operator string      // the sink operator that produced it
+	Source   *kgo.Record // the input record whose processing produced it (may be nil)
+	Err      error
+}
+
+// Decision is what an error handler wants the runtime to do with a failure.
+type Decision struct {
+	Continue        bool   // skip and go on; otherwise the application stops
+	DeadLetterTopic string // if set, write the failed record there (then continue)
+}
+
+// Config is what the runtime needs besides the topology.
+type Config struct {
+	ApplicationID     string
+	Brokers           []string
+	ClientOpts        []kgo.Opt // applied to every client (TLS, SASL, dialer, ...)
+	ConsumerOpts      []kgo.Opt
+	ProducerOpts      []kgo.Opt
+	CommitInterval    time.Duration
+	MaxPollRecords    int
+	DefaultReset      Reset
+	ReplicationFactor int16
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	RebalanceTimeout  time.Duration
+	CloseTimeout      time.Duration
+	Logger            *slog.Logger
+	// OnState is called on every state change; it must not block.
+	OnState func(old, new State)
+	// OnProduceError decides what to do with a record Kafka rejected.
+	OnProduceError func(ProduceFailure) Decision
+	// DeadLetter builds the dead-letter record for a production failure sent to topic.
+	DeadLetter func(topic string, f ProduceFailure) *kgo.Record
+}
+
+// State is the life-cycle state of a running application.
+type State int
+
+// The states, as in Kafka Streams' KafkaStreams.State.
+const (
+	StateCreated State = iota
+	StateRebalancing
+	StateRunning
+	StatePendingShutdown
+	StateNotRunning
+	StateError
+)
+
+// String returns the state name.
+func (s State) String() string {
+	switch s {
+	case StateCreated:
+		return "CREATED"
+	case StateRebalancing:
+		return "REBALANCING"
+	case StateRunning:
+		return "RUNNING"
+	case StatePendingShutdown:
+		return "PENDING_SHUTDOWN"
+	case StateNotRunning:
+		return "NOT_RUNNING"
+	case StateError:
+		return "ERROR"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}

@@ -1,0 +1,82 @@
+// Package kstream is Kafka Streams for Go: a typed DSL and Processor API for stream
+// processing on Apache Kafka, with the semantics of Apache Kafka Streams.
+//
+// A program builds a topology with a [Builder], then runs it with [New] and [App.Run]:
+//
+//	b := kstream.NewBuilder()
+//	orders := kstream.Stream(b, "orders", serde.String(), serde.JSON[Order]())
+//	big := orders.Filter(func(_ string, o Order) bool { return o.Total > 100 })
+//	kstream.MapValues(big, func(o Order) string { return o.ID }).To("big-orders", serde.String(), serde.String())
+//
+//	app, err := kstream.New(b, kstream.Config{ApplicationID: "orders", Brokers: brokers})
+//	err = app.Run(ctx) // blocks until ctx is done or a fatal error
+//
+// Go has no method type parameters, so operations that change the key or value type are
+// package functions ([Map], [MapValues], [FlatMap], [SelectKey], [Process], ...) and
+// type-preserving ones are methods ([Stream.Filter], [Stream.Peek], [Stream.Merge],
+// [Stream.To], [Stream.Split], ...).
+//
+// # Runtime model
+//
+// The topology is cut at repartition topics into sub-topologies; a task is one sub-topology
+// over one partition number of its sources. Each application instance is one member of the
+// consumer group named by the application id; the group assigns whole tasks, and an
+// instance processes its tasks in parallel on goroutines. Scaling out means starting more
+// instances with the same application id.
+//
+// Processing is at-least-once: an input offset is committed only after every output record
+// it produced is acknowledged by Kafka.
+package kstream
+
+import (
+	"time"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+)
+
+// Header is a Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is a typed record flowing through a topology.
+//
+// Records are values: a processor that forwards a changed record changes its own copy.
+// Headers is shared with the input record and with sibling operators; treat it as read-only
+// and use [Record.WithHeader] to add one.
+type Record[K, V any] struct {
+	Key       K
+	Value     V
+	Timestamp time.Time
+	Headers   []Header
+}
+
+// WithHeader returns a copy of r with one more header; r's headers are not modified.
+func (r Record[K, V]) WithHeader(key string, value []byte) Record[K, V] {
+	h := make([]Header, len(r.Headers), len(r.Headers)+1)
+	copy(h, r.Headers)
+	r.Headers = append(h, Header{Key: key, Value: value})
+	return r
+}
+
+// Header returns the value of the last header named key, and whether there is one.
+func (r Record[K, V]) Header(key string) ([]byte, bool) {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == key {
+			return r.Headers[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// RecordMetadata is where the input record being processed came from.
+type RecordMetadata struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// TaskID names a task: one sub-topology over one partition number of its sources.
+// It prints as Kafka Streams prints task ids, "<sub-topology>_<partition>".
+type TaskID = runtime.TaskID

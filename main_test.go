@@ -1,0 +1,114 @@
+package kstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestMain(m *testing.M) { kafkatest.Main(m) }
+
+// testLogger logs to the test at warn level so failures show what the app saw.
+func testLogger(t testing.TB) *slog.Logger {
+	lvl := slog.LevelWarn
+	if os.Getenv("KSTREAM_TEST_DEBUG") != "" {
+		lvl = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// testConfig is a Config for a fresh application on the shared broker.
+func testConfig(t testing.TB) kstream.Config {
+	return kstream.Config{
+		ApplicationID:     kafkatest.Name(t, "app"),
+		Brokers:           kafkatest.Brokers(t),
+		CommitInterval:    200 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		Logger:            testLogger(t),
+	}
+}
+
+// running is an App started in the background.
+type running struct {
+	app    *kstream.App
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	once   sync.Once
+}
+
+// start runs app until the test ends (or stop is called).
+func start(t testing.TB, app *kstream.App) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{app: app, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = app.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("app stopped with: %v", err)
+		}
+	})
+	return r
+}
+
+// stop cancels the app and waits up to 30s for Run to return.
+func (r *running) stop() error {
+	r.once.Do(r.cancel)
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("app did not stop within 30s")
+	}
+}
+
+// wait waits for Run to return by itself.
+func (r *running) wait(d time.Duration) (error, bool) {
+	select {
+	case <-r.done:
+		return r.err, true
+	case <-time.After(d):
+		return nil, false
+	}
+}
+
+// newApp builds an app or fails the test.
+func newApp(t testing.TB, b *kstream.Builder, cfg kstream.Config) *kstream.App {
+	t.Helper()
+	app, err := kstream.New(b, cfg)
+	if err != nil {
+		t.Fatalf("kstream.New: %v", err)
+	}
+	return app
+}
+
+var baseTime = time.UnixMilli(1_700_000_000_000)
+
+// rec is an input record with a key, a value, a timestamp offset in ms and optional headers.
+func rec(topic, key, value string, tsMs int, headers ...string) *kgo.Record {
+	r := &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(value), Timestamp: baseTime.Add(time.Duration(tsMs) * time.Millisecond)}
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: headers[i], Value: []byte(headers[i+1])})
+	}
+	return r
+}

@@ -1,0 +1,443 @@
+package kstream
+
+import (
+	"fmt"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// KStream is a typed stream of records: every record is an independent event. Create one
+// with [Stream] or [StreamTopics] and derive others with its methods and the package
+// functions. KStream values are cheap handles into their [Builder]; the zero KStream is not
+// usable.
+//
+// A KStream may carry serdes for its key and value: a source's serdes travel through
+// type-preserving operators and are used where the stream must be written to a topic
+// ([KStream.Repartition], and [KStream.To] when given nil serdes). [KStream.WithSerdes] sets
+// them.
+type KStream[K, V any] struct {
+	b          *Builder
+	n          *node
+	ks         serde.Serde[K]
+	vs         serde.Serde[V]
+	keyChanged bool // a key-changing operator ran since the last repartition
+}
+
+// KeyValue is a key and a value, as returned by [FlatMap].
+type KeyValue[K, V any] struct {
+	Key   K
+	Value V
+}
+
+// KV returns a KeyValue.
+func KV[K, V any](k K, v V) KeyValue[K, V] { return KeyValue[K, V]{Key: k, Value: v} }
+
+// OffsetReset says where a source starts reading when the application has no committed
+// offset for a partition. It corresponds to Kafka Streams' Consumed.withOffsetResetPolicy.
+type OffsetReset int
+
+const (
+	// ResetDefault uses [Config.OffsetReset] (earliest unless set).
+	ResetDefault OffsetReset = iota
+	// ResetEarliest starts at the oldest record still in the partition.
+	ResetEarliest
+	// ResetLatest starts after the newest record at the time the partition is assigned.
+	ResetLatest
+)
+
+// Option configures a source or an operator. Not every option applies to every operation;
+// each option's doc says where it applies, and a misplaced option is a build error.
+type Option interface{ apply(*opConfig) }
+
+type opConfig struct {
+	name       string
+	reset      OffsetReset
+	partitions int32
+	used       []string // option names, for misplaced-option errors
+}
+
+type optFunc struct {
+	name string
+	f    func(*opConfig)
+}
+
+func (o optFunc) apply(c *opConfig) { o.f(c); c.used = append(c.used, o.name) }
+
+// Named gives an operator (or, for [KStream.Split], the prefix of its branches) an explicit
+// name instead of a generated one. Names appear in Describe, logs and error messages.
+// Applies to every operation.
+func Named(name string) Option {
+	return optFunc{"Named", func(c *opConfig) { c.name = name }}
+}
+
+// WithOffsetReset sets a source's reset policy. Applies to [Stream] and [StreamTopics].
+func WithOffsetReset(r OffsetReset) Option {
+	return optFunc{"WithOffsetReset", func(c *opConfig) { c.reset = r }}
+}
+
+// NumPartitions sets the partition count of a repartition topic (default: that of the
+// largest input topic upstream). Applies to [KStream.Repartition].
+func NumPartitions(n int32) Option {
+	return optFunc{"NumPartitions", func(c *opConfig) { c.partitions = n }}
+}
+
+// options applies opts, reporting options that op does not accept.
+func (b *Builder) options(op string, opts []Option, allowed ...string) opConfig {
+	var c opConfig
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		o.apply(&c)
+	}
+	for _, u := range c.used {
+		ok := u == "Named"
+		for _, a := range allowed {
+			ok = ok || a == u
+		}
+		if !ok {
+			b.errorf("option %s does not apply to %s", u, op)
+		}
+	}
+	return c
+}
+
+// Stream reads topic as a stream with the given key and value serdes.
+// It corresponds to Kafka Streams' StreamsBuilder.stream. Options: [Named], [WithOffsetReset].
+func Stream[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
+	return StreamTopics(b, []string{topic}, ks, vs, opts...)
+}
+
+// StreamTopics reads several topics as one stream with the same serdes. Records of one
+// partition keep their order; records of different topics are interleaved by timestamp
+// within a task.
+func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
+	c := b.options("Stream", opts, "WithOffsetReset")
+	if len(topics) == 0 {
+		b.errorf("Stream: no topic given")
+	}
+	if ks == nil || vs == nil {
+		b.errorf("Stream(%v): key and value serdes are required: %w", topics, ErrNoSerde)
+	}
+	n := &node{kind: kindSource, topics: append([]string(nil), topics...), reset: runtime.Reset(c.reset)}
+	b.addNode(n, "SOURCE", c.name)
+	n.instantiate = sourceInstance(n, ks, vs)
+	return KStream[K, V]{b: b, n: n, ks: ks, vs: vs}
+}
+
+func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) func(t *task) (any, error) {
+	return func(t *task) (any, error) {
+		ctx, err := childInputs[K, V](t, n)
+		if err != nil {
+			return nil, err
+		}
+		return sourceFn(func(raw *rawRecord) {
+			k, err := deserialize(ks, raw.Key)
+			if err != nil {
+				t.deserializationError(n, fmt.Errorf("key: %w", err))
+				return
+			}
+			v, err := deserialize(vs, raw.Value)
+			if err != nil {
+				t.deserializationError(n, fmt.Errorf("value: %w", err))
+				return
+			}
+			ctx.Forward(Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: fromKgoHeaders(raw.Headers)})
+		}), nil
+	}
+}
+
+// deserialize calls s, turning a panic into an error.
+func deserialize[T any](s serde.Serde[T], b []byte) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in deserializer: %v", p)
+		}
+	}()
+	return s.Deserialize(b)
+}
+
+func serialize[T any](s serde.Serde[T], v T) (b []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in serializer: %v", p)
+		}
+	}()
+	return s.Serialize(v)
+}
+
+// addProcessor adds a processor node under s.
+func addProcessor[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], prefix string, c opConfig, mk func() Processor[KIn, VIn, KOut, VOut]) KStream[KOut, VOut] {
+	n := &node{kind: kindProcessor}
+	s.b.addNode(n, prefix, c.name, s.n)
+	n.instantiate = func(t *task) (any, error) { return processorInstance(t, n, mk()) }
+	return KStream[KOut, VOut]{b: s.b, n: n}
+}
+
+// same returns out with s's serdes and key state, for type-preserving operators.
+func (s KStream[K, V]) same(out KStream[K, V]) KStream[K, V] {
+	out.ks, out.vs, out.keyChanged = s.ks, s.vs, s.keyChanged
+	return out
+}
+
+// Filter keeps the records for which pred is true. Dropped records are dropped for this
+// branch only: other children of s still see them.
+func (s KStream[K, V]) Filter(pred func(K, V) bool, opts ...Option) KStream[K, V] {
+	return s.same(addProcessor(s, "FILTER", s.b.options("Filter", opts), func() Processor[K, V, K, V] {
+		return ProcessorFunc[K, V, K, V](func(ctx ProcessorContext[K, V], r Record[K, V]) error {
+			if pred(r.Key, r.Value) {
+				ctx.Forward(r)
+			}
+			return nil
+		})
+	}))
+}
+
+// FilterNot keeps the records for which pred is false.
+func (s KStream[K, V]) FilterNot(pred func(K, V) bool, opts ...Option) KStream[K, V] {
+	return s.Filter(func(k K, v V) bool { return !pred(k, v) }, opts...)
+}
+
+// Peek calls fn for every record and forwards the record unchanged.
+func (s KStream[K, V]) Peek(fn func(K, V), opts ...Option) KStream[K, V] {
+	return s.same(addProcessor(s, "PEEK", s.b.options("Peek", opts), func() Processor[K, V, K, V] {
+		return ProcessorFunc[K, V, K, V](func(ctx ProcessorContext[K, V], r Record[K, V]) error {
+			fn(r.Key, r.Value)
+			ctx.Forward(r)
+			return nil
+		})
+	}))
+}
+
+// Foreach calls fn for every record. It ends the stream.
+func (s KStream[K, V]) Foreach(fn func(K, V), opts ...Option) {
+	addProcessor(s, "FOREACH", s.b.options("Foreach", opts), func() Processor[K, V, K, V] {
+		return ProcessorFunc[K, V, K, V](func(_ ProcessorContext[K, V], r Record[K, V]) error {
+			fn(r.Key, r.Value)
+			return nil
+		})
+	})
+}
+
+// Map replaces each record's key and value. Because the key may change, a key-dependent
+// operator downstream (grouping, joins) first repartitions the stream.
+func Map[K, V, KR, VR any](s KStream[K, V], fn func(K, V) (KR, VR), opts ...Option) KStream[KR, VR] {
+	out := addProcessor(s, "MAP", s.b.options("Map", opts), func() Processor[K, V, KR, VR] {
+		return ProcessorFunc[K, V, KR, VR](func(ctx ProcessorContext[KR, VR], r Record[K, V]) error {
+			k, v := fn(r.Key, r.Value)
+			ctx.Forward(Record[KR, VR]{Key: k, Value: v, Timestamp: r.Timestamp, Headers: r.Headers})
+			return nil
+		})
+	})
+	out.keyChanged = true
+	return out
+}
+
+// MapValues replaces each record's value; the key is unchanged, so no repartition follows.
+func MapValues[K, V, VR any](s KStream[K, V], fn func(V) VR, opts ...Option) KStream[K, VR] {
+	return MapValuesWithKey(s, func(_ K, v V) VR { return fn(v) }, opts...)
+}
+
+// MapValuesWithKey is [MapValues] with read-only access to the key.
+func MapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) VR, opts ...Option) KStream[K, VR] {
+	out := addProcessor(s, "MAPVALUES", s.b.options("MapValues", opts), func() Processor[K, V, K, VR] {
+		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
+			ctx.Forward(Record[K, VR]{Key: r.Key, Value: fn(r.Key, r.Value), Timestamp: r.Timestamp, Headers: r.Headers})
+			return nil
+		})
+	})
+	out.ks, out.keyChanged = s.ks, s.keyChanged
+	return out
+}
+
+// FlatMap turns each record into zero or more records, which keep the input's timestamp and
+// headers. The key may change (see [Map]).
+func FlatMap[K, V, KR, VR any](s KStream[K, V], fn func(K, V) []KeyValue[KR, VR], opts ...Option) KStream[KR, VR] {
+	out := addProcessor(s, "FLATMAP", s.b.options("FlatMap", opts), func() Processor[K, V, KR, VR] {
+		return ProcessorFunc[K, V, KR, VR](func(ctx ProcessorContext[KR, VR], r Record[K, V]) error {
+			for _, kv := range fn(r.Key, r.Value) {
+				ctx.Forward(Record[KR, VR]{Key: kv.Key, Value: kv.Value, Timestamp: r.Timestamp, Headers: r.Headers})
+			}
+			return nil
+		})
+	})
+	out.keyChanged = true
+	return out
+}
+
+// FlatMapValues turns each record into zero or more records with the same key.
+func FlatMapValues[K, V, VR any](s KStream[K, V], fn func(V) []VR, opts ...Option) KStream[K, VR] {
+	return FlatMapValuesWithKey(s, func(_ K, v V) []VR { return fn(v) }, opts...)
+}
+
+// FlatMapValuesWithKey is [FlatMapValues] with read-only access to the key.
+func FlatMapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, opts ...Option) KStream[K, VR] {
+	out := addProcessor(s, "FLATMAPVALUES", s.b.options("FlatMapValues", opts), func() Processor[K, V, K, VR] {
+		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
+			for _, v := range fn(r.Key, r.Value) {
+				ctx.Forward(Record[K, VR]{Key: r.Key, Value: v, Timestamp: r.Timestamp, Headers: r.Headers})
+			}
+			return nil
+		})
+	})
+	out.ks, out.keyChanged = s.ks, s.keyChanged
+	return out
+}
+
+// SelectKey replaces each record's key with fn(key, value). The value keeps its serde.
+func SelectKey[K, V, KR any](s KStream[K, V], fn func(K, V) KR, opts ...Option) KStream[KR, V] {
+	out := addProcessor(s, "KEY-SELECT", s.b.options("SelectKey", opts), func() Processor[K, V, KR, V] {
+		return ProcessorFunc[K, V, KR, V](func(ctx ProcessorContext[KR, V], r Record[K, V]) error {
+			ctx.Forward(Record[KR, V]{Key: fn(r.Key, r.Value), Value: r.Value, Timestamp: r.Timestamp, Headers: r.Headers})
+			return nil
+		})
+	})
+	out.vs, out.keyChanged = s.vs, true
+	return out
+}
+
+// Process runs a [Processor] on every record. newProcessor is called once per task, so each
+// task gets its own instance. Because the processor may change keys, a key-dependent
+// operator downstream repartitions first.
+func Process[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], newProcessor func() Processor[KIn, VIn, KOut, VOut], opts ...Option) KStream[KOut, VOut] {
+	out := addProcessor(s, "PROCESSOR", s.b.options("Process", opts), newProcessor)
+	out.keyChanged = true
+	return out
+}
+
+// Merge returns a stream with the records of s and other. There is no ordering guarantee
+// between the two inputs.
+func (s KStream[K, V]) Merge(other KStream[K, V], opts ...Option) KStream[K, V] {
+	c := s.b.options("Merge", opts)
+	if other.b != s.b {
+		s.b.errorf("Merge: the streams come from different builders")
+		return s
+	}
+	n := &node{kind: kindProcessor}
+	s.b.addNode(n, "MERGE", c.name, s.n, other.n)
+	n.instantiate = func(t *task) (any, error) {
+		ctx, err := childInputs[K, V](t, n)
+		if err != nil {
+			return nil, err
+		}
+		return func(r Record[K, V]) { ctx.Forward(r) }, nil
+	}
+	out := KStream[K, V]{b: s.b, n: n, ks: s.ks, vs: s.vs, keyChanged: s.keyChanged || other.keyChanged}
+	if out.ks == nil {
+		out.ks = other.ks
+	}
+	if out.vs == nil {
+		out.vs = other.vs
+	}
+	return out
+}
+
+// WithSerdes returns s carrying the given serdes, for operators that write the stream to
+// a topic. A nil serde leaves the current one.
+func (s KStream[K, V]) WithSerdes(ks serde.Serde[K], vs serde.Serde[V]) KStream[K, V] {
+	if ks != nil {
+		s.ks = ks
+	}
+	if vs != nil {
+		s.vs = vs
+	}
+	return s
+}
+
+// To writes every record to topic. Nil serdes mean the stream's own (see [KStream]).
+// Records are partitioned by the murmur2 hash of the serialized key, as Java producers do;
+// records with a nil key are spread over partitions. The topic must exist when the
+// application starts.
+func (s KStream[K, V]) To(topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) {
+	c := s.b.options("To", opts)
+	if topic == "" {
+		s.b.errorf("To: empty topic name")
+	}
+	n := &node{kind: kindSink, sinkTopic: topic}
+	s.b.addNode(n, "SINK", c.name, s.n)
+	s.sink(n, "To("+topic+")", ks, vs, func(Record[K, V]) string { return topic })
+}
+
+// ToTopicFunc writes every record to the topic that topicOf returns for it (Kafka Streams'
+// TopicNameExtractor). Writing to a topic that does not exist is a production error.
+func (s KStream[K, V]) ToTopicFunc(topicOf func(Record[K, V]) string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) {
+	c := s.b.options("ToTopicFunc", opts)
+	n := &node{kind: kindSink, describe: "topic function"}
+	s.b.addNode(n, "SINK", c.name, s.n)
+	s.sink(n, "ToTopicFunc", ks, vs, topicOf)
+}
+
+func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serde[V], topicOf func(Record[K, V]) string) {
+	if ks == nil {
+		ks = s.ks
+	}
+	if vs == nil {
+		vs = s.vs
+	}
+	if ks == nil || vs == nil {
+		s.b.errorf("%s (operator %s): the stream carries no key or value serde; pass them or use WithSerdes: %w", op, n.name, ErrNoSerde)
+	}
+	n.instantiate = func(t *task) (any, error) {
+		return func(r Record[K, V]) {
+			defer t.recoverIn(n)
+			topic := topicOf(r)
+			if n.internal {
+				topic = internalTopic(t.appID, topic)
+			}
+			if topic == "" {
+				t.processingError(n, fmt.Errorf("topic function returned an empty topic name"))
+				return
+			}
+			kb, err := serialize(ks, r.Key)
+			if err != nil {
+				t.serializationError(n, topic, fmt.Errorf("key: %w", err))
+				return
+			}
+			vb, err := serialize(vs, r.Value)
+			if err != nil {
+				t.serializationError(n, topic, fmt.Errorf("value: %w", err))
+				return
+			}
+			t.env.Produce(&kgo.Record{Topic: topic, Key: kb, Value: vb, Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)}, n.name, t.cur)
+		}, nil
+	}
+}
+
+// Repartition writes the stream to an internal topic "<application.id>-<name>-repartition"
+// and reads it back, so that records are partitioned by their current key. It uses the
+// stream's serdes (see [WithSerdes]). Options: [Named] is not needed (name names it),
+// [NumPartitions].
+func (s KStream[K, V]) Repartition(name string, opts ...Option) KStream[K, V] {
+	c := s.b.options("Repartition", opts, "NumPartitions")
+	if name == "" {
+		s.b.errorf("Repartition: a name is required (it names the internal topic)")
+		name = fmt.Sprintf("KSTREAM-REPARTITION-%010d", len(s.b.nodes))
+	}
+	topic := name + "-repartition"
+	s.b.internal = append(s.b.internal, runtime.InternalTopic{
+		Name:       topic,
+		Partitions: c.partitions,
+		Configs:    map[string]*string{"cleanup.policy": ptr("delete")},
+	})
+	sink := &node{kind: kindSink, sinkTopic: topic, internal: true}
+	s.b.addNode(sink, "", name+"-repartition-sink", s.n)
+	s.sink(sink, "Repartition("+name+")", nil, nil, func(Record[K, V]) string { return topic })
+	src := &node{kind: kindSource, topics: []string{topic}, internal: true}
+	s.b.addNode(src, "", name+"-repartition-source")
+	src.instantiate = sourceInstance(src, s.ks, s.vs)
+	return KStream[K, V]{b: s.b, n: src, ks: s.ks, vs: s.vs}
+}
+
+// repartitionIfKeyChanged is the hook that key-dependent operators (grouping, joins) call:
+// if a key-changing operator ran since the last repartition, it inserts a repartition topic
+// named name; otherwise it returns s.
+func (s KStream[K, V]) repartitionIfKeyChanged(name string) KStream[K, V] {
+	if !s.keyChanged {
+		return s
+	}
+	return s.Repartition(name)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,167 @@
+package kstream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// rawRecord is a record as it came from Kafka.
+type rawRecord = kgo.Record
+
+// handlers are the application's error handlers.
+type handlers struct {
+	deser, proc, prod ErrorHandler
+}
+
+// task is the typed processing state of one task: the instantiated operators of its
+// sub-topology. It is used by one goroutine at a time.
+type task struct {
+	id      TaskID
+	appID   string
+	env     runtime.TaskEnv
+	log     *slog.Logger
+	h       *handlers
+	sources map[string]sourceFn
+	inst    map[*node]any
+	closers []namedCloser
+
+	cur   *rawRecord // input record being processed
+	fatal error      // set when a record failure must stop the application
+}
+
+func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id runtime.TaskID) (*task, error) {
+	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, inst: map[*node]any{}}
+	for _, n := range sub {
+		if n.kind != kindSource {
+			continue
+		}
+		in, err := t.instance(n)
+		if err != nil {
+			return nil, err
+		}
+		for _, topic := range n.topics {
+			if n.internal {
+				topic = internalTopic(appID, topic)
+			}
+			t.sources[topic] = in.(sourceFn)
+		}
+	}
+	return t, nil
+}
+
+// instance returns n's per-task input, creating it on first use.
+func (t *task) instance(n *node) (any, error) {
+	if in, ok := t.inst[n]; ok {
+		return in, nil
+	}
+	in, err := n.instantiate(t)
+	if err != nil {
+		return nil, err
+	}
+	t.inst[n] = in
+	return in, nil
+}
+
+// Process implements runtime.Task.
+func (t *task) Process(r *kgo.Record) error {
+	src, ok := t.sources[r.Topic]
+	if !ok {
+		return fmt.Errorf("kstream: task %s got a record of topic %q that it does not read", t.id, r.Topic)
+	}
+	t.cur, t.fatal = r, nil
+	src(r)
+	t.cur = nil
+	return t.fatal
+}
+
+// Close implements runtime.Task.
+func (t *task) Close() error {
+	var errs []error
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		if err := t.closers[i].c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("kstream: closing operator %s of task %s: %w", t.closers[i].name, t.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// recoverIn turns a panic in operator n into a processing error. It must be deferred
+// directly.
+func (t *task) recoverIn(n *node) {
+	if v := recover(); v != nil {
+		t.processingError(n, fmt.Errorf("panic: %v", v))
+	}
+}
+
+func (t *task) errorContext(kind ErrorKind, n *node, err error) ErrorContext {
+	ec := ErrorContext{Kind: kind, Operator: n.name, Offset: -1, Err: err}
+	if r := t.cur; r != nil {
+		ec.Topic, ec.Partition, ec.Offset = r.Topic, r.Partition, r.Offset
+		ec.Key, ec.Value, ec.Headers = r.Key, r.Value, fromKgoHeaders(r.Headers)
+	}
+	return ec
+}
+
+func (t *task) deserializationError(n *node, err error) {
+	t.handle(t.h.deser, t.errorContext(DeserializationError, n, err))
+}
+
+func (t *task) processingError(n *node, err error) {
+	t.handle(t.h.proc, t.errorContext(ProcessingError, n, err))
+}
+
+func (t *task) serializationError(n *node, sinkTopic string, err error) {
+	ec := t.errorContext(ProductionError, n, fmt.Errorf("serializing for topic %q: %w", sinkTopic, err))
+	ec.SinkTopic = sinkTopic
+	t.handle(t.h.prod, ec)
+}
+
+// handle applies handler h to a failure found while processing (not in a produce callback).
+func (t *task) handle(h ErrorHandler, ec ErrorContext) {
+	if t.fatal != nil {
+		return
+	}
+	resp := h.HandleError(ec)
+	switch resp.action {
+	case 1:
+		t.log.Warn("kstream: "+ec.Kind.String()+" error; skipping", ec.logAttrs()...)
+	case 2:
+		t.log.Warn("kstream: "+ec.Kind.String()+" error; writing the record to the dead-letter topic", append(ec.logAttrs(), "dead_letter_topic", resp.deadLetter)...)
+		t.env.Produce(deadLetterRecord(resp.deadLetter, ec), deadLetterOperator, t.cur)
+	default:
+		t.fatal = &RecordError{Kind: ec.Kind, Topic: ec.Topic, Partition: ec.Partition, Offset: ec.Offset, Operator: ec.Operator, Err: ec.Err}
+		if ec.SinkTopic != "" {
+			t.fatal = fmt.Errorf("%w (sink topic %q)", t.fatal, ec.SinkTopic)
+		}
+	}
+}
+
+func deadLetterRecord(topic string, ec ErrorContext) *kgo.Record {
+	return &kgo.Record{Topic: topic, Key: ec.Key, Value: ec.Value, Headers: toKgoHeaders(deadLetterHeaders(ec))}
+}
+
+func fromKgoHeaders(hs []kgo.RecordHeader) []Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]Header, len(hs))
+	for i, h := range hs {
+		out[i] = Header(h)
+	}
+	return out
+}
+
+func toKgoHeaders(hs []Header) []kgo.RecordHeader {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]kgo.RecordHeader, len(hs))
+	for i, h := range hs {
+		out[i] = kgo.RecordHeader(h)
+	}
+	return out
+}
