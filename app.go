@@ -110,5 +110,9 @@ func (a *App) Run(ctx context.Context) error {
 // State returns the instance's current state.
 func (a *App) State() State { return State(a.state.Load()) }
 
+// Tasks returns the ids of the active tasks this instance runs now, sorted. It blocks while
+// a batch of records is being processed.
+func (a *App) Tasks() []TaskID { return a.rt.Tasks() }
+
 // Topology returns the built topology (for Describe).
 func (a *App) Topology() *Topology { return a.topo }

@@ -163,4 +163,3 @@ func deadLetterHeaders(ec ErrorContext) []Header {
 	}
 	return h
 }
-

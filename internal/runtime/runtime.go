@@ -150,14 +150,18 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	defer r.prodCancel()
 
 	if err := r.openProducer(); err != nil {
+		r.fail(err)
+		r.setState(StateError)
 		return err
 	}
 	defer r.producer.Close()
 	if err := r.prepare(runCtx); err != nil {
+		r.fail(err)
 		r.setState(StateError)
 		return err
 	}
 	if err := r.openConsumer(); err != nil {
+		r.fail(err)
 		r.setState(StateError)
 		return err
 	}
@@ -586,6 +590,23 @@ func (r *Runtime) Produce(rec *kgo.Record, operator string, src *kgo.Record) {
 			r.produceFailed(ProduceFailure{Record: rec, Operator: operator, Source: src, Err: err})
 		}
 	})
+}
+
+// Tasks returns the ids of the tasks this instance runs now, sorted.
+func (r *Runtime) Tasks() []TaskID {
+	r.mu.Lock()
+	ids := make([]TaskID, 0, len(r.tasks))
+	for id := range r.tasks {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(ids, func(a, b TaskID) int {
+		if a.SubTopology != b.SubTopology {
+			return a.SubTopology - b.SubTopology
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return ids
 }
 
 // Logger implements TaskEnv.

@@ -1,0 +1,270 @@
+package kstream_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Sibling independence: a filter that drops everything must not hide records from its
+// siblings (the replaced library's bug).
+func TestSiblingIndependenceFilter(t *testing.T) {
+	got := pipe(t, func(b *kstream.Builder, in, out string) {
+		s := strs(b, in)
+		s.Filter(func(string, string) bool { return false }).To(out, nil, nil)
+		kstream.MapValues(s, strings.ToUpper).To(out, nil, serde.String())
+	}, input(""), 4)
+	check(t, got, sorted(
+		want("a", "APPLE", 1, "h:1", parts), want("b", "BANANA", 2, "", parts),
+		want("c", "CHERRY", 3, "h:3", parts), want("a", "AVOCADO", 4, "", parts)))
+}
+
+// Same for a split where no branch matches and there is no default branch.
+func TestSiblingIndependenceSplitNoMatch(t *testing.T) {
+	got := pipe(t, func(b *kstream.Builder, in, out string) {
+		s := strs(b, in)
+		br := s.Split().Branch("never", func(string, string) bool { return false }).NoDefaultBranch()
+		br["never"].To(out, nil, nil)
+		kstream.MapValues(s, strings.ToUpper).To(out, nil, serde.String())
+	}, input(""), 4)
+	check(t, got, sorted(
+		want("a", "APPLE", 1, "h:1", parts), want("b", "BANANA", 2, "", parts),
+		want("c", "CHERRY", 3, "h:3", parts), want("a", "AVOCADO", 4, "", parts)))
+}
+
+// A processing error handled with Continue skips only the failing operator's subtree.
+func TestProcessingErrorContinueKeepsSiblings(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", parts, nil)
+	out := kafkatest.CreateTopic(t, "out", parts, nil)
+	b := kstream.NewBuilder()
+	s := strs(b, in)
+	kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+		return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+			if r.Key == "b" {
+				return errors.New("b is not allowed")
+			}
+			if r.Key == "c" {
+				panic("c panics")
+			}
+			ctx.Forward(r)
+			return nil
+		})
+	}, kstream.Named("picky")).To(out, serde.String(), serde.String())
+	kstream.MapValues(s, strings.ToUpper).To(out, nil, serde.String())
+	cfg := testConfig(t)
+	var mu sync.Mutex
+	var ecs []kstream.ErrorContext
+	cfg.ProcessingErrorHandler = kstream.ErrorHandlerFunc(func(ec kstream.ErrorContext) kstream.ErrorResponse {
+		mu.Lock()
+		ecs = append(ecs, ec)
+		mu.Unlock()
+		return kstream.Continue()
+	})
+	start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), input(in)...)
+	check(t, reduce(kafkatest.Consume(t, out, 6, 30*time.Second)), sorted(
+		want("a", "apple", 1, "h:1", parts), want("a", "avocado", 4, "", parts),
+		want("a", "APPLE", 1, "h:1", parts), want("b", "BANANA", 2, "", parts),
+		want("c", "CHERRY", 3, "h:3", parts), want("a", "AVOCADO", 4, "", parts)))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ecs) != 2 {
+		t.Fatalf("handler saw %d errors, want 2: %+v", len(ecs), ecs)
+	}
+	for _, ec := range ecs {
+		if ec.Operator != "picky" || ec.Topic != in || ec.Offset < 0 || ec.Kind != kstream.ProcessingError {
+			t.Fatalf("bad error context: %+v", ec)
+		}
+	}
+}
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A fixed sink topic that does not exist stops the app at start with an error, and a log
+// line, naming the topic.
+func TestMissingSinkTopic(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", parts, nil)
+	missing := kafkatest.Name(t, "missing")
+	b := kstream.NewBuilder()
+	strs(b, in).To(missing, nil, nil)
+	cfg := testConfig(t)
+	var logs lockedBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	r := start(t, newApp(t, b, cfg))
+	err, done := r.wait(30 * time.Second)
+	if !done {
+		t.Fatal("Run did not return")
+	}
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", missing)) {
+		t.Fatalf("error %v does not name topic %s", err, missing)
+	}
+	if !strings.Contains(logs.String(), missing) {
+		t.Fatalf("no log line names %s:\n%s", missing, logs.String())
+	}
+}
+
+// A topic chosen per record that does not exist is a production error naming the topic,
+// the partition and the input record.
+func TestMissingDynamicTopic(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", parts, nil)
+	missing := kafkatest.Name(t, "missing")
+	b := kstream.NewBuilder()
+	strs(b, in).ToTopicFunc(func(kstream.Record[string, string]) string { return missing }, nil, nil)
+	cfg := testConfig(t)
+	var logs lockedBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	r := start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), rec(in, "a", "v", 1))
+	err, done := r.wait(60 * time.Second)
+	if !done {
+		t.Fatal("Run did not return")
+	}
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("topic %q", missing)) || !strings.Contains(err.Error(), "offset 0") {
+		t.Fatalf("error %v does not name topic %s and the input offset", err, missing)
+	}
+	if !strings.Contains(logs.String(), missing) {
+		t.Fatalf("no log line names %s:\n%s", missing, logs.String())
+	}
+}
+
+// A missing source topic is reported by name at start.
+func TestMissingSourceTopic(t *testing.T) {
+	t.Parallel()
+	missing := kafkatest.Name(t, "missing")
+	out := kafkatest.CreateTopic(t, "out", parts, nil)
+	b := kstream.NewBuilder()
+	strs(b, missing).To(out, nil, nil)
+	err, done := start(t, newApp(t, b, testConfig(t))).wait(30 * time.Second)
+	if !done || err == nil || !strings.Contains(err.Error(), "source topic "+fmt.Sprintf("%q", missing)) {
+		t.Fatalf("got %v (returned %v), want an error naming source topic %s", err, done, missing)
+	}
+}
+
+// corruptInput has a record whose value is not a valid int64 (3 bytes) between good ones.
+func corruptInput(topic string) []*kgo.Record {
+	good := func(k string, n int64, ts int) *kgo.Record {
+		b, _ := serde.Int64().Serialize(n)
+		r := rec(topic, k, "", ts)
+		r.Value = b
+		return r
+	}
+	bad := rec(topic, "bad", "xyz", 2, "trace", "t-1")
+	return []*kgo.Record{good("k1", 1, 1), bad, good("k2", 2, 3)}
+}
+
+func TestDeserializationLogAndContinue(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.MapValues(kstream.Stream(b, in, serde.String(), serde.Int64()), func(n int64) string { return fmt.Sprint(n * 10) }).
+		To(out, nil, serde.String())
+	cfg := testConfig(t)
+	cfg.DeserializationErrorHandler = kstream.LogAndContinue()
+	var logs lockedBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), corruptInput(in)...)
+	check(t, reduce(kafkatest.Consume(t, out, 2, 30*time.Second)), sorted(want("k1", "10", 1, "", 1), want("k2", "20", 3, "", 1)))
+	if extra := kafkatest.ConsumeAtMost(t, out, 3, 500*time.Millisecond); len(extra) != 2 {
+		t.Fatalf("got %d records, want 2", len(extra))
+	}
+	l := logs.String()
+	if !strings.Contains(l, "deserialization error") || !strings.Contains(l, "topic="+in) || !strings.Contains(l, "offset=1") {
+		t.Fatalf("log does not describe the skipped record:\n%s", l)
+	}
+}
+
+func TestDeserializationDeadLetter(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	dlq := kafkatest.CreateTopic(t, "dlq", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.MapValues(kstream.Stream(b, in, serde.String(), serde.Int64(), kstream.Named("numbers")), func(n int64) string { return fmt.Sprint(n * 10) }).
+		To(out, nil, serde.String())
+	cfg := testConfig(t)
+	cfg.DeserializationErrorHandler = kstream.DeadLetterQueue(dlq)
+	start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), corruptInput(in)...)
+	kafkatest.Consume(t, out, 2, 30*time.Second)
+	dl := kafkatest.Consume(t, dlq, 1, 30*time.Second)
+	if len(dl) != 1 {
+		t.Fatalf("dead-letter records: %d", len(dl))
+	}
+	d := dl[0]
+	if string(d.Key) != "bad" || string(d.Value) != "xyz" {
+		t.Fatalf("dead-letter record is not the raw input: key %q value %q", d.Key, d.Value)
+	}
+	h := map[string]string{}
+	for _, hd := range d.Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	wantH := map[string]string{
+		"trace":                      "t-1",
+		kstream.HeaderErrorKind:      "deserialization",
+		kstream.HeaderErrorTopic:     in,
+		kstream.HeaderErrorPartition: "0",
+		kstream.HeaderErrorOffset:    "1",
+		kstream.HeaderErrorOperator:  "numbers",
+	}
+	for k, v := range wantH {
+		if h[k] != v {
+			t.Errorf("header %s = %q, want %q (all: %v)", k, h[k], v, h)
+		}
+	}
+	if !strings.Contains(h[kstream.HeaderErrorMessage], "want 8") {
+		t.Errorf("error message header %q does not explain the failure", h[kstream.HeaderErrorMessage])
+	}
+}
+
+// Under the default handler a corrupt record stops the app with an error that names the
+// record's coordinates, and its offset is not committed.
+func TestDeserializationFailStops(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), serde.Int64()).To(out, nil, nil)
+	cfg := testConfig(t)
+	r := start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), corruptInput(in)...)
+	err, done := r.wait(30 * time.Second)
+	var re *kstream.RecordError
+	if !done || !errors.As(err, &re) || re.Topic != in || re.Offset != 1 || re.Kind != kstream.DeserializationError {
+		t.Fatalf("got %v, want a RecordError at %s offset 1", err, in)
+	}
+	committed := committedOffsets(t, cfg.ApplicationID, in)
+	if committed[0] > 1 {
+		t.Fatalf("committed offset %d is past the failed record", committed[0])
+	}
+}
