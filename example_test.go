@@ -1,0 +1,131 @@
+package kstream_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/embedded"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A whole program: an in-process broker, a topology, and its output read back.
+func Example() {
+	broker, err := embedded.Start(embedded.Topics(1, "words", "shouts"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer broker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	b := kstream.NewBuilder()
+	words := kstream.Stream(b, "words", serde.String(), serde.String())
+	loud := words.Filter(func(_, w string) bool { return len(w) > 3 })
+	kstream.MapValues(loud, strings.ToUpper).To("shouts", nil, serde.String())
+
+	app, err := kstream.New(b, kstream.Config{ApplicationID: "example", Brokers: broker.Brokers()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(broker.Brokers()...), kgo.ConsumeTopics("shouts"))
+	defer cl.Close()
+	for _, w := range []string{"go", "kafka", "streams", "in"} {
+		cl.Produce(ctx, &kgo.Record{Topic: "words", Value: []byte(w)}, nil)
+	}
+	var got []string
+	for len(got) < 2 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	slices.Sort(got)
+	fmt.Println(got)
+	cancel()
+	fmt.Println("run:", <-done)
+	// Output:
+	// [KAFKA STREAMS]
+	// run: <nil>
+}
+
+func ExampleTopology_Describe() {
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, "in", serde.String(), serde.String())
+	kstream.SelectKey(s, func(_, v string) string { return v }).WithSerdes(serde.String(), nil).Repartition("by-value").To("out", nil, nil)
+	topo, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(topo.Describe())
+	// Output:
+	// Topologies:
+	//    Sub-topology: 0
+	//     Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+	//       --> KSTREAM-KEY-SELECT-0000000001
+	//     Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
+	//       --> by-value-repartition-sink
+	//       <-- KSTREAM-SOURCE-0000000000
+	//     Sink: by-value-repartition-sink (topic: by-value-repartition)
+	//       <-- KSTREAM-KEY-SELECT-0000000001
+	//
+	//    Sub-topology: 1
+	//     Source: by-value-repartition-source (topics: [by-value-repartition])
+	//       --> KSTREAM-SINK-0000000004
+	//     Sink: KSTREAM-SINK-0000000004 (topic: out)
+	//       <-- by-value-repartition-source
+}
+
+func ExampleKStream_Split() {
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, "events", serde.String(), serde.Int64())
+	branches := s.Split(kstream.Named("level-")).
+		Branch("high", func(_ string, v int64) bool { return v > 100 }).
+		Branch("mid", func(_ string, v int64) bool { return v > 10 }).
+		DefaultBranch("low")
+	for _, name := range []string{"level-high", "level-mid", "level-low"} {
+		branches[name].To(strings.TrimPrefix(name, "level-")+"-events", nil, nil)
+	}
+	fmt.Println(len(branches), "branches")
+	// Output: 3 branches
+}
+
+func ExampleProcess() {
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, "in", serde.String(), serde.String())
+	// A processor that tags each record with where it came from.
+	tagged := kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+		return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+			if md, ok := ctx.RecordMetadata(); ok {
+				r = r.WithHeader("source", fmt.Appendf(nil, "%s/%d/%d", md.Topic, md.Partition, md.Offset))
+			}
+			ctx.Forward(r)
+			return nil
+		})
+	}, kstream.Named("tagger"))
+	tagged.To("out", serde.String(), serde.String())
+	topo, _ := b.Build()
+	fmt.Println(strings.Contains(topo.Describe(), "Processor: tagger"))
+	// Output: true
+}
+
+func ExampleDeadLetterQueue() {
+	cfg := kstream.Config{
+		ApplicationID: "orders",
+		Brokers:       []string{"127.0.0.1:9092"},
+		// Records that cannot be decoded go to "orders-dlq" with headers naming the error,
+		// the source topic, partition and offset, and the operator.
+		DeserializationErrorHandler: kstream.DeadLetterQueue("orders-dlq"),
+		// A failing operator skips the record (its siblings still see it).
+		ProcessingErrorHandler: kstream.LogAndContinue(),
+	}
+	fmt.Println(cfg.ApplicationID)
+	// Output: orders
+}
