@@ -350,3 +350,28 @@ func TestSeveralSourceTopicsAndOffsetReset(t *testing.T) {
 		t.Fatalf("states: %v", s)
 	}
 }
+
+// javaPartitions were printed by kafka-clients 4.1.1 (OpenJDK 17):
+// Utils.toPositive(Utils.murmur2(key.getBytes(UTF_8))) % n. They pin the test's murmur2,
+// which the DSL tests use to check where the runtime's producer put each record.
+var javaPartitions = map[string]map[int32]int32{
+	"a":         {3: 1, 5: 4, 6: 4},
+	"b":         {3: 2, 5: 1, 6: 2},
+	"c":         {3: 1, 5: 4, 6: 4},
+	"apple":     {3: 1, 5: 2, 6: 1},
+	"banana":    {3: 1, 5: 4, 6: 1},
+	"cherry":    {3: 2, 5: 2, 6: 5},
+	"avocado":   {3: 2, 5: 4, 6: 2},
+	"":          {3: 0, 5: 1, 6: 3},
+	"key-12345": {3: 0, 5: 3, 6: 3},
+}
+
+func TestMurmur2MatchesJava(t *testing.T) {
+	for key, byN := range javaPartitions {
+		for n, p := range byN {
+			if got := javaPartition([]byte(key), n); got != p {
+				t.Errorf("key %q over %d partitions: got %d, Java %d", key, n, got, p)
+			}
+		}
+	}
+}
