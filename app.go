@@ -66,7 +66,8 @@ func New(b *Builder, cfg Config) (*App, error) {
 	rc.DeadLetter = func(topic string, f runtime.ProduceFailure) *kgo.Record {
 		ec := produceErrorContext(f)
 		ec.Err = fmt.Errorf("producing to topic %q: %w", f.Record.Topic, f.Err)
-		return deadLetterRecord(topic, ec)
+		dl := deadLetterRecord(topic, ec)
+		return &dl
 	}
 	appID := cfg.ApplicationID
 	rt, err := runtime.New(topo.compile(appID, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error) {

@@ -400,7 +400,11 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 				t.serializationError(n, topic, fmt.Errorf("value: %w", err))
 				return
 			}
-			t.env.Produce(&kgo.Record{Topic: topic, Key: kb, Value: vb, Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)}, n.name, t.cur)
+			t.env.Produce(&runtime.OutRecord{
+				Record:   kgo.Record{Topic: topic, Key: kb, Value: vb, Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},
+				Operator: n.name,
+				Source:   t.cur,
+			})
 		}, nil
 	}
 }

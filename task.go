@@ -131,7 +131,7 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; skipping", ec.logAttrs()...)
 	case 2:
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; writing the record to the dead-letter topic", append(ec.logAttrs(), "dead_letter_topic", resp.deadLetter)...)
-		t.env.Produce(deadLetterRecord(resp.deadLetter, ec), deadLetterOperator, t.cur)
+		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur})
 	default:
 		t.fatal = &RecordError{Kind: ec.Kind, Topic: ec.Topic, Partition: ec.Partition, Offset: ec.Offset, Operator: ec.Operator, Err: ec.Err}
 		if ec.SinkTopic != "" {
@@ -140,8 +140,8 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 	}
 }
 
-func deadLetterRecord(topic string, ec ErrorContext) *kgo.Record {
-	return &kgo.Record{Topic: topic, Key: ec.Key, Value: ec.Value, Headers: toKgoHeaders(deadLetterHeaders(ec))}
+func deadLetterRecord(topic string, ec ErrorContext) kgo.Record {
+	return kgo.Record{Topic: topic, Key: ec.Key, Value: ec.Value, Headers: toKgoHeaders(deadLetterHeaders(ec))}
 }
 
 func fromKgoHeaders(hs []kgo.RecordHeader) []Header {

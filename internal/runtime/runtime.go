@@ -45,6 +45,7 @@ type Runtime struct {
 
 	closing atomic.Bool
 	state   atomic.Int32
+	promise func(*kgo.Record, error) // r.onProduced, bound once
 }
 
 type topicPartition struct {
@@ -95,6 +96,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		tasks:    map[TaskID]*taskRun{},
 		parts:    map[topicPartition]*taskRun{},
 	}
+	r.promise = r.onProduced
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
 			if prev, ok := r.topicSub[src.Topic]; ok && prev != st.ID {
@@ -584,12 +586,22 @@ func (r *Runtime) shutdown(loopErr error) {
 }
 
 // Produce implements TaskEnv.
-func (r *Runtime) Produce(rec *kgo.Record, operator string, src *kgo.Record) {
-	r.producer.Produce(r.prodCtx, rec, func(rec *kgo.Record, err error) {
-		if err != nil {
-			r.produceFailed(ProduceFailure{Record: rec, Operator: operator, Source: src, Err: err})
-		}
-	})
+func (r *Runtime) Produce(o *OutRecord) {
+	o.ctx = r.prodCtx
+	o.Record.Context = o
+	r.producer.Produce(r.prodCtx, &o.Record, r.promise)
+}
+
+// onProduced is the produce callback of every output record.
+func (r *Runtime) onProduced(rec *kgo.Record, err error) {
+	if err == nil {
+		return
+	}
+	f := ProduceFailure{Record: rec, Err: err}
+	if o, ok := rec.Context.(*OutRecord); ok {
+		f.Operator, f.Source = o.Operator, o.Source
+	}
+	r.produceFailed(f)
 }
 
 // Tasks returns the ids of the tasks this instance runs now, sorted.

@@ -8,6 +8,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -103,13 +104,35 @@ type Task interface {
 
 // TaskEnv is what a task may ask of the runtime. It is safe for concurrent use.
 type TaskEnv interface {
-	// Produce sends r asynchronously. operator names the sink, and src is the input record
-	// being processed (nil if none); both appear in error reports. The commit that covers src
-	// waits until r is acknowledged.
-	Produce(r *kgo.Record, operator string, src *kgo.Record)
+	// Produce sends o.Record asynchronously. The commit that covers o.Source waits until it
+	// is acknowledged. The runtime owns o from then on.
+	Produce(o *OutRecord)
 	// Logger is the application's logger.
 	Logger() *slog.Logger
 }
+
+// OutRecord is an output record with what error reports need to know about it. Carrying
+// both in one allocation (the record's Context points back at its OutRecord) keeps the
+// per-record cost of production to the record itself.
+type OutRecord struct {
+	Record   kgo.Record
+	Operator string      // the sink operator that produced it
+	Source   *kgo.Record // the input record whose processing produced it (may be nil)
+	ctx      context.Context
+}
+
+// Deadline, Done, Err and Value make an OutRecord the context of its own record, so the
+// produce callback finds the OutRecord again without a closure per record.
+func (o *OutRecord) Deadline() (time.Time, bool) { return o.ctx.Deadline() }
+
+// Done implements context.Context.
+func (o *OutRecord) Done() <-chan struct{} { return o.ctx.Done() }
+
+// Err implements context.Context.
+func (o *OutRecord) Err() error { return o.ctx.Err() }
+
+// Value implements context.Context.
+func (o *OutRecord) Value(key any) any { return o.ctx.Value(key) }
 
 // ProduceFailure describes an output record that Kafka did not accept.
 type ProduceFailure struct {

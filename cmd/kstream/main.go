@@ -1,0 +1,218 @@
+// Command kstream is the kstream command-line tool.
+//
+// Usage:
+//
+//	kstream <command> [flags]
+//
+// Commands:
+//
+//	dev    run a local single-node Kafka-protocol broker for development
+//	help   show help for kstream or for a command
+//
+// kstream dev runs the embedded broker of package
+// github.com/kstream-go/kstream/embedded as a standalone process that any
+// Kafka client (kcat, franz-go, sarama, the Java client, ...) can use:
+//
+//	kstream dev [-addr 127.0.0.1:9092] [-data ./kstream-data] [-partitions 1] [-auto-create=true] [-log-level warn]
+//
+// It keeps its data in the -data directory (-data "" keeps it in memory),
+// creates topics on first use unless -auto-create=false, and stops cleanly on
+// SIGINT or SIGTERM; a second signal while it is saving its state kills it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/kstream-go/kstream/embedded"
+)
+
+// errUsage reports a command line that could not be understood; the usage
+// text has already been printed.
+var errUsage = errors.New("usage error")
+
+const usage = `Usage: kstream <command> [flags]
+
+Commands:
+  dev    run a local single-node Kafka-protocol broker for development
+  help   show help for kstream or for a command
+
+Run 'kstream help <command>' or 'kstream <command> -h' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default handling so that a
+		// second one terminates a shutdown that takes too long.
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "kstream: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the kstream command line args (without the program name) until
+// the command finishes or ctx is done. Normal output goes to stdout;
+// diagnostics, usage and logs go to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "dev":
+		return runDev(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		return runHelp(ctx, rest, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "kstream: unknown command %q\n\n%s", cmd, usage)
+		return errUsage
+	}
+}
+
+// runHelp prints the general usage, or a command's usage when named.
+func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	switch args[0] {
+	case "dev":
+		// Usage of a flag set goes to its output; send it to stdout, since
+		// it was asked for.
+		return runDev(ctx, []string{"-h"}, stdout, stdout)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "kstream help: unknown command %q\n\n%s", args[0], usage)
+		return errUsage
+	}
+}
+
+// runDev implements "kstream dev".
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:9092", "`host:port` to listen on; the host must be 127.0.0.1 or localhost, port 0 picks a free port")
+	dataDir := fs.String("data", "./kstream-data", "`directory` keeping topics, records and committed offsets across restarts; empty keeps everything in memory")
+	partitions := fs.Int("partitions", embedded.DefaultPartitions, "partition count of auto-created topics")
+	autoCreate := fs.Bool("auto-create", true, "create topics when a client first uses them")
+	logLevel := fs.String("log-level", "warn", "broker log level on stderr: none, error, warn, info or debug")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: kstream dev [flags]
+
+Runs a single-node Kafka-protocol broker for local development, usable by
+kcat or any Kafka client, until interrupted (SIGINT or SIGTERM).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kstream dev: unexpected arguments %q\n", fs.Args())
+		fs.Usage()
+		return errUsage
+	}
+
+	port, err := parseLoopbackAddr(*addr)
+	if err != nil {
+		return fmt.Errorf("dev: -addr: %w", err)
+	}
+	level, err := parseLogLevel(*logLevel)
+	if err != nil {
+		return fmt.Errorf("dev: -log-level: %w", err)
+	}
+
+	opts := []embedded.Option{
+		embedded.Port(port),
+		embedded.DataDir(*dataDir),
+		embedded.Partitions(*partitions),
+		embedded.AutoCreateTopics(*autoCreate),
+	}
+	if level != nil {
+		opts = append(opts, embedded.Logger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: *level}))))
+	}
+	broker, err := embedded.Start(opts...)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+
+	data := *dataDir
+	if data == "" {
+		data = "in memory"
+	}
+	fmt.Fprintf(stdout, "kstream dev broker listening on %s (data: %s)\n", broker.Addr(), data)
+
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "kstream dev: shutting down")
+	if err := broker.Close(); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	return nil
+}
+
+// parseLoopbackAddr returns the port of a host:port whose host is a loopback
+// name the embedded broker can listen on: it always listens on, and
+// advertises, 127.0.0.1.
+func parseLoopbackAddr(addr string) (int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	switch host {
+	case "", "127.0.0.1", "localhost":
+	default:
+		return 0, fmt.Errorf("host %q: the dev broker listens on 127.0.0.1 only", host)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return 0, fmt.Errorf("invalid port %q", portStr)
+	}
+	return port, nil
+}
+
+// parseLogLevel maps a -log-level value to a slog level; nil means none.
+func parseLogLevel(s string) (*slog.Level, error) {
+	var l slog.Level
+	switch strings.ToLower(s) {
+	case "none", "off", "":
+		return nil, nil
+	case "error":
+		l = slog.LevelError
+	case "warn", "warning":
+		l = slog.LevelWarn
+	case "info":
+		l = slog.LevelInfo
+	case "debug":
+		l = slog.LevelDebug
+	default:
+		return nil, fmt.Errorf("unknown level %q (want none, error, warn, info or debug)", s)
+	}
+	return &l, nil
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+)
+
+// testTimeout bounds every blocking call in these tests.
+const testTimeout = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of the
+// broker's logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listeningRE = regexp.MustCompile(`^kstream dev broker listening on (127\.0\.0\.1:\d+) \(data: (.*)\)$`)
+
+// devBroker is a "kstream dev" running in a goroutine.
+type devBroker struct {
+	addr   string
+	data   string
+	cancel context.CancelFunc
+	errc   chan error
+	stderr *syncBuffer
+}
+
+// startDev runs "kstream dev args..." and waits for its listening line.
+func startDev(t *testing.T, args ...string) *devBroker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	d := &devBroker{cancel: cancel, errc: make(chan error, 1), stderr: new(syncBuffer)}
+	go func() {
+		err := run(ctx, append([]string{"dev"}, args...), pw, d.stderr)
+		pw.Close()
+		d.errc <- err
+	}()
+
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, pr) // keep draining until run returns
+	}()
+
+	timer := time.NewTimer(testTimeout)
+	defer timer.Stop()
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			cancel()
+			t.Fatalf("dev exited without printing its address: %v\nstderr:\n%s", <-d.errc, d.stderr)
+		}
+		m := listeningRE.FindStringSubmatch(line)
+		if m == nil {
+			cancel()
+			<-d.errc
+			t.Fatalf("unexpected first line %q", line)
+		}
+		d.addr, d.data = m[1], m[2]
+	case <-timer.C:
+		cancel()
+		t.Fatal("dev did not print its address in time")
+	}
+	return d
+}
+
+// stop cancels the dev command and checks that it returns nil.
+func (d *devBroker) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	timer := time.NewTimer(testTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-d.errc:
+		if err != nil {
+			t.Fatalf("run returned %v\nstderr:\n%s", err, d.stderr)
+		}
+	case <-timer.C:
+		t.Fatal("dev did not stop after cancel")
+	}
+}
+
+func TestDev(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+
+	d := startDev(t, "-addr", "127.0.0.1:0", "-data", dir, "-partitions", "2")
+	if d.data != dir {
+		t.Fatalf("printed data dir %q, want %q", d.data, dir)
+	}
+
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(d.addr),
+		kgo.AllowAutoTopicCreation(),
+		kgo.ConsumeTopics("dev-topic"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The topic does not exist: -auto-create defaults to true.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "dev-topic", Key: []byte("k"), Value: []byte("hello dev")}).FirstErr(); err != nil {
+		cl.Close()
+		t.Fatalf("produce: %v", err)
+	}
+	got := pollOne(ctx, t, cl)
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, "dev-topic")
+	cl.Close()
+	if string(got.Value) != "hello dev" {
+		t.Fatalf("consumed %q, want %q", got.Value, "hello dev")
+	}
+	if err != nil {
+		t.Fatalf("list topics: %v", err)
+	}
+	if n := len(topics["dev-topic"].Partitions); n != 2 {
+		t.Fatalf("auto-created topic has %d partitions, want 2 (-partitions)", n)
+	}
+	d.stop(t)
+
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("data dir %s is empty after stop (err %v)", dir, err)
+	}
+
+	// Restarted on the same directory, the record is still there.
+	d = startDev(t, "-addr", "127.0.0.1:0", "-data", dir)
+	cl, err = kgo.NewClient(
+		kgo.SeedBrokers(d.addr),
+		kgo.ConsumeTopics("dev-topic"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = pollOne(ctx, t, cl)
+	cl.Close()
+	if string(got.Value) != "hello dev" {
+		t.Fatalf("after restart consumed %q, want %q", got.Value, "hello dev")
+	}
+	d.stop(t)
+}
+
+func TestDevInMemory(t *testing.T) {
+	d := startDev(t, "-addr", "localhost:0", "-data", "", "-log-level", "none")
+	if d.data != "in memory" {
+		t.Fatalf("printed data %q, want %q", d.data, "in memory")
+	}
+	d.stop(t)
+}
+
+func pollOne(ctx context.Context, t *testing.T, cl *kgo.Client) *kgo.Record {
+	t.Helper()
+	for {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consume: %v", err)
+		}
+		if recs := fetches.Records(); len(recs) > 0 {
+			return recs[0]
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	for _, tc := range []struct {
+		args       []string
+		ok         bool  // run must return nil
+		wantErr    error // else, if set, run's error must match it
+		wantStdout string
+		wantStderr string
+	}{
+		{args: nil, wantErr: errUsage, wantStderr: "Commands:"},
+		{args: []string{"help"}, ok: true, wantStdout: "  dev "},
+		{args: []string{"--help"}, ok: true, wantStdout: "  help "},
+		{args: []string{"help", "dev"}, ok: true, wantStdout: "-auto-create"},
+		{args: []string{"help", "nope"}, wantErr: errUsage, wantStderr: `unknown command "nope"`},
+		{args: []string{"dev", "-h"}, ok: true, wantStderr: "-partitions"},
+		{args: []string{"nope"}, wantErr: errUsage, wantStderr: `unknown command "nope"`},
+		{args: []string{"dev", "-bogus"}, wantErr: errUsage, wantStderr: "-bogus"},
+		{args: []string{"dev", "extra"}, wantErr: errUsage, wantStderr: "unexpected arguments"},
+		{args: []string{"dev", "-addr", "0.0.0.0:9092"}},
+		{args: []string{"dev", "-addr", "127.0.0.1:http"}},
+		{args: []string{"dev", "-log-level", "loud"}},
+		{args: []string{"dev", "-partitions", "0", "-addr", "127.0.0.1:0", "-data", ""}},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, tc.args, &stdout, &stderr)
+		name := strings.Join(tc.args, " ")
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%q: err = %v, want nil", name, err)
+		case !tc.ok && err == nil:
+			t.Errorf("%q: succeeded, want an error", name)
+		case !tc.ok && tc.wantErr != nil && !errors.Is(err, tc.wantErr):
+			t.Errorf("%q: err = %v, want %v", name, err, tc.wantErr)
+		}
+		if !strings.Contains(stdout.String(), tc.wantStdout) {
+			t.Errorf("%q: stdout %q lacks %q", name, stdout.String(), tc.wantStdout)
+		}
+		if !strings.Contains(stderr.String(), tc.wantStderr) {
+			t.Errorf("%q: stderr %q lacks %q", name, stderr.String(), tc.wantStderr)
+		}
+	}
+}
