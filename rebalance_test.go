@@ -100,6 +100,11 @@ func TestAtLeastOnceAcrossRebalance(t *testing.T) {
 		t.Fatalf("survivor tasks %v", app1.Tasks())
 	}
 	t.Logf("processed by member1 %d, member2 %d, outputs %d (duplicates %d)", processed[0].Load(), processed[1].Load(), len(recs), len(recs)-n)
+	// Both hand-overs were graceful (a commit before revocation, a commit before leaving), so
+	// nothing may have been processed twice.
+	if total := processed[0].Load() + processed[1].Load(); total != n {
+		t.Errorf("processed %d records in all, want exactly %d: a hand-over did not commit first", total, n)
+	}
 	if err := r1.stop(); err != nil {
 		t.Fatal(err)
 	}
