@@ -10,6 +10,7 @@ import (
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -319,6 +320,17 @@ func TestRepartition(t *testing.T) {
 	check(t, got, sorted(
 		want("a", "apple", 1, "h:1", 5), want("b", "banana", 2, "", 5),
 		want("c", "cherry", 3, "h:3", 5), want("a", "avocado", 4, "", 5)))
+	// Consumed repartition records are purged after the commit.
+	adm := kadm.NewClient(kafkatest.Client(t))
+	kafkatest.Eventually(t, 30*time.Second, "repartition records purged", func() bool {
+		starts, err := adm.ListStartOffsets(kafkatest.Context(t, 5*time.Second), internal)
+		if err != nil {
+			return false
+		}
+		var sum int64
+		starts.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+		return sum == 4
+	})
 }
 
 func TestSeveralSourceTopicsAndOffsetReset(t *testing.T) {

@@ -268,3 +268,51 @@ func TestDeserializationFailStops(t *testing.T) {
 		t.Fatalf("committed offset %d is past the failed record", committed[0])
 	}
 }
+
+// Production errors (a topic that does not exist, a value that cannot be serialized) go to
+// the dead-letter topic with the raw input record, and the app goes on.
+func TestProductionErrorDeadLetter(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	dlq := kafkatest.CreateTopic(t, "dlq", 1, nil)
+	missing := kafkatest.Name(t, "missing")
+	b := kstream.NewBuilder()
+	picky := serde.Funcs(func(v string) ([]byte, error) {
+		if v == "unserializable" {
+			return nil, errors.New("refusing to serialize")
+		}
+		return []byte(v), nil
+	}, nil)
+	strs(b, in).ToTopicFunc(func(r kstream.Record[string, string]) string {
+		if r.Key == "lost" {
+			return missing
+		}
+		return out
+	}, serde.String(), picky, kstream.Named("router"))
+	cfg := testConfig(t)
+	cfg.ProductionErrorHandler = kstream.DeadLetterQueue(dlq)
+	r := start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), rec(in, "ok1", "v1", 1), rec(in, "lost", "v2", 2), rec(in, "bad", "unserializable", 3), rec(in, "ok2", "v4", 4))
+	check(t, reduce(kafkatest.Consume(t, out, 2, 60*time.Second)), sorted(want("ok1", "v1", 1, "", 1), want("ok2", "v4", 4, "", 1)))
+	dl := kafkatest.Consume(t, dlq, 2, 60*time.Second)
+	byKey := map[string]map[string]string{}
+	for _, d := range dl {
+		h := map[string]string{"value": string(d.Value)}
+		for _, hd := range d.Headers {
+			h[hd.Key] = string(hd.Value)
+		}
+		byKey[string(d.Key)] = h
+	}
+	lost, bad := byKey["lost"], byKey["bad"]
+	if lost["value"] != "v2" || lost[kstream.HeaderErrorSinkTopic] != missing || lost[kstream.HeaderErrorOffset] != "1" ||
+		lost[kstream.HeaderErrorKind] != "production" || lost[kstream.HeaderErrorOperator] != "router" || !strings.Contains(lost[kstream.HeaderErrorMessage], missing) {
+		t.Errorf("dead letter for the missing topic: %v", lost)
+	}
+	if bad["value"] != "unserializable" || bad[kstream.HeaderErrorOffset] != "2" || !strings.Contains(bad[kstream.HeaderErrorMessage], "refusing to serialize") {
+		t.Errorf("dead letter for the serialization error: %v", bad)
+	}
+	if err, done := r.wait(100 * time.Millisecond); done {
+		t.Fatalf("app stopped: %v", err)
+	}
+}

@@ -120,3 +120,25 @@ func TestBuildErrors(t *testing.T) {
 		t.Error("missing application id accepted")
 	}
 }
+
+// An instance that has no new input still commits what it processed within a commit
+// interval (the poll wakes up for the commit).
+func TestIdleInstanceCommits(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", parts, nil)
+	out := kafkatest.CreateTopic(t, "out", parts, nil)
+	b := kstream.NewBuilder()
+	strs(b, in).To(out, nil, nil)
+	cfg := testConfig(t)
+	cfg.CommitInterval = 300 * time.Millisecond
+	start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), input(in)...)
+	kafkatest.Consume(t, out, 4, 30*time.Second)
+	kafkatest.Eventually(t, 10*time.Second, "all 4 input offsets committed while running", func() bool {
+		var sum int64
+		for _, o := range committedOffsets(t, cfg.ApplicationID, in) {
+			sum += o
+		}
+		return sum == 4
+	})
+}

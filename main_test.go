@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func testLogger(t testing.TB) *slog.Logger {
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
+	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 

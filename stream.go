@@ -423,7 +423,8 @@ func (s KStream[K, V]) Repartition(name string, opts ...Option) KStream[K, V] {
 	s.b.internal = append(s.b.internal, runtime.InternalTopic{
 		Name:       topic,
 		Partitions: c.partitions,
-		Configs:    map[string]*string{"cleanup.policy": ptr("delete")},
+		// As in Kafka Streams: kept until consumed, then purged by the application.
+		Configs: map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr("-1")},
 	})
 	sink := &node{kind: kindSink, sinkTopic: topic, internal: true}
 	s.b.addNode(sink, "", name+"-repartition-sink", s.n)

@@ -46,6 +46,10 @@ type Runtime struct {
 	closing atomic.Bool
 	state   atomic.Int32
 	promise func(*kgo.Record, error) // r.onProduced, bound once
+
+	internal map[string]bool // repartition topics, purged up to the committed offsets
+	purging  atomic.Bool     // a purge is in flight
+	bg       sync.WaitGroup  // background work that Run waits for
 }
 
 type topicPartition struct {
@@ -95,8 +99,12 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		topicSub: map[string]int{},
 		tasks:    map[TaskID]*taskRun{},
 		parts:    map[topicPartition]*taskRun{},
+		internal: map[string]bool{},
 	}
 	r.promise = r.onProduced
+	for _, it := range topo.InternalTopics {
+		r.internal[it.Name] = true
+	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
 			if prev, ok := r.topicSub[src.Topic]; ok && prev != st.ID {
@@ -157,6 +165,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer r.producer.Close()
+	defer r.bg.Wait() // before the producer (and its admin client) closes
 	if err := r.prepare(runCtx); err != nil {
 		r.fail(err)
 		r.setState(StateError)
@@ -276,7 +285,12 @@ func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]
 func (r *Runtime) loop(ctx context.Context) error {
 	lastCommit := time.Now()
 	for {
-		fetches := r.consumer.PollRecords(ctx, r.cfg.MaxPollRecords)
+		// Wake up when the next commit is due even if no record arrives, so that an idle
+		// instance still commits what it processed.
+		wait := max(time.Until(lastCommit.Add(r.cfg.CommitInterval)), 5*time.Millisecond)
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		fetches := r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
+		cancel()
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			r.consumer.AllowRebalance()
 			return nil
@@ -449,7 +463,38 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	for _, pos := range dirty {
 		pos.dirty = false
 	}
+	r.purgeRepartition(offsets)
 	return nil
+}
+
+// purgeRepartition deletes repartition records below the committed offsets, as Kafka
+// Streams does, so that repartition topics do not grow without bound. It runs in the
+// background, one purge at a time; a failure only delays the next purge.
+func (r *Runtime) purgeRepartition(committed map[string]map[int32]kgo.EpochOffset) {
+	purge := kadm.Offsets{}
+	for topic, ps := range committed {
+		if !r.internal[topic] {
+			continue
+		}
+		for p, o := range ps {
+			purge.AddOffset(topic, p, o.Offset, -1)
+		}
+	}
+	if len(purge) == 0 || !r.purging.CompareAndSwap(false, true) {
+		return
+	}
+	r.bg.Go(func() {
+		defer r.purging.Store(false)
+		ctx, cancel := context.WithTimeout(r.prodCtx, 10*time.Second)
+		defer cancel()
+		resp, err := r.admin.DeleteRecords(ctx, purge)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			r.log.Debug("kstream: purging repartition topics", "err", err)
+		}
+	})
 }
 
 // flush waits for every record produced so far, including dead-letter records written from
