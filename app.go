@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/kstream-go/kstream/internal/hook"
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -25,12 +26,46 @@ var ErrAlreadyRun = errors.New("kstream: App.Run called twice; create a new App 
 
 // New builds the topology of b and checks cfg. It connects to nothing; [App.Run] does.
 func New(b *Builder, cfg Config) (*App, error) {
-	topo, err := b.Build()
+	topo, rtopo, rc, err := compile(b, cfg)
 	if err != nil {
 		return nil, err
 	}
+	a := &App{topo: topo}
+	listener := rc.OnState
+	rc.OnState = func(old, new State) {
+		a.state.Store(int32(new))
+		if listener != nil {
+			listener(old, new)
+		}
+	}
+	rt, err := runtime.New(rtopo, rc)
+	if err != nil {
+		return nil, err
+	}
+	a.rt = rt
+	return a, nil
+}
+
+func init() {
+	hook.Compile = func(b, cfg any) (*runtime.Topology, runtime.Config, error) {
+		builder, ok := b.(*Builder)
+		if !ok {
+			return nil, runtime.Config{}, fmt.Errorf("kstream: internal error: hook.Compile got %T", b)
+		}
+		_, rtopo, rc, err := compile(builder, cfg.(Config))
+		return rtopo, rc, err
+	}
+}
+
+// compile builds b and translates cfg for the runtime: the one path shared by [New] and the
+// test driver, so both run the same code.
+func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Config, error) {
+	topo, err := b.Build()
+	if err != nil {
+		return nil, nil, runtime.Config{}, err
+	}
 	if cfg.ApplicationID == "" {
-		return nil, errors.New("kstream: Config.ApplicationID is required")
+		return nil, nil, runtime.Config{}, errors.New("kstream: Config.ApplicationID is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -41,15 +76,7 @@ func New(b *Builder, cfg Config) (*App, error) {
 			*p = LogAndFail()
 		}
 	}
-	a := &App{topo: topo}
 	rc := cfg.runtimeConfig()
-	listener := cfg.StateListener
-	rc.OnState = func(old, new State) {
-		a.state.Store(int32(new))
-		if listener != nil {
-			listener(old, new)
-		}
-	}
 	rc.OnProduceError = func(f runtime.ProduceFailure) runtime.Decision {
 		if f.Operator == deadLetterOperator {
 			return runtime.Decision{} // a dead-letter write that fails stops the app
@@ -70,14 +97,10 @@ func New(b *Builder, cfg Config) (*App, error) {
 		return &dl
 	}
 	appID := cfg.ApplicationID
-	rt, err := runtime.New(topo.compile(appID, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error) {
+	rtopo := topo.compile(appID, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error) {
 		return newTask(appID, h, sub, env, id)
-	}), rc)
-	if err != nil {
-		return nil, err
-	}
-	a.rt = rt
-	return a, nil
+	})
+	return topo, rtopo, rc, nil
 }
 
 // deadLetterOperator is the operator name of dead-letter writes.

@@ -1,0 +1,286 @@
+// Package kstreamtest runs a kstream topology without a broker, record by record, the way
+// Kafka Streams' TopologyTestDriver does: a test pipes typed records into input topics and
+// reads typed records from output topics.
+//
+// The driver runs the same compiled topology and the same per-task code as [kstream.App];
+// only Kafka is replaced. Like TopologyTestDriver, it processes each piped record to
+// completion before Pipe returns, including records that the topology writes to topics it
+// reads itself (repartition topics), in the order they were written. Output is kept in the
+// order it was produced; there is no caching, so every update is visible.
+//
+// By default every topic has one partition, so the order of output equals the order of
+// processing. [Partitions] and [TopicPartitions] give topics more partitions: records are
+// then placed by the murmur2 hash of their serialized key, as the Java producer does, and
+// each (sub-topology, partition) pair is a separate task, as on a broker.
+//
+// A Driver is not safe for concurrent use.
+package kstreamtest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/hook"
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrNoRecord is returned when an output topic has no record left to read.
+var ErrNoRecord = errors.New("kstreamtest: no record in the output topic")
+
+// ErrClosed is returned by a Driver after Close.
+var ErrClosed = errors.New("kstreamtest: driver is closed")
+
+// Option configures a [Driver].
+type Option func(*options)
+
+type options struct {
+	partitions int32
+	topicParts map[string]int32
+	wall       time.Time
+}
+
+// Partitions sets the partition count of every topic, overriding the default 1.
+func Partitions(n int32) Option { return func(o *options) { o.partitions = n } }
+
+// TopicPartitions sets the partition count of one topic.
+func TopicPartitions(topic string, n int32) Option {
+	return func(o *options) { o.topicParts[topic] = n }
+}
+
+// WallClock sets the driver's initial wall-clock time, overriding the default of the time
+// New was called. Records piped without a timestamp, and outputs written without one, get
+// the wall-clock time.
+func WallClock(t time.Time) Option { return func(o *options) { o.wall = t } }
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// Driver runs a topology without a broker.
+type Driver struct {
+	topo   *runtime.Topology
+	log    *slog.Logger
+	opts   options
+	subOf  map[string]int // source topic -> sub-topology
+	tasks  map[runtime.TaskID]runtime.Task
+	next   map[topicPartition]int64 // next offset per partition
+	topics map[string][]*kgo.Record // every record written to each topic, in order
+	queue  []*kgo.Record            // records written to source topics, not yet processed
+	wall   time.Time
+	fatal  error
+	closed bool
+}
+
+// New builds b as [kstream.New] would for cfg (only the application id, the error handlers
+// and the logger matter here; an empty ApplicationID becomes "kstreamtest") and returns a
+// driver for it. The driver's logger discards output unless cfg.Logger is set.
+func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error) {
+	if cfg.ApplicationID == "" {
+		cfg.ApplicationID = "kstreamtest"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	o := options{partitions: 1, topicParts: map[string]int32{}, wall: time.Now()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.partitions < 1 {
+		return nil, fmt.Errorf("kstreamtest: Partitions(%d): need at least 1", o.partitions)
+	}
+	for t, n := range o.topicParts {
+		if n < 1 {
+			return nil, fmt.Errorf("kstreamtest: TopicPartitions(%q, %d): need at least 1", t, n)
+		}
+	}
+	topo, rc, err := hook.Compile(b, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{
+		topo:   topo,
+		log:    rc.Logger,
+		opts:   o,
+		subOf:  map[string]int{},
+		tasks:  map[runtime.TaskID]runtime.Task{},
+		next:   map[topicPartition]int64{},
+		topics: map[string][]*kgo.Record{},
+		wall:   o.wall,
+	}
+	for _, st := range topo.SubTopologies {
+		for _, src := range st.Sources {
+			d.subOf[src.Topic] = st.ID
+		}
+	}
+	for _, g := range topo.CopartitionGroups {
+		for _, t := range g[1:] {
+			if d.partitionsOf(t) != d.partitionsOf(g[0]) {
+				return nil, fmt.Errorf("kstreamtest: topics %v must be co-partitioned, but %s has %d partitions and %s has %d",
+					g, g[0], d.partitionsOf(g[0]), t, d.partitionsOf(t))
+			}
+		}
+	}
+	return d, nil
+}
+
+func (d *Driver) partitionsOf(topic string) int32 {
+	if n, ok := d.opts.topicParts[topic]; ok {
+		return n
+	}
+	return d.opts.partitions
+}
+
+// WallClockTime returns the driver's wall-clock time.
+func (d *Driver) WallClockTime() time.Time { return d.wall }
+
+// AdvanceWallClockTime moves the driver's wall clock forward by by.
+func (d *Driver) AdvanceWallClockTime(by time.Duration) { d.wall = d.wall.Add(by) }
+
+// Err returns the fatal error that stopped the topology, if any: once a record failure
+// that the error handlers did not absorb happens, every later Pipe returns it, as a real
+// application would have stopped.
+func (d *Driver) Err() error { return d.fatal }
+
+// Close closes every task. It returns the first fatal error, if one stopped the topology,
+// joined with errors from closing processors.
+func (d *Driver) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	errs := []error{d.fatal}
+	ids := make([]runtime.TaskID, 0, len(d.tasks))
+	for id := range d.tasks {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b runtime.TaskID) int {
+		if a.SubTopology != b.SubTopology {
+			return a.SubTopology - b.SubTopology
+		}
+		return int(a.Partition - b.Partition)
+	})
+	for _, id := range ids {
+		errs = append(errs, d.tasks[id].Close())
+	}
+	return errors.Join(errs...)
+}
+
+// pipe writes raw into its topic and processes it, and everything it causes, to the end.
+func (d *Driver) pipe(raw *kgo.Record) error {
+	if d.closed {
+		return ErrClosed
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	if _, ok := d.subOf[raw.Topic]; !ok {
+		return fmt.Errorf("kstreamtest: topic %q is not a source of the topology (sources: %v)", raw.Topic, d.sources())
+	}
+	d.append(raw)
+	for len(d.queue) > 0 {
+		r := d.queue[0]
+		d.queue = d.queue[1:]
+		if err := d.process(r); err != nil {
+			d.fatal = err
+			d.queue = nil
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Driver) sources() []string {
+	out := make([]string, 0, len(d.subOf))
+	for t := range d.subOf {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// append gives raw a partition, an offset and a timestamp, records it in its topic, and
+// queues it for processing if the topology reads that topic.
+func (d *Driver) append(raw *kgo.Record) {
+	n := d.partitionsOf(raw.Topic)
+	raw.Partition = 0
+	if n > 1 && raw.Key != nil {
+		raw.Partition = javaPartition(raw.Key, n)
+	}
+	tp := topicPartition{raw.Topic, raw.Partition}
+	raw.Offset = d.next[tp]
+	d.next[tp]++
+	if raw.Timestamp.IsZero() {
+		raw.Timestamp = d.wall
+	}
+	d.topics[raw.Topic] = append(d.topics[raw.Topic], raw)
+	if _, ok := d.subOf[raw.Topic]; ok {
+		d.queue = append(d.queue, raw)
+	}
+}
+
+func (d *Driver) process(r *kgo.Record) error {
+	id := runtime.TaskID{SubTopology: d.subOf[r.Topic], Partition: r.Partition}
+	t, ok := d.tasks[id]
+	if !ok {
+		var err error
+		t, err = d.topo.SubTopologies[id.SubTopology].NewTask(d, id)
+		if err != nil {
+			return fmt.Errorf("kstreamtest: creating task %s: %w", id, err)
+		}
+		d.tasks[id] = t
+	}
+	return t.Process(r)
+}
+
+// Produce implements the runtime's task environment: the record lands in its topic at
+// once (every topic exists in the driver).
+func (d *Driver) Produce(o *runtime.OutRecord) {
+	rec := o.Record
+	d.append(&rec)
+}
+
+// Logger implements the runtime's task environment.
+func (d *Driver) Logger() *slog.Logger { return d.log }
+
+// javaPartition is the Java producer's partition for a keyed record.
+func javaPartition(key []byte, partitions int32) int32 {
+	return (int32(murmur2(key)) & 0x7fffffff) % partitions
+}
+
+// murmur2 is the hash of Kafka's Java client (Utils.murmur2).
+func murmur2(data []byte) uint32 {
+	const m, r, seed = uint32(0x5bd1e995), 24, uint32(0x9747b28c)
+	n := len(data)
+	h := seed ^ uint32(n)
+	for i := 0; i+4 <= n; i += 4 {
+		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	tail := n &^ 3
+	switch n % 4 {
+	case 3:
+		h ^= uint32(data[tail+2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(data[tail+1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(data[tail])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
+}
