@@ -259,11 +259,14 @@ func (r *Runtime) openConsumer() error {
 // adjustOffsets applies per-source reset policies to partitions that have no committed
 // offset (kgo reports those with the client-wide reset offset, which is negative).
 func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	def := r.cfg.DefaultReset
+	if def == ResetDefault {
+		def = ResetEarliest
+	}
 	for _, st := range r.topo.SubTopologies {
 		for _, src := range st.Sources {
-			if src.Reset == ResetDefault || src.Reset == r.cfg.DefaultReset ||
-				(src.Reset == ResetEarliest && r.cfg.DefaultReset == ResetDefault) {
-				continue
+			if src.Reset == ResetDefault || src.Reset == def {
+				continue // the client-wide reset already applies
 			}
 			for p, o := range offsets[src.Topic] {
 				if o.EpochOffset().Offset >= 0 {
