@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestMain(m *testing.M) { kafkatest.Main(m) }
@@ -96,6 +97,34 @@ func TestInternalTopicPartitionInference(t *testing.T) {
 	for _, name := range []string{first, second} {
 		if n := len(details[name].Partitions); n != 5 {
 			t.Errorf("%s has %d partitions, want 5", name, n)
+		}
+	}
+}
+
+// Per-source reset policies replace the client-wide reset only for partitions without a
+// committed offset, whatever the application default is.
+func TestAdjustOffsets(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{{ID: 0, Sources: []Source{
+		{Topic: "dflt"}, {Topic: "early", Reset: ResetEarliest}, {Topic: "late", Reset: ResetLatest},
+	}}}}
+	for _, def := range []Reset{ResetDefault, ResetEarliest, ResetLatest} {
+		r, err := New(topo, Config{ApplicationID: "a", Brokers: []string{"x:1"}, DefaultReset: def})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := kgo.NewOffset().AtStart()
+		if def == ResetLatest {
+			client = kgo.NewOffset().AtEnd()
+		}
+		in := map[string]map[int32]kgo.Offset{
+			"dflt":  {0: client},
+			"early": {0: client, 1: kgo.NewOffset().At(7)},
+			"late":  {0: client, 1: kgo.NewOffset().At(9)},
+		}
+		out, _ := r.adjustOffsets(context.Background(), in)
+		at := func(topic string, p int32) int64 { return out[topic][p].EpochOffset().Offset }
+		if at("dflt", 0) != client.EpochOffset().Offset || at("early", 0) != -2 || at("late", 0) != -1 || at("early", 1) != 7 || at("late", 1) != 9 {
+			t.Errorf("default %v: got %v", def, out)
 		}
 	}
 }
