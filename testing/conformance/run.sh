@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Regenerates the conformance golden files: builds the Java program beside this script
+# (kafka-streams 4.4.0 TopologyTestDriver) and runs every scenario, writing
+# OUTDIR/<scenario>.txt. OUTDIR defaults to kstreamtest/testdata/conformance/ in the repo.
+#
+#   testing/conformance/run.sh [OUTDIR]
+#
+# Works from any directory; running it again rewrites the same files. Maven's output goes to
+# testing/conformance/target/ (classes/ and lib/).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${1:-$root/kstreamtest/testdata/conformance}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+
+command -v mvn >/dev/null || { echo "run.sh: mvn not found" >&2; exit 1; }
+command -v java >/dev/null || { echo "run.sh: java not found" >&2; exit 1; }
+
+# Rebuild only when the pom or a source is newer than the last build.
+stamp="$here/target/.built"
+if [[ ! -f "$stamp" || -n "$(find "$here/pom.xml" "$here/src" -newer "$stamp" -print -quit)" ]]; then
+	echo "run.sh: building with Maven" >&2
+	log="$(mktemp)"
+	# Maven's output is shown only if it fails (-q still prints colour resets).
+	if ! mvn -q -B -Dstyle.color=never -f "$here/pom.xml" compile dependency:copy-dependencies >"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
+		exit 1
+	fi
+	rm -f "$log"
+	touch "$stamp"
+fi
+
+java -cp "$here/target/classes:$here/target/lib/*" conformance.Main "$out"
