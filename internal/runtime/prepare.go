@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -139,20 +140,37 @@ func (r *Runtime) createInternal(ctx context.Context, it InternalTopic, partitio
 	switch {
 	case err == nil:
 		r.log.Info("kstream: created internal topic", "topic", it.Name, "partitions", partitions)
-		return nil
+		return r.awaitTopic(ctx, it.Name, partitions)
 	case errors.Is(err, kerr.TopicAlreadyExists):
-		details, lerr := r.admin.ListTopics(ctx, it.Name)
-		if lerr != nil {
-			return fmt.Errorf("kstream: reading metadata of internal topic %q: %w", it.Name, lerr)
-		}
-		if d := details[it.Name]; len(d.Partitions) != int(partitions) {
-			return fmt.Errorf("kstream: internal topic %q exists with %d partitions, want %d", it.Name, len(d.Partitions), partitions)
-		}
-		return nil
+		return r.awaitTopic(ctx, it.Name, partitions)
 	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
 		return fmt.Errorf("kstream: creating internal topic %q: not authorized; the application's principal needs CREATE permission on it (or create it yourself with %d partitions): %w", it.Name, partitions, err)
 	default:
 		return fmt.Errorf("kstream: creating internal topic %q with %d partitions: %w", it.Name, partitions, err)
+	}
+}
+
+// awaitTopic waits until topic is visible in the metadata with all its partitions (a real
+// cluster answers CreateTopics before every broker knows the topic), and checks the count.
+func (r *Runtime) awaitTopic(ctx context.Context, topic string, partitions int32) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		details, err := r.admin.ListTopics(ctx, topic)
+		if err == nil {
+			d := details[topic]
+			switch n := len(d.Partitions); {
+			case d.Err == nil && n == int(partitions):
+				return nil
+			case d.Err == nil && n > 0 && n != int(partitions):
+				return fmt.Errorf("kstream: internal topic %q exists with %d partitions, want %d", topic, n, partitions)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kstream: internal topic %q did not appear in the metadata with %d partitions: %w", topic, partitions, errors.Join(ctx.Err(), err))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
