@@ -22,8 +22,8 @@ var confScenarios = []struct {
 	name  string
 	build func(s kstream.KStream[string, string])
 }{
-	{"stateless", func(s kstream.KStream[string, string]) { confStateless(s, false) }},
-	{"repartition", func(s kstream.KStream[string, string]) { confStateless(s, true) }},
+	{"stateless", func(s kstream.KStream[string, string]) { confStateless(s, "out", false) }},
+	{"repartition", func(s kstream.KStream[string, string]) { confStateless(s, "out", true) }},
 	{"siblings", func(s kstream.KStream[string, string]) {
 		s.Filter(func(string, string) bool { return false }).To("out", nil, nil)
 		s.Split().Branch("never", func(string, string) bool { return false }).NoDefaultBranch()["never"].To("out", nil, nil)
@@ -40,7 +40,8 @@ var confScenarios = []struct {
 	}},
 }
 
-func confStateless(s kstream.KStream[string, string], repartition bool) {
+// confStateless is also the topology of TestDriverMatchesRuntime, writing to out.
+func confStateless(s kstream.KStream[string, string], out string, repartition bool) {
 	br := s.Filter(func(_, v string) bool { return v != "" }).Split(kstream.Named("len-")).
 		Branch("short", func(_, v string) bool { return len(v) <= 5 }).
 		DefaultBranch("long")
@@ -51,7 +52,7 @@ func confStateless(s kstream.KStream[string, string], repartition bool) {
 		merged = kstream.SelectKey(merged, func(k, v string) string { return k + "/" + v[:1] }).
 			WithSerdes(serde.String(), serde.String()).Repartition("eq")
 	}
-	merged.To("out", serde.String(), serde.String())
+	merged.To(out, serde.String(), serde.String())
 }
 
 // confInput is the input of every scenario.

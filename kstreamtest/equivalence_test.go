@@ -15,45 +15,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// equivalenceTopology exercises most stateless operators; with repartition it also crosses a
-// sub-topology boundary.
-func equivalenceTopology(b *kstream.Builder, in, out string, repartition bool) {
-	s := kstream.Stream(b, in, serde.String(), serde.String())
-	br := s.Filter(func(_, v string) bool { return v != "" }).Split(kstream.Named("len-")).
-		Branch("short", func(_, v string) bool { return len(v) <= 5 }).
-		DefaultBranch("long")
-	short := kstream.MapValues(br["len-short"], strings.ToUpper)
-	long := kstream.FlatMapValues(br["len-long"], func(v string) []string { return []string{v[:3], v[3:]} })
-	merged := short.Merge(long)
-	if repartition {
-		merged = kstream.SelectKey(merged, func(k, v string) string { return k + "/" + v[:1] }).WithSerdes(serde.String(), serde.String()).Repartition("eq")
-	}
-	merged.To(out, serde.String(), serde.String())
-}
-
-func equivalenceInput() []kstream.Record[string, string] {
-	var recs []kstream.Record[string, string]
-	words := []string{"kafka", "streams", "go", "", "exactly", "once", "tables", "joins"}
-	for i := range 40 {
-		r := kstream.Record[string, string]{Key: fmt.Sprintf("k%d", i%7), Value: words[i%len(words)], Timestamp: t0.Add(time.Duration(i) * time.Second)}
-		if i%3 == 0 {
-			r.Headers = []kstream.Header{{Key: "i", Value: fmt.Appendf(nil, "%d", i)}}
-		}
-		recs = append(recs, r)
-	}
-	return recs
-}
-
 func viaDriver(t *testing.T, repartition bool) []kvts {
 	b := kstream.NewBuilder()
-	equivalenceTopology(b, "in", "out", repartition)
+	confStateless(kstream.Stream(b, "in", serde.String(), serde.String()), "out", repartition)
 	d, err := kstreamtest.New(b, kstream.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
 	in := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
-	for _, r := range equivalenceInput() {
+	for _, r := range confInput() {
 		if err := in.PipeRecord(r); err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +36,7 @@ func viaBroker(t *testing.T, repartition bool, n int) []kvts {
 	in := kafkatest.CreateTopic(t, "in", 1, nil)
 	out := kafkatest.CreateTopic(t, "out", 1, nil)
 	b := kstream.NewBuilder()
-	equivalenceTopology(b, in, out, repartition)
+	confStateless(kstream.Stream(b, in, serde.String(), serde.String()), out, repartition)
 	app, err := kstream.New(b, kstream.Config{ApplicationID: kafkatest.Name(t, "app"), Brokers: kafkatest.Brokers(t), CommitInterval: 100 * time.Millisecond, SessionTimeout: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +51,7 @@ func viaBroker(t *testing.T, repartition bool, n int) []kvts {
 		}
 	}()
 	var raw []*kgo.Record
-	for _, r := range equivalenceInput() {
+	for _, r := range confInput() {
 		kr := &kgo.Record{Topic: in, Key: []byte(r.Key), Value: []byte(r.Value), Timestamp: r.Timestamp}
 		for _, h := range r.Headers {
 			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
@@ -101,7 +72,8 @@ func viaBroker(t *testing.T, repartition bool, n int) []kvts {
 }
 
 // The same topology and input give the same output through the driver and through the
-// runtime on a broker: in the same order within one sub-topology and one partition.
+// runtime on a broker (the "stateless" conformance topology): in the same order within one
+// sub-topology and one partition.
 func TestDriverMatchesRuntime(t *testing.T) {
 	t.Parallel()
 	want := viaDriver(t, false)
