@@ -1,0 +1,88 @@
+// Package store defines kstream's state stores: a small bytes-level backend interface that
+// storage engines implement (store/memory, store/pebble), and typed key-value stores over it.
+//
+// A [DB] is one storage engine instance per process. It holds the data of every store
+// partition the process runs, each in its own namespace (store name, partition), so that one
+// engine's memory budget serves every task. A [Backend] is one namespace.
+//
+// Each namespace also keeps a checkpoint: the changelog offset up to which its data is
+// complete. A [Batch] writes data and the new checkpoint atomically, so after a crash the
+// data is exactly as of the checkpoint, never ahead of it or behind it.
+//
+// Keys are ordered by their bytes (bytewise lexicographic), as in Kafka Streams' RocksDB
+// stores; typed range queries therefore follow the order of the serialized keys.
+package store
+
+import "errors"
+
+// ErrClosed is returned by operations on a closed DB, backend or iterator.
+var ErrClosed = errors.New("store: closed")
+
+// NoCheckpoint is the checkpoint of a namespace that has never been checkpointed.
+const NoCheckpoint int64 = -1
+
+// DB is a storage engine holding many store partitions. It is safe for concurrent use;
+// distinct namespaces may be used from distinct goroutines at once.
+type DB interface {
+	// Open returns the backend of one store partition, creating it empty if it does not
+	// exist. Opening the same namespace twice returns backends over the same data.
+	Open(name string, partition int32) (Backend, error)
+	// Drop deletes every key and the checkpoint of one store partition.
+	Drop(name string, partition int32) error
+	// Close releases the engine. Backends and iterators must not be used afterwards.
+	Close() error
+}
+
+// Backend is one store partition: an ordered map of byte keys to byte values with a
+// checkpoint. Its methods may be called from one goroutine at a time (the task's).
+//
+// Slices passed in may be reused by the caller after the call returns. Slices returned by
+// Get are owned by the caller; slices returned by an iterator are valid until its next
+// call of Next or Close.
+type Backend interface {
+	// Get returns the value of key; ok is false when the key is absent.
+	Get(key []byte) (value []byte, ok bool, err error)
+	// Set writes one key. A nil value is stored as an empty value (use Delete to remove).
+	Set(key, value []byte) error
+	// Delete removes one key; deleting an absent key is not an error.
+	Delete(key []byte) error
+	// Range iterates over keys in [from, to) in ascending order; a nil bound is unbounded.
+	Range(from, to []byte) (Iterator, error)
+	// ReverseRange iterates over keys in [from, to) in descending order.
+	ReverseRange(from, to []byte) (Iterator, error)
+	// PrefixScan iterates in ascending order over the keys that start with prefix.
+	PrefixScan(prefix []byte) (Iterator, error)
+	// NewBatch returns an empty batch of writes to this backend.
+	NewBatch() Batch
+	// ApproximateCount estimates the number of keys (exact for the memory backend).
+	ApproximateCount() (int64, error)
+	// Checkpoint returns the offset recorded by the last committed batch, or NoCheckpoint.
+	Checkpoint() (int64, error)
+}
+
+// Batch collects writes that Commit applies atomically, together with a new checkpoint:
+// after Commit either all of them are visible (and durable, for a persistent engine) or,
+// after a crash, none. Reads through the backend do not see a batch before Commit.
+type Batch interface {
+	Set(key, value []byte)
+	Delete(key []byte)
+	// SetCheckpoint records offset as the backend's checkpoint when the batch commits.
+	SetCheckpoint(offset int64)
+	// Len is the number of writes in the batch (the checkpoint not counted).
+	Len() int
+	// Commit applies the batch. The batch is empty afterwards and may be reused.
+	Commit() error
+	// Reset discards the batch's writes and checkpoint.
+	Reset()
+}
+
+// Iterator walks keys in order. Call Next before the first Key, and Close when done; Err
+// reports the error that ended the iteration early, if any (iteration never just stops on
+// an error).
+type Iterator interface {
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+	Close() error
+}
