@@ -9,6 +9,7 @@ import (
 
 	"github.com/kstream-go/kstream/internal/hook"
 	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/store"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -97,8 +98,8 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 		return &dl
 	}
 	appID := cfg.ApplicationID
-	rtopo := topo.compile(appID, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error) {
-		return newTask(appID, h, sub, env, id)
+	rtopo := topo.compile(appID, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error) {
+		return newTask(appID, h, sub, env, id, stores)
 	})
 	return topo, rtopo, rc, nil
 }

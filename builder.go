@@ -7,21 +7,26 @@ import (
 	"strings"
 
 	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/store"
 )
 
 // Builder collects the sources, operators and sinks of a topology. Create one with
 // [NewBuilder], add sources with [Stream] or [StreamTopics], chain operators, then pass it to
 // [New] (or call [Builder.Build] to inspect it). A Builder is not safe for concurrent use.
 type Builder struct {
-	nodes    []*node
-	names    map[string]*node
-	internal []runtime.InternalTopic
-	copart   [][]string
-	errs     []error
+	stores     map[string]*storeDef
+	storeOrder []*storeDef
+	nodes      []*node
+	names      map[string]*node
+	internal   []runtime.InternalTopic
+	copart     [][]string
+	errs       []error
 }
 
 // NewBuilder returns an empty topology builder.
-func NewBuilder() *Builder { return &Builder{names: map[string]*node{}} }
+func NewBuilder() *Builder {
+	return &Builder{names: map[string]*node{}, stores: map[string]*storeDef{}}
+}
 
 type nodeKind int
 
@@ -46,6 +51,8 @@ type node struct {
 	internal bool
 	// Sinks.
 	sinkTopic string // fixed topic, or "" for a topic chosen per record
+	// stores are the state stores this node uses.
+	stores []*storeDef
 	// describe is extra text for Describe (e.g. the topic extractor).
 	describe string
 
@@ -66,7 +73,7 @@ func (b *Builder) errorf(format string, args ...any) {
 func (b *Builder) addNode(n *node, prefix, name string, parents ...*node) *node {
 	n.id = len(b.nodes)
 	if name == "" {
-		name = fmt.Sprintf("KSTREAM-%s-%010d", prefix, n.id)
+		name = genName("KSTREAM-"+prefix, n.id)
 	}
 	if _, dup := b.names[name]; dup {
 		b.errorf("operator name %q is used twice", name)
@@ -84,6 +91,7 @@ func (b *Builder) addNode(n *node, prefix, name string, parents ...*node) *node 
 
 // Topology is a built, immutable topology.
 type Topology struct {
+	stores   []*storeDef
 	subs     [][]*node // nodes of each sub-topology, in creation order
 	internal []runtime.InternalTopic
 	copart   [][]string
@@ -136,7 +144,7 @@ func (b *Builder) Build() (*Topology, error) {
 		}
 	}
 	index := map[int]int{}
-	t := &Topology{internal: b.internal, copart: b.copart, nodes: b.nodes}
+	t := &Topology{internal: b.internal, copart: b.copart, nodes: b.nodes, stores: b.storeOrder}
 	for _, n := range b.nodes { // creation order, so sub-topology 0 holds the first source
 		root := find(n.id)
 		i, ok := index[root]
@@ -146,6 +154,14 @@ func (b *Builder) Build() (*Topology, error) {
 			t.subs = append(t.subs, nil)
 		}
 		t.subs[i] = append(t.subs[i], n)
+	}
+	for _, d := range t.stores {
+		sub := t.subOf(d.users[0])
+		for _, u := range d.users[1:] {
+			if t.subOf(u) != sub {
+				return nil, fmt.Errorf("kstream: store %q is used by %s and %s, which are in different sub-topologies; a store belongs to one", d.name, d.users[0].name, u.name)
+			}
+		}
 	}
 	return t, nil
 }
@@ -172,7 +188,7 @@ func (t *Topology) Describe() string {
 			case kindSource:
 				fmt.Fprintf(&sb, "    Source: %s (topics: [%s])\n", n.name, strings.Join(n.topics, ", "))
 			case kindProcessor:
-				fmt.Fprintf(&sb, "    Processor: %s (stores: [])\n", n.name)
+				fmt.Fprintf(&sb, "    Processor: %s (stores: [%s])\n", n.name, storeNames(n.stores))
 			case kindSink:
 				if n.sinkTopic != "" {
 					fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.name, n.sinkTopic)
@@ -209,7 +225,7 @@ func joinNames(ns []*node) string {
 
 // compile returns the runtime's view of t.
 // Internal topic names in the graph lack the application id; compile prefixes them.
-func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error)) *runtime.Topology {
+func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error)) *runtime.Topology {
 	rt := &runtime.Topology{InternalTopics: slices.Clone(t.internal)}
 	for i := range rt.InternalTopics {
 		rt.InternalTopics[i].Name = internalTopic(appID, rt.InternalTopics[i].Name)
@@ -234,14 +250,28 @@ func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.T
 				}
 			}
 		}
+		for _, d := range t.stores {
+			if t.subOf(d.users[0]) != i {
+				continue
+			}
+			spec := runtime.StoreSpec{Name: d.name, Persistent: d.persistent}
+			if d.logged {
+				spec.Changelog = internalTopic(appID, d.name+"-changelog")
+				rt.InternalTopics = append(rt.InternalTopics, runtime.InternalTopic{
+					Name: spec.Changelog, Writer: i,
+					Configs: map[string]*string{"cleanup.policy": ptr("compact")},
+				})
+			}
+			st.Stores = append(st.Stores, spec)
+		}
 		nodes := sub
-		st.NewTask = func(env runtime.TaskEnv, id runtime.TaskID) (runtime.Task, error) {
-			return newTask(nodes, env, id)
+		st.NewTask = func(env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error) {
+			return newTask(nodes, env, id, stores)
 		}
 		rt.SubTopologies = append(rt.SubTopologies, st)
 	}
 	// Each internal topic's writer is the sub-topology holding its sink.
-	for i := range rt.InternalTopics {
+	for i := range t.internal {
 		for _, n := range t.nodes {
 			if n.kind == kindSink && n.internal && n.sinkTopic == t.internal[i].Name {
 				rt.InternalTopics[i].Writer = t.subOf(n)
@@ -254,3 +284,14 @@ func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.T
 // internalTopic is the full name of an application-owned topic: Kafka Streams names them
 // "<application.id>-<name>".
 func internalTopic(appID, suffix string) string { return appID + "-" + suffix }
+
+func storeNames(ds []*storeDef) string {
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// genName is a generated operator name, as Kafka Streams makes them: "<KIND>-<10 digits>".
+func genName(kind string, id int) string { return fmt.Sprintf("%s-%010d", kind, id) }

@@ -28,8 +28,9 @@ type Config struct {
 	// 30s. A commit first waits until every output record is acknowledged. This corresponds
 	// to Kafka Streams' commit.interval.ms.
 	CommitInterval time.Duration
-	// StateDir is the directory of local state, overriding the default
-	// $TMPDIR/kstream/<application id>. This corresponds to state.dir.
+	// StateDir is the directory of local state (one Pebble database for all persistent
+	// stores), overriding the default $TMPDIR/kstream/<application id>. Two instances must not
+	// share one. This corresponds to state.dir.
 	StateDir string
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
@@ -50,6 +51,10 @@ type Config struct {
 	RebalanceTimeout  time.Duration
 	// CloseTimeout bounds the final flush and commit at shutdown, overriding the default 30s.
 	CloseTimeout time.Duration
+
+	// RestoreListener, if set, is told when a store's restoration from its changelog starts,
+	// progresses and ends. This corresponds to Kafka Streams' StateRestoreListener.
+	RestoreListener RestoreListener
 
 	// Logger receives the application's logs, overriding the default slog.Default().
 	Logger *slog.Logger
@@ -75,6 +80,17 @@ type Config struct {
 	ClientOptions   []kgo.Opt
 	ConsumerOptions []kgo.Opt
 	ProducerOptions []kgo.Opt
+}
+
+// RestoreListener observes the restoration of stores from their changelogs. Its methods are
+// called from the goroutine restoring a task and must be safe for concurrent use.
+type RestoreListener interface {
+	// OnRestoreStart: restoring store's partition from offset from up to (excluding) to.
+	OnRestoreStart(store, topic string, partition int32, from, to int64)
+	// OnBatchRestored: records applied, up to offset batchEnd (excluding).
+	OnBatchRestored(store, topic string, partition int32, batchEnd int64, records int)
+	// OnRestoreEnd: restoration done, restored records applied in all.
+	OnRestoreEnd(store, topic string, partition int32, restored int64)
 }
 
 // State is the life-cycle state of an application instance, as in Kafka Streams'
@@ -109,6 +125,10 @@ func (c Config) runtimeConfig() runtime.Config {
 		CloseTimeout:      c.CloseTimeout,
 		Logger:            c.Logger,
 		OnState:           c.StateListener,
+		StateDir:          c.StateDir,
+	}
+	if c.RestoreListener != nil {
+		rc.RestoreListener = c.RestoreListener
 	}
 	if rc.ReplicationFactor == 0 {
 		rc.ReplicationFactor = -1

@@ -142,3 +142,15 @@ func TestIdleInstanceCommits(t *testing.T) {
 		return sum == 4
 	})
 }
+
+// endOffsets returns the end offset of every partition of topic.
+func endOffsets(t testing.TB, topic string) map[int32]int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(kafkatest.Client(t)).ListEndOffsets(kafkatest.Context(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}

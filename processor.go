@@ -45,6 +45,10 @@ type ProcessorContext[K, V any] interface {
 	Name() string
 	// Logger is the application's logger.
 	Logger() *slog.Logger
+	// Store returns the state store named name, connected to this operator with
+	// [WithStores] (or created by it, for DSL aggregations). Use [GetKeyValueStore] for a
+	// typed handle.
+	Store(name string) (any, error)
 }
 
 type initializer[K, V any] interface {
@@ -90,6 +94,15 @@ func (c *procContext[K, V]) RecordMetadata() (RecordMetadata, bool) {
 func (c *procContext[K, V]) TaskID() TaskID       { return c.t.id }
 func (c *procContext[K, V]) Name() string         { return c.n.name }
 func (c *procContext[K, V]) Logger() *slog.Logger { return c.t.log }
+
+func (c *procContext[K, V]) Store(name string) (any, error) {
+	for _, d := range c.n.stores {
+		if d.name == name {
+			return c.t.stores[name], nil
+		}
+	}
+	return nil, fmt.Errorf("kstream: operator %s has no store named %q; connect it with WithStores", c.n.name, name)
+}
 
 // childInputs instantiates the children of n for task t, all of which take Record[K, V].
 func childInputs[K, V any](t *task, n *node) (*procContext[K, V], error) {

@@ -14,9 +14,9 @@ import (
 // usable.
 //
 // A KStream may carry serdes for its key and value: a source's serdes travel through
-// type-preserving operators and are used where the stream must be written to a topic
-// ([KStream.Repartition], and [KStream.To] when given nil serdes). [KStream.WithSerdes] sets
-// them.
+// operators that keep the key or value type (also MapValues from string to string, say), and
+// are used where the stream must be written to a topic ([KStream.Repartition], grouping, and
+// [KStream.To] when given nil serdes). [KStream.WithSerdes] sets them.
 type KStream[K, V any] struct {
 	b          *Builder
 	n          *node
@@ -52,6 +52,7 @@ const (
 type Option interface{ apply(*opConfig) }
 
 type opConfig struct {
+	stores     []*storeDef
 	name       string
 	reset      OffsetReset
 	partitions int32
@@ -231,7 +232,7 @@ func Map[K, V, KR, VR any](s KStream[K, V], fn func(K, V) (KR, VR), opts ...Opti
 			return nil
 		})
 	})
-	out.keyChanged = true
+	out.ks, out.vs, out.keyChanged = carry[K, KR](s.ks), carry[V, VR](s.vs), true
 	return out
 }
 
@@ -248,8 +249,17 @@ func MapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) VR, opts ...O
 			return nil
 		})
 	})
-	out.ks, out.keyChanged = s.ks, s.keyChanged
+	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
 	return out
+}
+
+// carry returns s as the serde of the new type U when U is T (the operator kept the type),
+// and nil otherwise, so type-changing operators drop serdes that could not apply.
+func carry[T, U any](s serde.Serde[T]) serde.Serde[U] {
+	if u, ok := any(s).(serde.Serde[U]); ok {
+		return u
+	}
+	return nil
 }
 
 // FlatMap turns each record into zero or more records, which keep the input's timestamp and
@@ -263,7 +273,7 @@ func FlatMap[K, V, KR, VR any](s KStream[K, V], fn func(K, V) []KeyValue[KR, VR]
 			return nil
 		})
 	})
-	out.keyChanged = true
+	out.ks, out.vs, out.keyChanged = carry[K, KR](s.ks), carry[V, VR](s.vs), true
 	return out
 }
 
@@ -282,7 +292,7 @@ func FlatMapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, opt
 			return nil
 		})
 	})
-	out.ks, out.keyChanged = s.ks, s.keyChanged
+	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
 	return out
 }
 
@@ -294,7 +304,7 @@ func SelectKey[K, V, KR any](s KStream[K, V], fn func(K, V) KR, opts ...Option) 
 			return nil
 		})
 	})
-	out.vs, out.keyChanged = s.vs, true
+	out.ks, out.vs, out.keyChanged = carry[K, KR](s.ks), s.vs, true
 	return out
 }
 
@@ -302,8 +312,12 @@ func SelectKey[K, V, KR any](s KStream[K, V], fn func(K, V) KR, opts ...Option) 
 // task gets its own instance. Because the processor may change keys, a key-dependent
 // operator downstream repartitions first.
 func Process[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], newProcessor func() Processor[KIn, VIn, KOut, VOut], opts ...Option) KStream[KOut, VOut] {
-	out := addProcessor(s, "PROCESSOR", s.b.options("Process", opts), newProcessor)
-	out.keyChanged = true
+	c := s.b.options("Process", opts, "WithStores")
+	out := addProcessor(s, "PROCESSOR", c, newProcessor)
+	for _, d := range c.stores {
+		s.b.addStore(d, out.n)
+	}
+	out.ks, out.vs, out.keyChanged = carry[KIn, KOut](s.ks), carry[VIn, VOut](s.vs), true
 	return out
 }
 

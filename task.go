@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/store"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -27,14 +28,27 @@ type task struct {
 	h       *handlers
 	sources map[string]sourceFn
 	inst    map[*node]any
+	stores  map[string]any // typed stores by name
 	closers []namedCloser
 
 	cur   *rawRecord // input record being processed
 	fatal error      // set when a record failure must stop the application
 }
 
-func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id runtime.TaskID) (*task, error) {
-	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, inst: map[*node]any{}}
+func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id runtime.TaskID, backends map[string]store.Backend) (*task, error) {
+	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, inst: map[*node]any{}, stores: map[string]any{}}
+	for _, n := range sub {
+		for _, d := range n.stores {
+			if _, done := t.stores[d.name]; done {
+				continue
+			}
+			b, ok := backends[d.name]
+			if !ok {
+				return nil, fmt.Errorf("kstream: task %s: the runtime did not open store %q", id, d.name)
+			}
+			t.stores[d.name] = d.typed(b)
+		}
+	}
 	for _, n := range sub {
 		if n.kind != kindSource {
 			continue

@@ -27,6 +27,9 @@ import (
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/hook"
 	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
+	"github.com/kstream-go/kstream/store/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -74,6 +77,7 @@ type Driver struct {
 	topics map[string][]*kgo.Record // every record written to each topic, in order
 	queue  []*kgo.Record            // records written to source topics, not yet processed
 	wall   time.Time
+	db     store.DB // every store, in memory
 	fatal  error
 	closed bool
 }
@@ -113,6 +117,7 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 		next:   map[topicPartition]int64{},
 		topics: map[string][]*kgo.Record{},
 		wall:   o.wall,
+		db:     memory.New(),
 	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
@@ -169,6 +174,7 @@ func (d *Driver) Close() error {
 	for _, id := range ids {
 		errs = append(errs, d.tasks[id].Close())
 	}
+	errs = append(errs, d.db.Close())
 	return errors.Join(errs...)
 }
 
@@ -230,7 +236,16 @@ func (d *Driver) process(r *kgo.Record) error {
 	t, ok := d.tasks[id]
 	if !ok {
 		var err error
-		t, err = d.topo.SubTopologies[id.SubTopology].NewTask(d, id)
+		st := d.topo.SubTopologies[id.SubTopology]
+		backends := make(map[string]store.Backend, len(st.Stores))
+		for _, spec := range st.Stores {
+			b, err := d.db.Open(spec.Name, id.Partition)
+			if err != nil {
+				return fmt.Errorf("kstreamtest: opening store %s: %w", spec.Name, err)
+			}
+			backends[spec.Name] = b
+		}
+		t, err = st.NewTask(d, id, backends)
 		if err != nil {
 			return fmt.Errorf("kstreamtest: creating task %s: %w", id, err)
 		}
@@ -283,4 +298,24 @@ func murmur2(data []byte) uint32 {
 	h *= m
 	h ^= h >> 15
 	return h
+}
+
+// KeyValueStore returns the store named name of the task for the given partition (0 unless
+// the driver has several partitions), typed with the store's serdes. Stores are kept in
+// memory in the driver, whatever the topology asks for.
+func KeyValueStore[K, V any](d *Driver, name string, partition int32, ks serde.Serde[K], vs serde.Serde[V]) (*store.KeyValueStore[K, V], error) {
+	found := false
+	for _, st := range d.topo.SubTopologies {
+		for _, spec := range st.Stores {
+			found = found || spec.Name == name
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("kstreamtest: the topology has no store named %q", name)
+	}
+	b, err := d.db.Open(name, partition)
+	if err != nil {
+		return nil, err
+	}
+	return store.NewKeyValueStore(name, b, ks, vs), nil
 }

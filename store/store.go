@@ -64,7 +64,9 @@ type Backend interface {
 // after Commit either all of them are visible (and durable, for a persistent engine) or,
 // after a crash, none. Reads through the backend do not see a batch before Commit.
 type Batch interface {
+	// Set adds a write of key = value (copied).
 	Set(key, value []byte)
+	// Delete adds a removal of key; writes apply in the order they were added.
 	Delete(key []byte)
 	// SetCheckpoint records offset as the backend's checkpoint when the batch commits.
 	SetCheckpoint(offset int64)
@@ -76,13 +78,19 @@ type Batch interface {
 	Reset()
 }
 
-// Iterator walks keys in order. Call Next before the first Key, and Close when done; Err
-// reports the error that ended the iteration early, if any (iteration never just stops on
-// an error).
+// Iterator walks keys in order over a snapshot taken when it was created: writes made while
+// it is open are not seen and never disturb it. Call Next before the first Key, and Close
+// when done (closing twice is harmless); Err reports the error that ended the iteration
+// early, if any: iteration never just stops on an error.
 type Iterator interface {
+	// Next advances to the next key; it returns false at the end or on an error.
 	Next() bool
+	// Key is the current key, valid until the next Next or Close.
 	Key() []byte
+	// Value is the current value, valid until the next Next or Close.
 	Value() []byte
+	// Err returns the error that ended the iteration, if any.
 	Err() error
+	// Close releases the iterator.
 	Close() error
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/store"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -17,7 +18,9 @@ func TestMain(m *testing.M) { kafkatest.Main(m) }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func noTask(TaskEnv, TaskID) (Task, error) { return nil, errors.New("no task expected") }
+func noTask(TaskEnv, TaskID, map[string]store.Backend) (Task, error) {
+	return nil, errors.New("no task expected")
+}
 
 func runPrepare(t *testing.T, topo *Topology) error {
 	t.Helper()

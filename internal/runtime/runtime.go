@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kstream-go/kstream/store"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -47,9 +50,11 @@ type Runtime struct {
 	state   atomic.Int32
 	promise func(*kgo.Record, error) // r.onProduced, bound once
 
-	internal map[string]bool // repartition topics, purged up to the committed offsets
-	purging  atomic.Bool     // a purge is in flight
-	bg       sync.WaitGroup  // background work that Run waits for
+	internal   map[string]bool // repartition topics, purged up to the committed offsets
+	changelogs map[string]bool // changelog topics, written to the task's partition
+	stores     *stores
+	purging    atomic.Bool    // a purge is in flight
+	bg         sync.WaitGroup // background work that Run waits for
 }
 
 type topicPartition struct {
@@ -58,9 +63,10 @@ type topicPartition struct {
 }
 
 type taskRun struct {
-	id    TaskID
-	task  Task
-	parts map[topicPartition]*partPos
+	id     TaskID
+	task   Task
+	parts  map[topicPartition]*partPos
+	stores map[string]*loggedStore
 }
 
 type partPos struct {
@@ -89,17 +95,29 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 30 * time.Second
 	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(os.TempDir(), "kstream", cfg.ApplicationID)
+	}
 	if cfg.OnProduceError == nil {
 		cfg.OnProduceError = func(ProduceFailure) Decision { return Decision{} }
 	}
 	r := &Runtime{
-		cfg:      cfg,
-		topo:     topo,
-		log:      cfg.Logger,
-		topicSub: map[string]int{},
-		tasks:    map[TaskID]*taskRun{},
-		parts:    map[topicPartition]*taskRun{},
-		internal: map[string]bool{},
+		cfg:        cfg,
+		topo:       topo,
+		log:        cfg.Logger,
+		topicSub:   map[string]int{},
+		tasks:      map[TaskID]*taskRun{},
+		parts:      map[topicPartition]*taskRun{},
+		internal:   map[string]bool{},
+		changelogs: map[string]bool{},
+		stores:     &stores{dir: cfg.StateDir},
+	}
+	for _, st := range topo.SubTopologies {
+		for _, spec := range st.Stores {
+			if spec.Changelog != "" {
+				r.changelogs[spec.Changelog] = true
+			}
+		}
 	}
 	r.promise = r.onProduced
 	for _, it := range topo.InternalTopics {
@@ -166,6 +184,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	}
 	defer r.producer.Close()
 	defer r.bg.Wait() // before the producer (and its admin client) closes
+	defer func() {
+		if cerr := r.stores.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	if err := r.prepare(runCtx); err != nil {
 		r.fail(err)
 		r.setState(StateError)
@@ -202,7 +225,7 @@ func (r *Runtime) openProducer() error {
 	opts := r.clientOpts(
 		// Java producers hash keyed records with murmur2; so does this partitioner, so Go
 		// and Java applications place equal keys on equal partitions.
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs}),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.UnknownTopicRetries(3),
 	)
@@ -466,6 +489,13 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	for _, pos := range dirty {
 		pos.dirty = false
 	}
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if err := ls.checkpoint(); err != nil {
+				return err
+			}
+		}
+	}
 	r.purgeRepartition(offsets)
 	return nil
 }
@@ -527,12 +557,22 @@ func (r *Runtime) onAssigned(_ context.Context, _ *kgo.Client, assigned map[stri
 			id := TaskID{sub, p}
 			t := r.tasks[id]
 			if t == nil {
-				task, err := r.topo.SubTopologies[sub].NewTask(r, id)
+				st := r.topo.SubTopologies[sub]
+				ls, err := r.openStores(r.prodCtx, id, st.Stores)
+				if err != nil {
+					r.fail(fmt.Errorf("kstream: task %s: %w", id, err))
+					return
+				}
+				backends := make(map[string]store.Backend, len(ls))
+				for name, s := range ls {
+					backends[name] = s.Backend()
+				}
+				task, err := st.NewTask(r, id, backends)
 				if err != nil {
 					r.fail(fmt.Errorf("kstream: creating task %s: %w", id, err))
 					return
 				}
-				t = &taskRun{id: id, task: task, parts: map[topicPartition]*partPos{}}
+				t = &taskRun{id: id, task: task, parts: map[topicPartition]*partPos{}, stores: ls}
 				r.tasks[id] = t
 				created = append(created, id.String())
 			}
@@ -643,6 +683,14 @@ func (r *Runtime) Produce(o *OutRecord) {
 // onProduced is the produce callback of every output record.
 func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 	if err == nil {
+		if o, ok := rec.Context.(*OutRecord); ok && o.changelog != nil {
+			for next := rec.Offset + 1; ; {
+				cur := o.changelog.acked.Load()
+				if cur >= next || o.changelog.acked.CompareAndSwap(cur, next) {
+					break
+				}
+			}
+		}
 		return
 	}
 	f := ProduceFailure{Record: rec, Err: err}
@@ -702,4 +750,18 @@ func produceError(f ProduceFailure) error {
 		msg += fmt.Sprintf(" for input topic %q partition %d offset %d", f.Source.Topic, f.Source.Partition, f.Source.Offset)
 	}
 	return fmt.Errorf("%s: %w", msg, f.Err)
+}
+
+// partitioner places changelog records on the partition the task set (the task's own), and
+// every other record by the murmur2 hash of its key, as Java producers do.
+type partitioner struct {
+	sticky, manual kgo.Partitioner
+	changelogs     map[string]bool
+}
+
+func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.changelogs[topic] {
+		return p.manual.ForTopic(topic)
+	}
+	return p.sticky.ForTopic(topic)
 }

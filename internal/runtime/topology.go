@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kstream-go/kstream/store"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -65,8 +66,12 @@ type Topology struct {
 type SubTopology struct {
 	ID      int
 	Sources []Source
-	// NewTask creates the processing state for one task of this sub-topology.
-	NewTask func(env TaskEnv, id TaskID) (Task, error)
+	// Stores are the state stores of the sub-topology; every task has its own partition of
+	// each, opened and restored by the runtime before the task is created.
+	Stores []StoreSpec
+	// NewTask creates the processing state for one task of this sub-topology, given its
+	// stores by name.
+	NewTask func(env TaskEnv, id TaskID, stores map[string]store.Backend) (Task, error)
 }
 
 // Source is one topic a sub-topology reads.
@@ -119,6 +124,8 @@ type OutRecord struct {
 	Operator string      // the sink operator that produced it
 	Source   *kgo.Record // the input record whose processing produced it (may be nil)
 	ctx      context.Context
+
+	changelog *loggedStore // set for changelog writes: their acknowledgements move its checkpoint
 }
 
 // Deadline, Done, Err and Value make an OutRecord the context of its own record, so the
@@ -170,6 +177,10 @@ type Config struct {
 	OnProduceError func(ProduceFailure) Decision
 	// DeadLetter builds the dead-letter record for a production failure sent to topic.
 	DeadLetter func(topic string, f ProduceFailure) *kgo.Record
+	// StateDir holds persistent stores (one Pebble database for every task).
+	StateDir string
+	// RestoreListener, if set, observes restoration.
+	RestoreListener RestoreListener
 }
 
 // State is the life-cycle state of a running application.

@@ -1,0 +1,323 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kstream-go/kstream/store"
+	"github.com/kstream-go/kstream/store/memory"
+	"github.com/kstream-go/kstream/store/pebble"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// StoreSpec is a state store of a sub-topology.
+type StoreSpec struct {
+	Name       string // the store's name (unique in the topology)
+	Changelog  string // full changelog topic name; "" if the store is not logged
+	Persistent bool   // Pebble (true) or memory (false)
+}
+
+// RestoreListener observes restoration, as Kafka Streams' StateRestoreListener does. Its
+// methods are called from restoring goroutines and must be safe for concurrent use.
+type RestoreListener interface {
+	OnRestoreStart(store, topic string, partition int32, from, to int64)
+	OnBatchRestored(store, topic string, partition int32, batchEnd int64, records int)
+	OnRestoreEnd(store, topic string, partition int32, restored int64)
+}
+
+// stores holds the process's storage engines, opened on first use.
+type stores struct {
+	dir string
+
+	mu     sync.Mutex
+	mem    store.DB
+	pebble store.DB
+}
+
+func (s *stores) db(persistent bool) (store.DB, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !persistent {
+		if s.mem == nil {
+			s.mem = memory.New()
+		}
+		return s.mem, nil
+	}
+	if s.pebble == nil {
+		db, err := pebble.Open(filepath.Join(s.dir, "pebble"), pebble.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("kstream: opening the state directory %s: %w", s.dir, err)
+		}
+		s.pebble = db
+	}
+	return s.pebble, nil
+}
+
+func (s *stores) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	if s.mem != nil {
+		errs = append(errs, s.mem.Close())
+	}
+	if s.pebble != nil {
+		errs = append(errs, s.pebble.Close())
+	}
+	s.mem, s.pebble = nil, nil
+	return errors.Join(errs...)
+}
+
+// loggedStore is a store partition of one task. Writes go to the backend and, when the
+// store is logged, to its changelog partition.
+type loggedStore struct {
+	spec      StoreSpec
+	partition int32
+	raw       store.Backend
+	r         *Runtime
+	acked     atomic.Int64 // changelog offset after the last acknowledged write; -1 none
+	written   atomic.Bool  // a changelog write since the last checkpoint
+}
+
+// Backend returns the store as the task sees it.
+func (s *loggedStore) Backend() store.Backend {
+	if s.spec.Changelog == "" {
+		return s.raw
+	}
+	return loggingBackend{s}
+}
+
+// loggingBackend writes every change to the changelog as well.
+type loggingBackend struct{ s *loggedStore }
+
+func (l loggingBackend) Get(key []byte) ([]byte, bool, error) { return l.s.raw.Get(key) }
+func (l loggingBackend) Set(key, value []byte) error {
+	if err := l.s.raw.Set(key, value); err != nil {
+		return err
+	}
+	l.s.log(key, value)
+	return nil
+}
+func (l loggingBackend) Delete(key []byte) error {
+	if err := l.s.raw.Delete(key); err != nil {
+		return err
+	}
+	l.s.log(key, nil)
+	return nil
+}
+func (l loggingBackend) Range(from, to []byte) (store.Iterator, error) {
+	return l.s.raw.Range(from, to)
+}
+func (l loggingBackend) ReverseRange(from, to []byte) (store.Iterator, error) {
+	return l.s.raw.ReverseRange(from, to)
+}
+func (l loggingBackend) PrefixScan(p []byte) (store.Iterator, error) { return l.s.raw.PrefixScan(p) }
+func (l loggingBackend) NewBatch() store.Batch                       { return &loggingBatch{s: l.s, b: l.s.raw.NewBatch()} }
+func (l loggingBackend) ApproximateCount() (int64, error)            { return l.s.raw.ApproximateCount() }
+func (l loggingBackend) Checkpoint() (int64, error)                  { return l.s.raw.Checkpoint() }
+
+type loggingBatch struct {
+	s    *loggedStore
+	b    store.Batch
+	logs [][2][]byte
+}
+
+func (lb *loggingBatch) Set(k, v []byte) {
+	lb.b.Set(k, v)
+	lb.logs = append(lb.logs, [2][]byte{append([]byte(nil), k...), append([]byte{}, v...)})
+}
+func (lb *loggingBatch) Delete(k []byte) {
+	lb.b.Delete(k)
+	lb.logs = append(lb.logs, [2][]byte{append([]byte(nil), k...), nil})
+}
+func (lb *loggingBatch) SetCheckpoint(o int64) { lb.b.SetCheckpoint(o) }
+func (lb *loggingBatch) Len() int              { return lb.b.Len() }
+func (lb *loggingBatch) Reset()                { lb.b.Reset(); lb.logs = lb.logs[:0] }
+func (lb *loggingBatch) Commit() error {
+	if err := lb.b.Commit(); err != nil {
+		return err
+	}
+	for _, kv := range lb.logs {
+		lb.s.log(kv[0], kv[1])
+	}
+	lb.logs = lb.logs[:0]
+	return nil
+}
+
+// log writes one change to the changelog partition of the task.
+func (s *loggedStore) log(key, value []byte) {
+	s.written.Store(true)
+	o := &OutRecord{
+		Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: append([]byte(nil), key...), Value: value},
+		Operator:  "changelog of " + s.spec.Name,
+		changelog: s,
+	}
+	if value != nil {
+		o.Record.Value = append([]byte{}, value...)
+	}
+	s.r.Produce(o)
+}
+
+// checkpoint records the acknowledged changelog position in the store, atomically with its
+// data. It runs in a commit, after every produced record was acknowledged.
+func (s *loggedStore) checkpoint() error {
+	if s.spec.Changelog == "" || !s.written.Swap(false) {
+		return nil
+	}
+	at := s.acked.Load()
+	if at < 0 {
+		return nil
+	}
+	b := s.raw.NewBatch()
+	b.SetCheckpoint(at)
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("kstream: checkpointing store %s partition %d at %d: %w", s.spec.Name, s.partition, at, err)
+	}
+	return nil
+}
+
+// openStores opens, and restores from their changelogs, the stores of a new task.
+func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) (map[string]*loggedStore, error) {
+	out := make(map[string]*loggedStore, len(specs))
+	for _, spec := range specs {
+		db, err := r.stores.db(spec.Persistent)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := db.Open(spec.Name, id.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("kstream: opening store %s partition %d: %w", spec.Name, id.Partition, err)
+		}
+		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r}
+		ls.acked.Store(-1)
+		if spec.Changelog != "" {
+			if err := r.restore(ctx, ls); err != nil {
+				return nil, err
+			}
+		}
+		out[spec.Name] = ls
+	}
+	return out, nil
+}
+
+// restore replays the changelog partition of ls from its checkpoint to the end offset
+// measured now. The end is reached when the consumer's position reaches that offset, not
+// when a record at end-1 is seen: a partition may end in transaction markers, be empty, or
+// have offsets removed by compaction.
+func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
+	topic, p := ls.spec.Changelog, ls.partition
+	from, err := ls.raw.Checkpoint()
+	if err != nil {
+		return fmt.Errorf("kstream: reading the checkpoint of store %s partition %d: %w", ls.spec.Name, p, err)
+	}
+	ends, err := r.admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("kstream: listing the end offsets of changelog %q: %w", topic, err)
+	}
+	endOff, ok := ends.Lookup(topic, p)
+	if !ok || endOff.Err != nil {
+		return fmt.Errorf("kstream: end offset of changelog %q partition %d: %v", topic, p, errors.Join(endOff.Err))
+	}
+	end := endOff.Offset
+	if from < 0 {
+		from = 0
+	}
+	ls.acked.Store(end)
+	if from >= end {
+		r.log.Info("kstream: store is up to date", "store", ls.spec.Name, "partition", p, "checkpoint", from, "end", end)
+		return nil
+	}
+	if r.cfg.RestoreListener != nil {
+		r.cfg.RestoreListener.OnRestoreStart(ls.spec.Name, topic, p, from, end)
+	}
+	began := time.Now()
+	cl, err := kgo.NewClient(r.clientOpts(
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxBytes(64<<20),
+		kgo.FetchMaxPartitionBytes(32<<20),
+	)...)
+	if err != nil {
+		return fmt.Errorf("kstream: creating the restore consumer of %q: %w", topic, err)
+	}
+	defer cl.Close()
+	var restored int64
+	pos := from
+	lastLog := began
+	for pos < end {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("kstream: restoring store %s from %q partition %d at offset %d: %w", ls.spec.Name, topic, p, pos, err)
+		}
+		var ferr error
+		fetches.EachError(func(t string, pp int32, err error) {
+			ferr = fmt.Errorf("kstream: restoring store %s: fetching %q partition %d at offset %d: %w", ls.spec.Name, t, pp, pos, err)
+		})
+		if ferr != nil {
+			return ferr
+		}
+		b := ls.raw.NewBatch()
+		n := 0
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			for _, rec := range fp.Records {
+				if rec.Offset >= end {
+					break
+				}
+				pos = rec.Offset + 1
+				if rec.Attrs.IsControl() {
+					continue
+				}
+				if rec.Value == nil {
+					b.Delete(rec.Key)
+				} else {
+					b.Set(rec.Key, rec.Value)
+				}
+				n++
+			}
+			// Offsets removed by compaction or retention: the fetch may start past "pos".
+			if fp.LogStartOffset > pos {
+				pos = min(fp.LogStartOffset, end)
+			}
+		})
+		b.SetCheckpoint(pos)
+		if err := b.Commit(); err != nil {
+			return fmt.Errorf("kstream: restoring store %s partition %d: writing a batch: %w", ls.spec.Name, p, err)
+		}
+		restored += int64(n)
+		if r.cfg.RestoreListener != nil && n > 0 {
+			r.cfg.RestoreListener.OnBatchRestored(ls.spec.Name, topic, p, pos, n)
+		}
+		if time.Since(lastLog) > 10*time.Second {
+			lastLog = time.Now()
+			r.log.Info("kstream: restoring", "store", ls.spec.Name, "partition", p, "position", pos, "end", end,
+				"progress", progress(pos-from, end-from), "records_per_s", rate(restored, time.Since(began)))
+		}
+	}
+	el := time.Since(began)
+	r.log.Info("kstream: restored store", "store", ls.spec.Name, "partition", p, "records", restored,
+		"from", from, "to", end, "took", el.Round(time.Millisecond), "records_per_s", rate(restored, el))
+	if r.cfg.RestoreListener != nil {
+		r.cfg.RestoreListener.OnRestoreEnd(ls.spec.Name, topic, p, restored)
+	}
+	return nil
+}
+
+// progress is done/total as a percentage string; an empty range is complete.
+func progress(done, total int64) string {
+	if total <= 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(done)/float64(total))
+}
+
+// rate is n per second over d; zero durations give 0 rather than a division by zero.
+func rate(n int64, d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(float64(n) / d.Seconds())
+}

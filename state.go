@@ -1,0 +1,96 @@
+package kstream
+
+import (
+	"fmt"
+
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
+)
+
+// StoreOption configures a state store created by an operator ([Count], [Aggregate],
+// [Reduce]) or declared with [KeyValueStore].
+type StoreOption func(*storeDef)
+
+// InMemory keeps the store in memory instead of the default persistent Pebble store. It is
+// still restored from its changelog on restart.
+func InMemory() StoreOption { return func(d *storeDef) { d.persistent = false } }
+
+// WithoutChangelog disables the changelog of a store: it is not restored after a restart or
+// on another instance. This corresponds to Kafka Streams' withLoggingDisabled.
+func WithoutChangelog() StoreOption { return func(d *storeDef) { d.logged = false } }
+
+// storeDef is a store of the topology.
+type storeDef struct {
+	name       string
+	persistent bool
+	logged     bool
+	users      []*node
+	// typed wraps a backend in the store's typed view.
+	typed func(b store.Backend) any
+}
+
+// StoreBuilder declares a state store for [Process]; create one with [KeyValueStore].
+type StoreBuilder interface {
+	def() *storeDef
+}
+
+type storeBuilder struct{ d *storeDef }
+
+func (s storeBuilder) def() *storeDef { return s.d }
+
+// KeyValueStore declares a typed key-value store named name for the Processor API: pass it
+// to [Process] with [WithStores], and reach it in the processor with [GetKeyValueStore].
+// The store is persistent (Pebble, under Config.StateDir) and logged to the compacted topic
+// "<application.id>-<name>-changelog" unless options say otherwise.
+func KeyValueStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], opts ...StoreOption) StoreBuilder {
+	d := &storeDef{name: name, persistent: true, logged: true}
+	for _, o := range opts {
+		o(d)
+	}
+	d.typed = func(b store.Backend) any { return store.NewKeyValueStore(name, b, ks, vs) }
+	return storeBuilder{d}
+}
+
+// WithStores connects stores to a [Process] operator.
+func WithStores(stores ...StoreBuilder) Option {
+	return optFunc{"WithStores", func(c *opConfig) {
+		for _, s := range stores {
+			c.stores = append(c.stores, s.def())
+		}
+	}}
+}
+
+// addStore registers d as used by n.
+func (b *Builder) addStore(d *storeDef, n *node) {
+	if d.name == "" {
+		b.errorf("operator %s: a store needs a name", n.name)
+		return
+	}
+	if prev, ok := b.stores[d.name]; ok {
+		if prev != d {
+			b.errorf("store name %q is used by two different stores", d.name)
+			return
+		}
+	} else {
+		b.stores[d.name] = d
+		b.storeOrder = append(b.storeOrder, d)
+	}
+	d.users = append(d.users, n)
+	n.stores = append(n.stores, d)
+}
+
+// GetKeyValueStore returns the typed store named name, which must have been connected to the
+// processor with [WithStores] (with the same key and value types).
+func GetKeyValueStore[K, V any](ctx interface {
+	Store(name string) (any, error)
+}, name string) (*store.KeyValueStore[K, V], error) {
+	s, err := ctx.Store(name)
+	if err != nil {
+		return nil, err
+	}
+	kv, ok := s.(*store.KeyValueStore[K, V])
+	if !ok {
+		return nil, fmt.Errorf("kstream: store %q is a %T, not a KeyValueStore of these key and value types", name, s)
+	}
+	return kv, nil
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kstream-go/kstream/serde"
+)
+
+// KeyValueStore is a typed key-value store over a [Backend]. Keys are ordered by their
+// serialized bytes. It is used from one goroutine at a time (its task's).
+type KeyValueStore[K, V any] struct {
+	name string
+	b    Backend
+	ks   serde.Serde[K]
+	vs   serde.Serde[V]
+}
+
+// NewKeyValueStore returns a typed view of b. name appears in errors.
+func NewKeyValueStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serde.Serde[V]) *KeyValueStore[K, V] {
+	return &KeyValueStore[K, V]{name: name, b: b, ks: ks, vs: vs}
+}
+
+// Name returns the store's name.
+func (s *KeyValueStore[K, V]) Name() string { return s.name }
+
+func (s *KeyValueStore[K, V]) key(k K) ([]byte, error) {
+	b, err := s.ks.Serialize(k)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: serializing key: %w", s.name, err)
+	}
+	return b, nil
+}
+
+// Get returns the value of k; ok is false if k is absent.
+func (s *KeyValueStore[K, V]) Get(k K) (v V, ok bool, err error) {
+	kb, err := s.key(k)
+	if err != nil {
+		return v, false, err
+	}
+	vb, ok, err := s.b.Get(kb)
+	if err != nil || !ok {
+		return v, false, err
+	}
+	v, err = s.vs.Deserialize(vb)
+	if err != nil {
+		return v, false, fmt.Errorf("store %s: deserializing value: %w", s.name, err)
+	}
+	return v, true, nil
+}
+
+// Put writes k = v.
+func (s *KeyValueStore[K, V]) Put(k K, v V) error {
+	kb, err := s.key(k)
+	if err != nil {
+		return err
+	}
+	vb, err := s.vs.Serialize(v)
+	if err != nil {
+		return fmt.Errorf("store %s: serializing value: %w", s.name, err)
+	}
+	if vb == nil {
+		vb = []byte{}
+	}
+	return s.b.Set(kb, vb)
+}
+
+// PutIfAbsent writes k = v unless k has a value, and returns the value k had.
+func (s *KeyValueStore[K, V]) PutIfAbsent(k K, v V) (old V, had bool, err error) {
+	old, had, err = s.Get(k)
+	if err != nil || had {
+		return old, had, err
+	}
+	return old, false, s.Put(k, v)
+}
+
+// Delete removes k.
+func (s *KeyValueStore[K, V]) Delete(k K) error {
+	kb, err := s.key(k)
+	if err != nil {
+		return err
+	}
+	return s.b.Delete(kb)
+}
+
+// Range iterates over keys in [from, to) in the order of their serialized bytes.
+func (s *KeyValueStore[K, V]) Range(from, to K) (*KeyValueIterator[K, V], error) {
+	fb, err := s.key(from)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := s.key(to)
+	if err != nil {
+		return nil, err
+	}
+	return s.iter(s.b.Range(fb, tb))
+}
+
+// ReverseRange iterates over keys in [from, to) in descending order.
+func (s *KeyValueStore[K, V]) ReverseRange(from, to K) (*KeyValueIterator[K, V], error) {
+	fb, err := s.key(from)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := s.key(to)
+	if err != nil {
+		return nil, err
+	}
+	return s.iter(s.b.ReverseRange(fb, tb))
+}
+
+// All iterates over every key in ascending order.
+func (s *KeyValueStore[K, V]) All() (*KeyValueIterator[K, V], error) {
+	return s.iter(s.b.Range(nil, nil))
+}
+
+// PrefixScan iterates over the keys whose serialized form starts with the serialized prefix
+// (for example every string key starting with "user-").
+func (s *KeyValueStore[K, V]) PrefixScan(prefix K) (*KeyValueIterator[K, V], error) {
+	pb, err := s.key(prefix)
+	if err != nil {
+		return nil, err
+	}
+	return s.iter(s.b.PrefixScan(pb))
+}
+
+// ApproximateNumEntries estimates the number of keys.
+func (s *KeyValueStore[K, V]) ApproximateNumEntries() (int64, error) { return s.b.ApproximateCount() }
+
+func (s *KeyValueStore[K, V]) iter(it Iterator, err error) (*KeyValueIterator[K, V], error) {
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", s.name, err)
+	}
+	return &KeyValueIterator[K, V]{s: s, it: it}, nil
+}
+
+// KeyValueIterator walks a typed store. Call Next before Key and Value, and Close when done;
+// a decoding or storage error ends the iteration and is returned by Err.
+type KeyValueIterator[K, V any] struct {
+	s   *KeyValueStore[K, V]
+	it  Iterator
+	k   K
+	v   V
+	err error
+}
+
+// Next advances to the next key; it returns false at the end or on an error.
+func (i *KeyValueIterator[K, V]) Next() bool {
+	if i.err != nil || !i.it.Next() {
+		return false
+	}
+	k, err := i.s.ks.Deserialize(i.it.Key())
+	if err != nil {
+		i.err = fmt.Errorf("store %s: deserializing key: %w", i.s.name, err)
+		return false
+	}
+	v, err := i.s.vs.Deserialize(i.it.Value())
+	if err != nil {
+		i.err = fmt.Errorf("store %s: deserializing value: %w", i.s.name, err)
+		return false
+	}
+	i.k, i.v = k, v
+	return true
+}
+
+// Key returns the current key.
+func (i *KeyValueIterator[K, V]) Key() K { return i.k }
+
+// Value returns the current value.
+func (i *KeyValueIterator[K, V]) Value() V { return i.v }
+
+// Err returns the error that ended the iteration, if any.
+func (i *KeyValueIterator[K, V]) Err() error { return errors.Join(i.err, i.it.Err()) }
+
+// Close releases the iterator.
+func (i *KeyValueIterator[K, V]) Close() error { return i.it.Close() }

@@ -1,0 +1,326 @@
+package pebble
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/kstream-go/kstream/store"
+)
+
+// countSample is how many keys ApproximateCount counts exactly before it extrapolates.
+const countSample = 10_000
+
+// backend is one namespace seen through one Open call. As the store.Backend contract
+// allows, it is used by one goroutine at a time, which lets it reuse a key buffer.
+type backend struct {
+	db        *db
+	name      string
+	partition int32
+	prefix    [dataPrefixLen]byte
+	end       []byte // successor(prefix): the exclusive upper bound of the namespace
+	cpKey     []byte
+	scratch   []byte // buffer for prefixed keys
+}
+
+var _ store.Backend = (*backend)(nil)
+
+func newBackend(d *db, name string, partition int32, id uint32) *backend {
+	b := &backend{db: d, name: name, partition: partition, prefix: dataKeyPrefix(id), cpKey: checkpointKey(id)}
+	b.end, _ = successor(b.prefix[:]) // the prefix starts with dataPrefix, so it has one
+	return b
+}
+
+func (b *backend) errorf(op string, err error) error {
+	return fmt.Errorf("pebble store: %s/%d: %s: %w", b.name, b.partition, op, err)
+}
+
+func (b *backend) closedError(op string) error { return b.errorf(op, store.ErrClosed) }
+
+// key returns the Pebble key of user key k in b.scratch, valid until the next call.
+func (b *backend) key(k []byte) []byte {
+	b.scratch = append(append(b.scratch[:0], b.prefix[:]...), k...)
+	return b.scratch
+}
+
+// dataKey returns a new Pebble key of user key k.
+func (b *backend) dataKey(k []byte) []byte {
+	return append(append(make([]byte, 0, dataPrefixLen+len(k)), b.prefix[:]...), k...)
+}
+
+// Get implements [store.Backend]. The value is copied out of Pebble.
+func (b *backend) Get(key []byte) ([]byte, bool, error) {
+	if !b.db.rlock() {
+		return nil, false, b.closedError("get")
+	}
+	defer b.db.mu.RUnlock()
+	v, closer, err := b.db.pdb.Get(b.key(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, b.errorf("get", err)
+	}
+	out := append([]byte{}, v...)
+	if err := closer.Close(); err != nil {
+		return nil, false, b.errorf("get", err)
+	}
+	return out, true, nil
+}
+
+// Set implements [store.Backend].
+func (b *backend) Set(key, value []byte) error {
+	if !b.db.rlock() {
+		return b.closedError("set")
+	}
+	defer b.db.mu.RUnlock()
+	if err := b.db.pdb.Set(b.key(key), value, b.db.wo); err != nil {
+		return b.errorf("set", err)
+	}
+	return nil
+}
+
+// Delete implements [store.Backend].
+func (b *backend) Delete(key []byte) error {
+	if !b.db.rlock() {
+		return b.closedError("delete")
+	}
+	defer b.db.mu.RUnlock()
+	if err := b.db.pdb.Delete(b.key(key), b.db.wo); err != nil {
+		return b.errorf("delete", err)
+	}
+	return nil
+}
+
+// Range implements [store.Backend].
+func (b *backend) Range(from, to []byte) (store.Iterator, error) {
+	return b.rangeIter("range", from, to, false)
+}
+
+// ReverseRange implements [store.Backend].
+func (b *backend) ReverseRange(from, to []byte) (store.Iterator, error) {
+	return b.rangeIter("reverse range", from, to, true)
+}
+
+func (b *backend) rangeIter(op string, from, to []byte, reverse bool) (store.Iterator, error) {
+	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
+		if b.db.isClosed() {
+			return nil, b.closedError(op)
+		}
+		return &iterator{b: b, done: true}, nil // empty range
+	}
+	lower, upper := b.prefix[:], b.end
+	if from != nil {
+		lower = b.dataKey(from)
+	}
+	if to != nil {
+		upper = b.dataKey(to)
+	}
+	return b.newIter(op, lower, upper, reverse)
+}
+
+// PrefixScan implements [store.Backend].
+func (b *backend) PrefixScan(prefix []byte) (store.Iterator, error) {
+	lower := b.dataKey(prefix)
+	upper, err := successor(lower)
+	if err != nil { // unreachable: lower starts with dataPrefix
+		return nil, b.errorf("prefix scan", err)
+	}
+	return b.newIter("prefix scan", lower, upper, false)
+}
+
+func (d *db) isClosed() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.mu.closed
+}
+
+// newIter returns an iterator over the Pebble keys in [lower, upper), which must be within
+// the namespace and stay unmodified while the iterator lives.
+func (b *backend) newIter(op string, lower, upper []byte, reverse bool) (store.Iterator, error) {
+	if !b.db.rlock() {
+		return nil, b.closedError(op)
+	}
+	defer b.db.mu.RUnlock()
+	pit, err := b.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, b.errorf(op, err)
+	}
+	it := &iterator{b: b, pit: pit, reverse: reverse}
+	b.db.iters.Lock()
+	b.db.iters.m[it] = struct{}{}
+	b.db.iters.Unlock()
+	return it, nil
+}
+
+// NewBatch implements [store.Backend].
+func (b *backend) NewBatch() store.Batch { return &batch{b: b} }
+
+// ApproximateCount implements [store.Backend]. It counts the first 10 000 keys exactly, so
+// smaller namespaces get an exact count. Beyond that it extrapolates from the on-disk size
+// of the namespace relative to the on-disk size of the span of those first keys (Pebble's
+// EstimateDiskUsage, at data-block granularity); keys still only in memtables are then not
+// counted. When none of the first keys are on disk yet, it counts every key (a full scan,
+// bounded in practice by the memtables' size).
+func (b *backend) ApproximateCount() (int64, error) {
+	const op = "approximate count"
+	if !b.db.rlock() {
+		return 0, b.closedError(op)
+	}
+	defer b.db.mu.RUnlock()
+	pit, err := b.db.pdb.NewIter(&pebble.IterOptions{LowerBound: b.prefix[:], UpperBound: b.end})
+	if err != nil {
+		return 0, b.errorf(op, err)
+	}
+	var n int64
+	valid := pit.First()
+	for ; valid && n < countSample; valid = pit.Next() {
+		n++
+	}
+	if valid {
+		// n == countSample and there are more keys: pit is on key number n+1.
+		sampleEnd := append([]byte(nil), pit.Key()...)
+		all, err1 := b.db.pdb.EstimateDiskUsage(b.prefix[:], b.end)
+		sample, err2 := b.db.pdb.EstimateDiskUsage(b.prefix[:], sampleEnd)
+		if err := errors.Join(err1, err2); err != nil {
+			_ = pit.Close()
+			return 0, b.errorf(op, err)
+		}
+		if sample > 0 {
+			_ = pit.Close()
+			est := int64(float64(n) * float64(all) / float64(sample))
+			return max(est, n+1), nil
+		}
+		for ; valid; valid = pit.Next() {
+			n++
+		}
+	}
+	if err := pit.Close(); err != nil {
+		return 0, b.errorf(op, err)
+	}
+	return n, nil
+}
+
+// Checkpoint implements [store.Backend].
+func (b *backend) Checkpoint() (int64, error) {
+	if !b.db.rlock() {
+		return 0, b.closedError("checkpoint")
+	}
+	defer b.db.mu.RUnlock()
+	v, closer, err := b.db.pdb.Get(b.cpKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return store.NoCheckpoint, nil
+	}
+	if err != nil {
+		return 0, b.errorf("checkpoint", err)
+	}
+	cp, err := decodeCheckpoint(v)
+	err = errors.Join(err, closer.Close())
+	if err != nil {
+		return 0, b.errorf("checkpoint", err)
+	}
+	return cp, nil
+}
+
+// batch is a store.Batch over one Pebble batch, which holds the prefixed keys and copies of
+// the values; the checkpoint is added to it at Commit.
+type batch struct {
+	b          *backend
+	pb         *pebble.Batch // nil until the first write
+	n          int
+	checkpoint int64
+	hasCP      bool
+	badOffset  bool
+	offset     int64
+	err        error // from building the Pebble batch
+}
+
+var _ store.Batch = (*batch)(nil)
+
+func (bt *batch) pebbleBatch() *pebble.Batch {
+	if bt.pb == nil {
+		bt.pb = bt.b.db.pdb.NewBatch() // allocation only; safe on a closed DB
+	}
+	return bt.pb
+}
+
+// Set implements [store.Batch].
+func (bt *batch) Set(key, value []byte) {
+	op := bt.pebbleBatch().SetDeferred(dataPrefixLen+len(key), len(value))
+	copy(op.Key, bt.b.prefix[:])
+	copy(op.Key[dataPrefixLen:], key)
+	copy(op.Value, value)
+	bt.finish(op)
+}
+
+// Delete implements [store.Batch].
+func (bt *batch) Delete(key []byte) {
+	op := bt.pebbleBatch().DeleteDeferred(dataPrefixLen + len(key))
+	copy(op.Key, bt.b.prefix[:])
+	copy(op.Key[dataPrefixLen:], key)
+	bt.finish(op)
+}
+
+func (bt *batch) finish(op *pebble.DeferredBatchOp) {
+	if err := op.Finish(); err != nil && bt.err == nil {
+		bt.err = err
+	}
+	bt.n++
+}
+
+// SetCheckpoint implements [store.Batch]. An offset below [store.NoCheckpoint] makes
+// Commit fail.
+func (bt *batch) SetCheckpoint(offset int64) {
+	if offset < store.NoCheckpoint {
+		bt.badOffset, bt.offset = true, offset
+		return
+	}
+	bt.badOffset = false
+	bt.checkpoint, bt.hasCP = offset, true
+}
+
+// Len implements [store.Batch].
+func (bt *batch) Len() int { return bt.n }
+
+// Commit implements [store.Batch]: the writes and the checkpoint are applied as one
+// Pebble batch, synced if [Options.Sync] is set. The batch is empty afterwards, also when
+// Commit fails, in which case none of it is applied.
+func (bt *batch) Commit() error {
+	defer bt.Reset()
+	b := bt.b
+	if !b.db.rlock() {
+		return b.closedError("commit")
+	}
+	defer b.db.mu.RUnlock()
+	switch {
+	case bt.badOffset:
+		return b.errorf("commit", fmt.Errorf("invalid checkpoint %d", bt.offset))
+	case bt.err != nil:
+		return b.errorf("commit", bt.err)
+	case bt.n == 0 && !bt.hasCP:
+		return nil
+	}
+	pb := bt.pebbleBatch()
+	if bt.hasCP {
+		if err := pb.Set(b.cpKey, encodeCheckpoint(bt.checkpoint), nil); err != nil {
+			return b.errorf("commit", err)
+		}
+	}
+	if err := b.db.pdb.Apply(pb, b.db.wo); err != nil {
+		return b.errorf("commit", err)
+	}
+	return nil
+}
+
+// Reset implements [store.Batch].
+func (bt *batch) Reset() {
+	if bt.pb != nil {
+		// Close returns the batch to Pebble's pool; it is safe after Apply (Pebble keeps
+		// its own reference while it still needs the data).
+		_ = bt.pb.Close()
+		bt.pb = nil
+	}
+	bt.n, bt.hasCP, bt.badOffset, bt.err = 0, false, false, nil
+}
