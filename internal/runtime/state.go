@@ -204,8 +204,8 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 	return out, nil
 }
 
-// restore replays the changelog partition of ls from its checkpoint to the end offset
-// measured now. The end is reached when the consumer's position reaches that offset, not
+// restore replays the committed records of the changelog partition of ls from its
+// checkpoint to the end (last stable) offset measured now. The end is reached when the consumer's position reaches that offset, not
 // when a record at end-1 is seen: a partition may end in transaction markers, be empty, or
 // have offsets removed by compaction.
 func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
@@ -214,7 +214,9 @@ func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
 	if err != nil {
 		return fmt.Errorf("kstream: reading the checkpoint of store %s partition %d: %w", ls.spec.Name, p, err)
 	}
-	ends, err := r.admin.ListEndOffsets(ctx, topic)
+	// Restoration reads read_committed, so its end is the last stable offset: aborted
+	// writes of a zombie never reach a store, and an open transaction is not waited for.
+	ends, err := r.admin.ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("kstream: listing the end offsets of changelog %q: %w", topic, err)
 	}
@@ -238,6 +240,7 @@ func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
 	cl, err := kgo.NewClient(r.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.KeepControlRecords(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
 	)...)
