@@ -2,6 +2,7 @@ package kstream_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,4 +143,67 @@ func TestRestoreCompactedChangelog(t *testing.T) {
 		want[fmt.Sprintf("k%d", k)] = 400 + int64(k)
 	}
 	restoreAndCheck(t, cfg, in, want, remaining)
+}
+
+// blockingRestore holds every restoration at its start until released.
+type blockingRestore struct {
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingRestore) OnRestoreStart(string, string, int32, int64, int64) {
+	b.once.Do(func() { close(b.started) })
+	<-b.release
+}
+func (b *blockingRestore) OnBatchRestored(string, string, int32, int64, int) {}
+func (b *blockingRestore) OnRestoreEnd(string, string, int32, int64)         {}
+
+// A task whose store is restoring does not hold up the other tasks: a stateless
+// sub-topology keeps processing while the stateful one restores.
+func TestRestoreDoesNotBlockOtherTasks(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	in1 := kafkatest.CreateTopic(t, "in1", 1, nil)
+	in2 := kafkatest.CreateTopic(t, "in2", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	prepareChangelog(t, cfg, func(topic string) {
+		cl := kafkatest.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kafkatest.Produce(t, cl, &kgo.Record{Topic: topic, Key: []byte("k"), Value: count(41)})
+	})
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in1, serde.String(), serde.String()).To(out, nil, nil)
+	kstream.Count(kstream.Stream(b, in2, serde.String(), serde.String()).GroupByKey(), "counts").ToStream().To(out, nil, serde.Int64())
+	br := &blockingRestore{started: make(chan struct{}), release: make(chan struct{})}
+	cfg.RestoreListener = br
+	cfg.StateDir = t.TempDir()
+	app := newApp(t, b, cfg)
+	start(t, app)
+	defer func() {
+		select {
+		case <-br.release:
+		default:
+			close(br.release)
+		}
+	}()
+	select {
+	case <-br.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("restoration did not start")
+	}
+	kafkatest.Produce(t, kafkatest.Client(t), &kgo.Record{Topic: in1, Key: []byte("s"), Value: []byte("stateless")},
+		&kgo.Record{Topic: in2, Key: []byte("k"), Value: []byte("x")})
+	got := kafkatest.Consume(t, out, 1, 30*time.Second)
+	if string(got[0].Value) != "stateless" {
+		t.Fatalf("first output %q, want the stateless record", got[0].Value)
+	}
+	if app.State() == kstream.StateRunning {
+		t.Fatal("state is RUNNING while a store is restoring")
+	}
+	close(br.release)
+	kafkatest.Eventually(t, 30*time.Second, "RUNNING after the restore", func() bool { return app.State() == kstream.StateRunning })
+	recs := kafkatest.Consume(t, out, 2, 30*time.Second)
+	if n, _ := serde.Int64().Deserialize(recs[1].Value); n != 42 {
+		t.Fatalf("count after restore %d, want 42", n)
+	}
 }

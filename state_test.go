@@ -26,15 +26,18 @@ func (c *restoreCounter) OnRestoreStart(string, string, int32, int64, int64) {
 	c.started++
 	c.mu.Unlock()
 }
-func (c *restoreCounter) OnBatchRestored(string, string, int32, int64, int) {}
-func (c *restoreCounter) OnRestoreEnd(store, _ string, _ int32, n int64) {
+
+// OnBatchRestored adds up applied records: a restoration interrupted by a rebalance and
+// resumed from its checkpoint is then counted exactly once per record.
+func (c *restoreCounter) OnBatchRestored(store, _ string, _ int32, _ int64, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.restored == nil {
 		c.restored = map[string]int64{}
 	}
-	c.restored[store] += n
+	c.restored[store] += int64(n)
 }
+func (c *restoreCounter) OnRestoreEnd(string, string, int32, int64) {}
 
 func (c *restoreCounter) total(store string) int64 {
 	c.mu.Lock()

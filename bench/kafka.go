@@ -67,11 +67,16 @@ func (k *kafka) createTopics(ctx context.Context, partitions int32, topics ...st
 	}
 }
 
-// cleanUp deletes the scenario's topics and group so that the broker's memory is freed.
-func (k *kafka) cleanUp(env *runEnv) error {
+// cleanUp deletes the scenario's topics (with stateful, also the changelog of countStore)
+// and group so that the broker's memory is freed.
+func (k *kafka) cleanUp(env *runEnv, stateful bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resps, err := k.adm.DeleteTopics(ctx, env.in, env.out)
+	topics := []string{env.in, env.out}
+	if stateful {
+		topics = append(topics, changelogTopic(env))
+	}
+	resps, err := k.adm.DeleteTopics(ctx, topics...)
 	if err != nil {
 		return fmt.Errorf("deleting topics: %w", err)
 	}
@@ -87,11 +92,17 @@ func (k *kafka) cleanUp(env *runEnv) error {
 
 // fill produces o.records records with distinct 8-byte keys and random values to topic,
 // spread round-robin over its partitions, and returns how many values keep accepts.
-// Every call with the same options produces the same data.
-func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]byte) bool) (int64, error) {
+// With countKeys, record i has the string key "key%05d" of i%100000 instead and goes to the
+// partition of its key's hash (Kafka's default partitioner), so that each key lives in one
+// task. Every call with the same options produces the same data.
+func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeys bool) (int64, error) {
+	partitioner := kgo.ManualPartitioner()
+	if countKeys {
+		partitioner = kgo.StickyKeyPartitioner(nil) // murmur2 of the key, as the library's producer
+	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(k.brokers...),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordPartitioner(partitioner),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), // random values do not compress
 		kgo.MaxBufferedRecords(100_000),
 	)
@@ -118,7 +129,11 @@ func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]b
 		}
 		key, val := buf[:8:8], buf[8:8+o.valueSize:8+o.valueSize]
 		buf = buf[8+o.valueSize:]
-		binary.BigEndian.PutUint64(key, uint64(i))
+		if countKeys {
+			putCountKey(key, i)
+		} else {
+			binary.BigEndian.PutUint64(key, uint64(i))
+		}
 		_, _ = rng.Read(val)
 		if keep(val) {
 			kept++

@@ -55,6 +55,17 @@ type scenario struct {
 	keep func(v []byte) bool
 	// run processes in to out until ctx is done, then shuts down cleanly and returns.
 	run func(ctx context.Context, env *runEnv) error
+	// countKeys: the input has the count scenarios' string keys (countKeys distinct ones,
+	// partitioned by key hash) instead of distinct 8-byte keys spread round-robin.
+	countKeys bool
+	// stateful: the app has the store countStore, whose changelog is deleted in clean-up.
+	stateful bool
+
+	// after, if set, makes this a follow-up scenario: instead of copying a topic of its own
+	// it runs after each run of the scenario named after, on that run's topics (before they
+	// are deleted), and is timed by follow itself.
+	after  string
+	follow func(ctx context.Context, k *kafka, o options, env *runEnv, profile string) (result, error)
 }
 
 // runEnv is what a scenario run gets.
@@ -69,7 +80,17 @@ var scenarios = []scenario{
 	{name: "baseline", keep: keepAll, run: runBaseline},
 	{name: "passthrough", keep: keepAll, run: runPassthrough},
 	{name: "filter-mapvalues", keep: keepFilter, run: runFilterMapValues},
+	{name: "count-memory", keep: keepAll, run: runCountMemory, countKeys: true, stateful: true},
+	{name: "count-pebble", keep: keepAll, run: runCountPebble, countKeys: true, stateful: true},
+	{name: "restore-pebble", after: "count-pebble", follow: runRestorePebble},
 }
+
+// targets are printed next to the figures: the count with the Pebble store should reach half
+// the passthrough's throughput, the restoration 1M records/s.
+const (
+	targetPebbleVsPassthrough = 0.5
+	targetRestoreRecordsPerS  = 1e6
+)
 
 // result is one timed run.
 type result struct {
@@ -80,6 +101,11 @@ type result struct {
 	allocs     uint64        // heap allocations (whole process) during the timed phase
 	allocBytes uint64
 	gcs        uint32 // garbage collections during the timed phase
+	rssAfter   int64  // VmRSS (kB) at the end of the timed phase
+	peakRSS    int64  // VmHWM (kB) of the scenario run (fill included), 0 if unknown
+	// restore scenarios: first OnRestoreStart to last OnRestoreEnd (firstOut is the time to
+	// the first OnRestoreStart, outRecords the records restored).
+	restorePhase time.Duration
 }
 
 func main() {
@@ -132,11 +158,26 @@ func selectScenarios(only string) ([]scenario, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("-only: unknown scenario %q (known: %s)", name, strings.Join(scenarioNames(), ", "))
 		}
+		if after := scenarios[i].after; after != "" && !slices.ContainsFunc(out, func(s scenario) bool { return s.name == after }) {
+			j := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == after })
+			out = append(out, scenarios[j]) // a follow-up needs its scenario's run
+		}
 		if !slices.ContainsFunc(out, func(s scenario) bool { return s.name == name }) {
 			out = append(out, scenarios[i])
 		}
 	}
 	return out, nil
+}
+
+// followUps returns the selected follow-up scenarios of s.
+func followUps(selected []scenario, s scenario) []scenario {
+	var out []scenario
+	for _, f := range selected {
+		if f.after == s.name {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func fatalf(format string, args ...any) {
@@ -171,8 +212,8 @@ func run(o options, selected []scenario) error {
 
 	fmt.Printf("kstream bench: %s, GOMAXPROCS=%d, NumCPU=%d, %s/%s\n", runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	fmt.Printf("broker: %s\n", where)
-	fmt.Printf("per scenario: %d records, %d-byte random values, 8-byte distinct keys, %d partitions, %d run(s), commit interval %v\n\n",
-		o.records, o.valueSize, o.partitions, o.runs, commitInterval)
+	fmt.Printf("per scenario: %d records, %d-byte random values, 8-byte distinct keys (count-*: %d distinct 8-byte string keys), %d partitions, %d run(s), commit interval %v\n\n",
+		o.records, o.valueSize, countKeys, o.partitions, o.runs, commitInterval)
 
 	stamp := time.Now().UnixNano()
 	newEnv := func(s scenario, run string) *runEnv {
@@ -191,39 +232,71 @@ func run(o options, selected []scenario) error {
 		wo := o
 		wo.records = min(o.warmup, o.records)
 		for _, s := range selected {
-			res, err := runScenario(k, wo, s, newEnv(s, "warmup"), "")
+			if s.after != "" {
+				continue // runs with its scenario
+			}
+			fus := followUps(selected, s)
+			res, err := runScenario(k, wo, s, newEnv(s, "warmup"), "", fus, nil)
 			if err != nil {
 				return fmt.Errorf("scenario %s (warm-up): %w", s.name, err)
 			}
-			fmt.Printf("  %-17s warm-up: %d records in %.3fs (not counted)\n", s.name, wo.records, res.seconds)
+			fmt.Printf("  %-17s warm-up: %d records in %.3fs (not counted)\n", s.name, wo.records, res[0].seconds)
+			for i, f := range fus {
+				fmt.Printf("  %-17s warm-up: %d records in %.3fs (not counted)\n", f.name, res[i+1].outRecords, res[i+1].seconds)
+			}
 		}
 	}
 
 	results := map[string][]result{}
 	// Runs are interleaved (all scenarios, then all again) and each run starts with the
 	// next scenario, so that drift in the machine's speed affects every scenario alike.
+	var mains []scenario // the scenarios with topics of their own, in rotation
+	for _, s := range selected {
+		if s.after == "" {
+			mains = append(mains, s)
+		}
+	}
+	profileOf := func(r int, name string) string {
+		if r == 0 && o.cpuProfile != "" {
+			return profilePath(o.cpuProfile, name, len(selected))
+		}
+		return ""
+	}
 	for r := range o.runs {
-		for i := range selected {
-			s := selected[(i+r)%len(selected)]
-			profile := ""
-			if r == 0 && o.cpuProfile != "" {
-				profile = profilePath(o.cpuProfile, s.name, len(selected))
-			}
-			res, err := runScenario(k, o, s, newEnv(s, fmt.Sprint(r)), profile)
+		for i := range mains {
+			s := mains[(i+r)%len(mains)]
+			fus := followUps(selected, s)
+			res, err := runScenario(k, o, s, newEnv(s, fmt.Sprint(r)), profileOf(r, s.name), fus,
+				func(name string) string { return profileOf(r, name) })
 			if err != nil {
 				return fmt.Errorf("scenario %s (run %d): %w", s.name, r+1, err)
 			}
-			results[s.name] = append(results[s.name], res)
-			fmt.Printf("  %-17s run %d: %8.3fs  %10.0f rec/s  %5.2f CPU s  %3d GCs  (first output after %v)\n",
-				s.name, r+1, res.seconds, float64(o.records)/res.seconds, res.cpuSeconds, res.gcs, res.firstOut.Round(time.Millisecond))
-			if profile != "" {
-				fmt.Printf("  %-17s CPU profile of the timed phase: %s\n", "", profile)
+			for j, sc := range append([]scenario{s}, fus...) {
+				res := res[j]
+				results[sc.name] = append(results[sc.name], res)
+				n, what := float64(o.records), "first output"
+				if sc.after != "" {
+					n, what = float64(res.outRecords), "first restore start"
+				}
+				fmt.Printf("  %-17s run %d: %8.3fs  %10.0f rec/s  %5.2f CPU s  %3d GCs  RSS %s, peak %s  (%s after %v)\n",
+					sc.name, r+1, res.seconds, n/res.seconds, res.cpuSeconds, res.gcs, mib(res.rssAfter), mib(res.peakRSS),
+					what, res.firstOut.Round(time.Millisecond))
+				if p := profileOf(r, sc.name); p != "" {
+					fmt.Printf("  %-17s CPU profile of the timed phase: %s\n", "", p)
+				}
 			}
 		}
 	}
 	fmt.Println()
 	printTable(o, selected, results, len(o.brokers) == 0)
 	return nil
+}
+
+func metOrMissed(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
 }
 
 func profilePath(path, scenario string, n int) string {
@@ -234,25 +307,41 @@ func profilePath(path, scenario string, n int) string {
 	return strings.TrimSuffix(path, ext) + "." + scenario + ext
 }
 
-// runScenario creates and fills the topics, times one run of s, and deletes the topics.
-func runScenario(k *kafka, o options, s scenario, env *runEnv, profile string) (res result, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap)
+// runScenario creates and fills the topics, times one run of s, runs the follow-up scenarios
+// fus on its topics, and deletes the topics. It returns the result of s, then those of fus;
+// fprofile gives the CPU profile file of a follow-up ("" for none).
+func runScenario(k *kafka, o options, s scenario, env *runEnv, profile string, fus []scenario, fprofile func(string) string) ([]result, error) {
+	resetPeakRSS()
+	res, err := runMain(k, o, s, env, profile, fus, fprofile)
+	if err != nil {
+		return nil, err
+	}
+	res[0].peakRSS = readPeakRSS() // the follow-ups' peaks are included
+	for i := range fus {
+		res[i+1].peakRSS = res[0].peakRSS
+	}
+	return res, nil
+}
+
+func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus []scenario, fprofile func(string) string) (results []result, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap*time.Duration(1+len(fus)))
 	defer cancel()
+	var res result
 
 	if err := k.createTopics(ctx, int32(o.partitions), env.in, env.out); err != nil {
-		return res, err
+		return nil, err
 	}
 	defer func() {
-		if derr := k.cleanUp(env); derr != nil && err == nil {
+		if derr := k.cleanUp(env, s.stateful); derr != nil && err == nil {
 			err = derr
 		}
 		// Give the next scenario a clean heap (the broker's copy of these topics is gone).
 		runtime.GC()
 		debug.FreeOSMemory()
 	}()
-	want, err := k.fill(ctx, env.in, o, s.keep)
+	want, err := k.fill(ctx, env.in, o, s.keep, s.countKeys)
 	if err != nil {
-		return res, fmt.Errorf("filling input topic %s: %w", env.in, err)
+		return nil, fmt.Errorf("filling input topic %s: %w", env.in, err)
 	}
 	res.outRecords = want
 	runtime.GC()
@@ -260,11 +349,11 @@ func runScenario(k *kafka, o options, s scenario, env *runEnv, profile string) (
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return res, err
+			return nil, err
 		}
 		defer pprof.StopCPUProfile() // after the timed phase (stopped early below)
 	}
@@ -287,13 +376,14 @@ func runScenario(k *kafka, o options, s scenario, env *runEnv, profile string) (
 	if profile != "" {
 		pprof.StopCPUProfile()
 	}
+	res.rssAfter = currentRSS()
 	if werr != nil {
 		stopApp()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
 		}
-		return res, werr
+		return nil, werr
 	}
 
 	// Stop the app and wait for Run to return.
@@ -301,18 +391,18 @@ func runScenario(k *kafka, o options, s scenario, env *runEnv, profile string) (
 	select {
 	case rerr := <-done:
 		if rerr != nil && !errors.Is(rerr, context.Canceled) {
-			return res, fmt.Errorf("run returned an error at shutdown: %w", rerr)
+			return nil, fmt.Errorf("run returned an error at shutdown: %w", rerr)
 		}
 	case <-time.After(time.Minute):
-		return res, errors.New("did not stop within 1 minute of cancelling its context")
+		return nil, errors.New("did not stop within 1 minute of cancelling its context")
 	}
 	// Nothing may appear after the target was reached (duplicates would mean the count hid a gap).
 	got, err := k.countOutput(ctx, env.out)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	if got != want {
-		return res, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, want)
+		return nil, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, want)
 	}
 
 	res.seconds = elapsed.Seconds()
@@ -321,7 +411,20 @@ func runScenario(k *kafka, o options, s scenario, env *runEnv, profile string) (
 	res.allocs = ms1.Mallocs - ms0.Mallocs
 	res.allocBytes = ms1.TotalAlloc - ms0.TotalAlloc
 	res.gcs = ms1.NumGC - ms0.NumGC
-	return res, nil
+	results = append(results, res)
+
+	for _, f := range fus {
+		fp := ""
+		if fprofile != nil {
+			fp = fprofile(f.name)
+		}
+		fres, err := f.follow(ctx, k, o, env, fp)
+		if err != nil {
+			return nil, fmt.Errorf("follow-up %s: %w", f.name, err)
+		}
+		results = append(results, fres)
+	}
+	return results, nil
 }
 
 // cpuTime is the process's user+system CPU seconds so far.
@@ -332,6 +435,55 @@ func cpuTime() float64 {
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// procStatusKB returns a "<field>: N kB" value of /proc/self/status, 0 if unknown.
+func procStatusKB(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+				return kb
+			}
+		}
+	}
+	return 0
+}
+
+func currentRSS() int64 { return procStatusKB("VmRSS") }
+
+var (
+	// processPeakKB is the highest VmHWM seen before it was reset (resetPeakRSS).
+	processPeakKB int64
+	// peakResettable: writing 5 to /proc/self/clear_refs resets VmHWM (Linux >= 4.0).
+	peakResettable bool
+)
+
+// resetPeakRSS starts a new VmHWM period (per-scenario peaks), keeping the process peak.
+func resetPeakRSS() {
+	processPeakKB = max(processPeakKB, procStatusKB("VmHWM"))
+	peakResettable = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// readPeakRSS is VmHWM (kB) since the last resetPeakRSS, 0 if it could not be reset.
+func readPeakRSS() int64 {
+	kb := procStatusKB("VmHWM")
+	processPeakKB = max(processPeakKB, kb)
+	if !peakResettable {
+		return 0
+	}
+	return kb
+}
+
+func mib(kb int64) string {
+	if kb <= 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
 }
 
 // peakRSS returns the VmHWM line of /proc/self/status, e.g. "512340 kB".
@@ -345,7 +497,8 @@ func peakRSS() string {
 			v = strings.TrimSpace(v)
 			var kb int64
 			if _, err := fmt.Sscanf(v, "%d kB", &kb); err == nil {
-				return fmt.Sprintf("%.1f MiB (VmHWM %s)", float64(kb)/1024, v)
+				kb = max(kb, processPeakKB) // VmHWM may have been reset per scenario
+				return fmt.Sprintf("%.1f MiB (max VmHWM %d kB)", float64(kb)/1024, kb)
 			}
 			return v
 		}
@@ -375,26 +528,70 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 	mb := n * float64(o.valueSize) / 1e6
 	base, haveBase := sums["baseline"]
 
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\trecords\tout\truns\tbest s\tmedian s\tbest rec/s\tmedian rec/s\tmedian MB/s\tratio best\tratio median\tCPU s\tallocs/rec\tB/rec\tfirst out\t")
-	for _, s := range selected {
-		sm := sums[s.name]
-		ratioBest, ratioMed := "-", "-"
-		if haveBase {
-			ratioBest = fmt.Sprintf("%.2fx", base.best.seconds/sm.best.seconds)
-			ratioMed = fmt.Sprintf("%.2fx", base.median.seconds/sm.median.seconds)
+	pass, havePass := sums["passthrough"]
+	ratio := func(ref, x result, have bool) string {
+		if !have {
+			return "-"
 		}
+		return fmt.Sprintf("%.2fx", ref.seconds/x.seconds)
+	}
+
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\trecords\tout\truns\tbest s\tmedian s\tbest rec/s\tmedian rec/s\tmedian MB/s\tvs base best\tvs base median\tvs pass best\tvs pass median\tCPU s\tallocs/rec\tB/rec\tfirst out\tRSS after\tpeak RSS\ttarget (median)\t")
+	var restores []scenario
+	for _, s := range selected {
+		if s.after != "" {
+			restores = append(restores, s)
+			continue
+		}
+		sm := sums[s.name]
 		m := sm.median
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%.2f\t%.1f\t%.0f\t%v\t\n",
+		target := "-"
+		if s.name == "count-pebble" {
+			target = fmt.Sprintf(">= %.1fx pass", targetPebbleVsPassthrough)
+			if havePass {
+				r := pass.median.seconds / m.seconds
+				target += fmt.Sprintf(": %s", metOrMissed(r >= targetPebbleVsPassthrough))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.0f\t%v\t%s\t%s\t%s\t\n",
 			s.name, o.records, m.outRecords, len(results[s.name]),
 			sm.best.seconds, m.seconds, n/sm.best.seconds, n/m.seconds, mb/m.seconds,
-			ratioBest, ratioMed, m.cpuSeconds, float64(m.allocs)/n, float64(m.allocBytes)/n,
-			m.firstOut.Round(time.Millisecond))
+			ratio(base.best, sm.best, haveBase), ratio(base.median, m, haveBase),
+			ratio(pass.best, sm.best, havePass), ratio(pass.median, m, havePass),
+			m.cpuSeconds, float64(m.allocs)/n, float64(m.allocBytes)/n,
+			m.firstOut.Round(time.Millisecond), mib(m.rssAfter), mib(m.peakRSS), target)
 	}
 	tw.Flush()
 	fmt.Println()
-	fmt.Println("records/s and MB/s count input records and input value bytes (MB = 1e6 bytes); ratio = baseline time / scenario time")
-	fmt.Println("(>1 is faster than baseline). CPU s, allocs/rec, B/rec and first out are of the median run; the first three cover")
+
+	if len(restores) > 0 {
+		tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "restore\tchangelog recs\truns\tbest s\tmedian s\tbest rec/s\tmedian rec/s\tmedian MB/s\trestore phase s\tphase rec/s\tCPU s\tallocs/rec\tB/rec\tfirst start\tRSS after\ttarget (median)\t")
+		for _, s := range restores {
+			sm := sums[s.name]
+			m := sm.median
+			rn := float64(m.outRecords)
+			rmb := rn * (countKeyLen + changelogValueLen) / 1e6
+			rate := rn / m.seconds
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%.3f\t%.0f\t%.2f\t%.2f\t%.0f\t%v\t%s\t>= %.0f rec/s: %s\t\n",
+				s.name, m.outRecords, len(results[s.name]), sm.best.seconds, m.seconds,
+				float64(sm.best.outRecords)/sm.best.seconds, rate, rmb/m.seconds,
+				m.restorePhase.Seconds(), rn/m.restorePhase.Seconds(),
+				m.cpuSeconds, float64(m.allocs)/rn, float64(m.allocBytes)/rn,
+				m.firstOut.Round(time.Millisecond), mib(m.rssAfter),
+				targetRestoreRecordsPerS, metOrMissed(rate >= targetRestoreRecordsPerS))
+		}
+		tw.Flush()
+		fmt.Printf("restore: a new instance (same application id, empty state dir) after each count-pebble run, timed from\n")
+		fmt.Printf("starting it until all %d partitions' OnRestoreEnd; records/s and MB/s count changelog records and their\n", o.partitions)
+		fmt.Printf("key+value bytes (%d+%d B each); restore phase = first OnRestoreStart to last OnRestoreEnd; first start = start\n", countKeyLen, changelogValueLen)
+		fmt.Printf("to the first OnRestoreStart (group join, assignment); allocs/rec and B/rec per changelog record.\n\n")
+	}
+
+	fmt.Println("records/s and MB/s count input records and input value bytes (MB = 1e6 bytes); vs base / vs pass = baseline /")
+	fmt.Println("passthrough time / scenario time (>1 is faster). CPU s, allocs/rec, B/rec, first out and RSS are of the median run")
+	fmt.Println("(RSS after: VmRSS at the end of the timed phase; peak RSS: VmHWM during the run, fill and follow-ups included); the first three cover")
 	if embeddedBroker {
 		fmt.Println("the whole process during the timed phase, the in-process broker included (it shares the CPUs with the app).")
 	} else {

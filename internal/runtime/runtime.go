@@ -53,8 +53,10 @@ type Runtime struct {
 	internal   map[string]bool // repartition topics, purged up to the committed offsets
 	changelogs map[string]bool // changelog topics, written to the task's partition
 	stores     *stores
-	purging    atomic.Bool    // a purge is in flight
-	bg         sync.WaitGroup // background work that Run waits for
+	restorers  map[TaskID]chan struct{} // restorations in flight, closed when done
+	restoreCtx context.Context          // ends when the instance shuts down
+	purging    atomic.Bool              // a purge is in flight
+	bg         sync.WaitGroup           // background work that Run waits for
 }
 
 type topicPartition struct {
@@ -64,7 +66,7 @@ type topicPartition struct {
 
 type taskRun struct {
 	id     TaskID
-	task   Task
+	task   Task // nil while the task's stores restore
 	parts  map[topicPartition]*partPos
 	stores map[string]*loggedStore
 }
@@ -111,6 +113,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		internal:   map[string]bool{},
 		changelogs: map[string]bool{},
 		stores:     &stores{dir: cfg.StateDir},
+		restorers:  map[TaskID]chan struct{}{},
 	}
 	for _, st := range topo.SubTopologies {
 		for _, spec := range st.Stores {
@@ -176,6 +179,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.fatalMu.Unlock()
 	r.prodCtx, r.prodCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.prodCancel()
+	r.restoreCtx = runCtx
 
 	if err := r.openProducer(); err != nil {
 		r.fail(err)
@@ -377,6 +381,14 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 			// Not ours any more (revoked between fetch and poll); kgo drops it too.
 			return
 		}
+		if t.task == nil {
+			// Still restoring: its partitions are paused before fetching starts, so this
+			// should not happen; if it does, fetch these records again later.
+			first := p.Records[0]
+			r.consumer.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.Topic: {p.Partition: {Epoch: first.LeaderEpoch, Offset: first.Offset}}})
+			r.consumer.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
+			return
+		}
 		w := byTask[t]
 		if w == nil {
 			w = &work{t: t}
@@ -544,10 +556,11 @@ func (r *Runtime) flush(ctx context.Context) error {
 	}
 }
 
-func (r *Runtime) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var created []string
+	var restoring []*taskRun
 	for topic, parts := range assigned {
 		sub, ok := r.topicSub[topic]
 		if !ok {
@@ -558,34 +571,110 @@ func (r *Runtime) onAssigned(_ context.Context, _ *kgo.Client, assigned map[stri
 			t := r.tasks[id]
 			if t == nil {
 				st := r.topo.SubTopologies[sub]
-				ls, err := r.openStores(r.prodCtx, id, st.Stores)
-				if err != nil {
-					r.fail(fmt.Errorf("kstream: task %s: %w", id, err))
-					return
-				}
-				backends := make(map[string]store.Backend, len(ls))
-				for name, s := range ls {
-					backends[name] = s.Backend()
-				}
-				task, err := st.NewTask(r, id, backends)
-				if err != nil {
-					r.fail(fmt.Errorf("kstream: creating task %s: %w", id, err))
-					return
-				}
-				t = &taskRun{id: id, task: task, parts: map[topicPartition]*partPos{}, stores: ls}
+				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}}
 				r.tasks[id] = t
 				created = append(created, id.String())
+				if len(st.Stores) == 0 {
+					task, err := st.NewTask(r, id, nil)
+					if err != nil {
+						r.fail(fmt.Errorf("kstream: creating task %s: %w", id, err))
+						return
+					}
+					t.task = task
+				} else {
+					restoring = append(restoring, t)
+				}
 			}
 			tp := topicPartition{topic, p}
 			t.parts[tp] = &partPos{next: -1}
 			r.parts[tp] = t
 		}
 	}
-	slices.Sort(created)
-	r.log.Info("kstream: partitions assigned", "app", r.cfg.ApplicationID, "new_tasks", created, "tasks", len(r.tasks))
-	if !r.closing.Load() {
-		r.setState(StateRunning)
+	// Tasks with stores restore in the background, their input paused meanwhile, so that
+	// the other tasks go on processing.
+	for _, t := range restoring {
+		cl.PauseFetchPartitions(t.partitionMap())
+		prev := r.restorers[t.id]
+		done := make(chan struct{})
+		r.restorers[t.id] = done
+		r.bg.Go(func() {
+			defer close(done)
+			if prev != nil {
+				<-prev // a previous owner of the same stores is still restoring
+			}
+			r.startTask(t)
+		})
 	}
+	slices.Sort(created)
+	r.log.Info("kstream: partitions assigned", "app", r.cfg.ApplicationID, "new_tasks", created, "restoring", len(restoring), "tasks", len(r.tasks))
+	r.maybeRunningLocked()
+}
+
+// maybeRunningLocked moves the state to RUNNING once no task is restoring (as Kafka
+// Streams stays in REBALANCING until its tasks are restored).
+func (r *Runtime) maybeRunningLocked() {
+	if r.closing.Load() {
+		return
+	}
+	for _, t := range r.tasks {
+		if t.task == nil {
+			return
+		}
+	}
+	r.setState(StateRunning)
+}
+
+// startTask restores the stores of t and creates its task, then resumes its input. It runs
+// on its own goroutine; if t was revoked meanwhile, it gives up quietly.
+func (r *Runtime) startTask(t *taskRun) {
+	st := r.topo.SubTopologies[t.id.SubTopology]
+	ls, err := r.openStores(r.restoreCtx, t.id, st.Stores)
+	if err != nil {
+		if r.restoreCtx.Err() == nil && r.current(t) {
+			r.fail(fmt.Errorf("kstream: task %s: %w", t.id, err))
+			return
+		}
+		r.log.Info("kstream: restoration stopped (task revoked or shutting down)", "task", t.id.String(), "err", err)
+		return
+	}
+	backends := make(map[string]store.Backend, len(ls))
+	for name, s := range ls {
+		backends[name] = s.Backend()
+	}
+	task, err := st.NewTask(r, t.id, backends)
+	if err != nil {
+		r.fail(fmt.Errorf("kstream: creating task %s: %w", t.id, err))
+		return
+	}
+	r.mu.Lock()
+	if r.tasks[t.id] != t {
+		r.mu.Unlock()
+		if err := task.Close(); err != nil {
+			r.log.Warn("kstream: closing a task revoked while restoring", "task", t.id.String(), "err", err)
+		}
+		return
+	}
+	t.task, t.stores = task, ls
+	parts := t.partitionMap()
+	r.maybeRunningLocked()
+	r.mu.Unlock()
+	r.consumer.ResumeFetchPartitions(parts)
+	r.log.Info("kstream: task restored and running", "task", t.id.String())
+}
+
+// current reports whether t is still one of this instance's tasks.
+func (r *Runtime) current(t *taskRun) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tasks[t.id] == t
+}
+
+func (t *taskRun) partitionMap() map[string][]int32 {
+	m := map[string][]int32{}
+	for tp := range t.parts {
+		m[tp.topic] = append(m[tp.topic], tp.partition)
+	}
+	return m
 }
 
 func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
@@ -630,7 +719,9 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 			delete(r.parts, tp)
 			delete(t.parts, tp)
 			if len(t.parts) == 0 {
-				if err := t.task.Close(); err != nil {
+				if t.task == nil {
+					// Still restoring: startTask sees the task is gone and stops.
+				} else if err := t.task.Close(); err != nil {
 					r.log.Warn("kstream: closing task", "task", t.id.String(), "err", err)
 				}
 				delete(r.tasks, t.id)
