@@ -135,12 +135,21 @@ func (b *Builder) Build() (*Topology, error) {
 		}
 		return i
 	}
+	union := func(x, y *node) {
+		a, z := find(x.id), find(y.id)
+		if a != z {
+			parent[max(a, z)] = min(a, z)
+		}
+	}
 	for _, n := range b.nodes {
 		for _, c := range n.children {
-			a, z := find(n.id), find(c.id)
-			if a != z {
-				parent[max(a, z)] = min(a, z)
-			}
+			union(n, c)
+		}
+	}
+	// Operators that share a store (a table and the joins that read it) run in one task.
+	for _, d := range b.storeOrder {
+		for _, u := range d.users[1:] {
+			union(d.users[0], u)
 		}
 	}
 	index := map[int]int{}
@@ -231,7 +240,17 @@ func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.T
 		rt.InternalTopics[i].Name = internalTopic(appID, rt.InternalTopics[i].Name)
 	}
 	for _, g := range t.copart {
-		rt.CopartitionGroups = append(rt.CopartitionGroups, slices.Clone(g))
+		group := make([]string, 0, len(g))
+		for _, topic := range g {
+			for _, it := range t.internal {
+				if it.Name == topic {
+					topic = internalTopic(appID, topic)
+					break
+				}
+			}
+			group = append(group, topic)
+		}
+		rt.CopartitionGroups = append(rt.CopartitionGroups, group)
 	}
 	for i, sub := range t.subs {
 		st := runtime.SubTopology{ID: i}
@@ -255,7 +274,10 @@ func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.T
 				continue
 			}
 			spec := runtime.StoreSpec{Name: d.name, Persistent: d.persistent}
-			if d.logged {
+			if d.sourceTopic != "" {
+				// A table read from a topic uses that topic as its changelog.
+				spec.Changelog, spec.SourceTopic = d.sourceTopic, true
+			} else if d.logged {
 				spec.Changelog = internalTopic(appID, d.name+"-changelog")
 				rt.InternalTopics = append(rt.InternalTopics, runtime.InternalTopic{
 					Name: spec.Changelog, Writer: i,

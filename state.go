@@ -25,6 +25,8 @@ type storeDef struct {
 	persistent bool
 	logged     bool
 	users      []*node
+	// sourceTopic is the topic of a source table: its changelog, never written by us.
+	sourceTopic string
 	// typed wraps a backend in the store's typed view.
 	typed func(b store.Backend) any
 }

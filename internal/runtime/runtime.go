@@ -117,7 +117,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	for _, st := range topo.SubTopologies {
 		for _, spec := range st.Stores {
-			if spec.Changelog != "" {
+			if spec.Changelog != "" && !spec.SourceTopic {
 				r.changelogs[spec.Changelog] = true
 			}
 		}
@@ -503,7 +503,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	}
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
-			if err := ls.checkpoint(); err != nil {
+			if err := ls.checkpoint(offsets); err != nil {
 				return err
 			}
 		}

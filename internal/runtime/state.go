@@ -20,6 +20,10 @@ type StoreSpec struct {
 	Name       string // the store's name (unique in the topology)
 	Changelog  string // full changelog topic name; "" if the store is not logged
 	Persistent bool   // Pebble (true) or memory (false)
+	// SourceTopic means Changelog is the source topic of a table: the store is not written
+	// to it (the topic already holds every change), and its checkpoint is the committed
+	// offset of that topic.
+	SourceTopic bool
 }
 
 // RestoreListener observes restoration, as Kafka Streams' StateRestoreListener does. Its
@@ -85,7 +89,7 @@ type loggedStore struct {
 
 // Backend returns the store as the task sees it.
 func (s *loggedStore) Backend() store.Backend {
-	if s.spec.Changelog == "" {
+	if s.spec.Changelog == "" || s.spec.SourceTopic {
 		return s.raw
 	}
 	return loggingBackend{s}
@@ -164,11 +168,23 @@ func (s *loggedStore) log(key, value []byte) {
 
 // checkpoint records the acknowledged changelog position in the store, atomically with its
 // data. It runs in a commit, after every produced record was acknowledged.
-func (s *loggedStore) checkpoint() error {
-	if s.spec.Changelog == "" || !s.written.Swap(false) {
+func (s *loggedStore) checkpoint(committed map[string]map[int32]kgo.EpochOffset) error {
+	var at int64
+	switch {
+	case s.spec.Changelog == "":
 		return nil
+	case s.spec.SourceTopic:
+		o, ok := committed[s.spec.Changelog][s.partition]
+		if !ok {
+			return nil
+		}
+		at = o.Offset
+	default:
+		if !s.written.Swap(false) {
+			return nil
+		}
+		at = s.acked.Load()
 	}
-	at := s.acked.Load()
 	if at < 0 {
 		return nil
 	}

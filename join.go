@@ -1,0 +1,129 @@
+package kstream
+
+import (
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
+)
+
+// Table reads topic as a table kept in the store named storeName: for each key, the latest
+// value; a record with a null value (a tombstone) deletes its key. The topic itself serves
+// as the store's changelog, so no changelog topic is created (Kafka Streams'
+// source-topic reuse). Every update is forwarded downstream; a tombstone is forwarded with
+// the zero value (use a pointer or [serde.Nullable] value type to see it as nil).
+func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], storeName string, opts ...StoreOption) KTable[K, V] {
+	src := Stream(b, topic, ks, vs)
+	d := &storeDef{name: storeName, persistent: true, logged: true, sourceTopic: topic}
+	for _, o := range opts {
+		o(d)
+	}
+	d.typed = func(bk store.Backend) any { return store.NewKeyValueStore(storeName, bk, ks, vs) }
+	n := &node{kind: kindProcessor}
+	b.addNode(n, "", genName("KTABLE-SOURCE", len(b.nodes)), src.n)
+	b.addStore(d, n)
+	n.instantiate = func(t *task) (any, error) {
+		ctx, err := childInputs[K, V](t, n)
+		if err != nil {
+			return nil, err
+		}
+		st := t.stores[storeName].(*store.KeyValueStore[K, V])
+		return func(r Record[K, V]) {
+			defer t.recoverIn(n)
+			var err error
+			if t.cur != nil && t.cur.Value == nil {
+				err = st.Delete(r.Key)
+			} else {
+				err = st.Put(r.Key, r.Value)
+			}
+			if err != nil {
+				t.processingError(n, err)
+				return
+			}
+			ctx.Forward(r)
+		}, nil
+	}
+	return KTable[K, V]{b: b, n: n, ks: ks, vs: vs, store: storeName}
+}
+
+// Join joins each record of s with the table's current value for its key (an inner join:
+// records whose key is not in the table are dropped). Only stream records produce output;
+// table updates do not. s and the table must be co-partitioned (checked at start); if a
+// key-changing operator ran on s, it is first repartitioned through
+// "<application.id>-<store>-join-repartition".
+func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT) VR, opts ...Option) KStream[K, VR] {
+	return joinTable(s, t, "KSTREAM-JOIN", func(k K, v V, vt VT, found bool) (VR, bool) {
+		if !found {
+			var zero VR
+			return zero, false
+		}
+		return joiner(k, v, vt), true
+	}, opts)
+}
+
+// LeftJoin is [Join] that keeps stream records whose key is not in the table: the joiner is
+// then called with found false and the zero VT.
+func LeftJoin[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT, found bool) VR, opts ...Option) KStream[K, VR] {
+	return joinTable(s, t, "KSTREAM-LEFTJOIN", func(k K, v V, vt VT, found bool) (VR, bool) {
+		return joiner(k, v, vt, found), true
+	}, opts)
+}
+
+func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix string, join func(K, V, VT, bool) (VR, bool), opts []Option) KStream[K, VR] {
+	b := s.b
+	c := b.options(prefix, opts)
+	if t.b != b {
+		b.errorf("%s: the stream and the table come from different builders", prefix)
+		return KStream[K, VR]{b: b, n: s.n}
+	}
+	s = s.repartitionIfKeyChanged(t.store + "-join")
+	d := b.stores[t.store]
+	if c.name == "" {
+		c.name = genName(prefix, len(b.nodes))
+	}
+	out := addProcessor(s, "", c, func() Processor[K, V, K, VR] {
+		var st *store.KeyValueStore[K, VT]
+		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
+			if st == nil {
+				var err error
+				if st, err = GetKeyValueStore[K, VT](ctx, t.store); err != nil {
+					return err
+				}
+			}
+			vt, found, err := st.Get(r.Key)
+			if err != nil {
+				return err
+			}
+			if vr, ok := join(r.Key, r.Value, vt, found); ok {
+				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers})
+			}
+			return nil
+		})
+	})
+	if d != nil {
+		b.addStore(d, out.n)
+	}
+	group := append(b.sourceTopicsOf(s.n), b.sourceTopicsOf(t.n)...)
+	b.copart = append(b.copart, group)
+	out.ks = s.ks
+	return out
+}
+
+// sourceTopicsOf returns the topics of the sources upstream of n, within its sub-topology.
+func (b *Builder) sourceTopicsOf(n *node) []string {
+	seen := map[*node]bool{}
+	var out []string
+	var walk func(*node)
+	walk = func(x *node) {
+		if seen[x] {
+			return
+		}
+		seen[x] = true
+		if x.kind == kindSource {
+			out = append(out, x.topics...)
+		}
+		for _, p := range x.parents {
+			walk(p)
+		}
+	}
+	walk(n)
+	return out
+}
