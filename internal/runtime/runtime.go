@@ -112,7 +112,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		parts:      map[topicPartition]*taskRun{},
 		internal:   map[string]bool{},
 		changelogs: map[string]bool{},
-		stores:     &stores{dir: cfg.StateDir},
+		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger},
 		restorers:  map[TaskID]chan struct{}{},
 	}
 	for _, st := range topo.SubTopologies {

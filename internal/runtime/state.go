@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type RestoreListener interface {
 // stores holds the process's storage engines, opened on first use.
 type stores struct {
 	dir string
+	log *slog.Logger
 
 	mu     sync.Mutex
 	mem    store.DB
@@ -53,7 +55,7 @@ func (s *stores) db(persistent bool) (store.DB, error) {
 		return s.mem, nil
 	}
 	if s.pebble == nil {
-		db, err := pebble.Open(filepath.Join(s.dir, "pebble"), pebble.Options{})
+		db, err := pebble.Open(filepath.Join(s.dir, "pebble"), pebble.Options{Logger: s.log})
 		if err != nil {
 			return nil, fmt.Errorf("kstream: opening the state directory %s: %w", s.dir, err)
 		}

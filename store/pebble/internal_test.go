@@ -317,7 +317,7 @@ func TestKeys(t *testing.T) {
 
 func TestLogger(t *testing.T) {
 	var buf bytes.Buffer
-	l := logger{slog.New(slog.NewTextHandler(&buf, nil))}
+	l := logger{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	l.Infof("hello %d", 1)
 	l.Errorf("oops %s", "x")
 	func() {
@@ -328,7 +328,7 @@ func TestLogger(t *testing.T) {
 		}()
 		l.Fatalf("dead %d", 2)
 	}()
-	for _, want := range []string{"level=INFO msg=\"hello 1\"", "level=ERROR msg=\"oops x\"", "msg=\"dead 2\" fatal=true"} {
+	for _, want := range []string{"level=DEBUG msg=\"hello 1\"", "level=ERROR msg=\"oops x\"", "msg=\"dead 2\" fatal=true"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log output lacks %q:\n%s", want, buf.String())
 		}

@@ -25,6 +25,7 @@
 package pebble
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -325,7 +326,13 @@ func (d *db) flush() error {
 // logger adapts a *slog.Logger to Pebble's Logger.
 type logger struct{ l *slog.Logger }
 
-func (l logger) Infof(format string, args ...any) { l.l.Info(fmt.Sprintf(format, args...)) }
+// Infof logs at debug level: Pebble's routine messages (WAL replay, compactions) are not
+// the application's news.
+func (l logger) Infof(format string, args ...any) {
+	if l.l.Enabled(context.Background(), slog.LevelDebug) {
+		l.l.Debug(fmt.Sprintf(format, args...))
+	}
+}
 
 func (l logger) Errorf(format string, args ...any) { l.l.Error(fmt.Sprintf(format, args...)) }
 
