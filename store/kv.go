@@ -85,11 +85,7 @@ func (s *KeyValueStore[K, V]) Delete(k K) error {
 
 // Range iterates over keys in [from, to) in the order of their serialized bytes.
 func (s *KeyValueStore[K, V]) Range(from, to K) (*KeyValueIterator[K, V], error) {
-	fb, err := s.key(from)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := s.key(to)
+	fb, tb, err := s.bounds(from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -98,15 +94,19 @@ func (s *KeyValueStore[K, V]) Range(from, to K) (*KeyValueIterator[K, V], error)
 
 // ReverseRange iterates over keys in [from, to) in descending order.
 func (s *KeyValueStore[K, V]) ReverseRange(from, to K) (*KeyValueIterator[K, V], error) {
-	fb, err := s.key(from)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := s.key(to)
+	fb, tb, err := s.bounds(from, to)
 	if err != nil {
 		return nil, err
 	}
 	return s.iter(s.b.ReverseRange(fb, tb))
+}
+
+func (s *KeyValueStore[K, V]) bounds(from, to K) (fb, tb []byte, err error) {
+	if fb, err = s.key(from); err != nil {
+		return nil, nil, err
+	}
+	tb, err = s.key(to)
+	return fb, tb, err
 }
 
 // All iterates over every key in ascending order.
