@@ -10,8 +10,9 @@ import (
 	"github.com/kstream-go/kstream/store/memory"
 )
 
-func collect(t *testing.T, it *store.KeyValueIterator[string, int64], err error) []string {
+func collect(t *testing.T, open func() (*store.KeyValueIterator[string, int64], error)) []string {
 	t.Helper()
+	it, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +49,19 @@ func TestKeyValueStore(t *testing.T) {
 	if old, had, _ := kv.PutIfAbsent("a", 9); !had || old != 1 {
 		t.Fatalf("PutIfAbsent on a present key: %d %v", old, had)
 	}
-	if got := collect(t, kv.Range("a", "c")); !slices.Equal(got, []string{"a=1", "ab=3", "b=0"}) {
+	if got := collect(t, func() (*store.KeyValueIterator[string, int64], error) { return kv.Range("a", "c") }); !slices.Equal(got, []string{"a=1", "ab=3", "b=0"}) {
 		t.Fatalf("Range: %v", got)
 	}
-	if got := collect(t, kv.ReverseRange("a", "c")); !slices.Equal(got, []string{"b=0", "ab=3", "a=1"}) {
+	if got := collect(t, func() (*store.KeyValueIterator[string, int64], error) { return kv.ReverseRange("a", "c") }); !slices.Equal(got, []string{"b=0", "ab=3", "a=1"}) {
 		t.Fatalf("ReverseRange: %v", got)
 	}
-	if got := collect(t, kv.PrefixScan("a")); !slices.Equal(got, []string{"a=1", "ab=3"}) {
+	if got := collect(t, func() (*store.KeyValueIterator[string, int64], error) { return kv.PrefixScan("a") }); !slices.Equal(got, []string{"a=1", "ab=3"}) {
 		t.Fatalf("PrefixScan: %v", got)
 	}
 	if err := kv.Delete("ab"); err != nil {
 		t.Fatal(err)
 	}
-	if got := collect(t, kv.All()); !slices.Equal(got, []string{"a=1", "b=0", "c=2", "d=4"}) {
+	if got := collect(t, kv.All); !slices.Equal(got, []string{"a=1", "b=0", "c=2", "d=4"}) {
 		t.Fatalf("All after Delete: %v", got)
 	}
 	if n, _ := kv.ApproximateNumEntries(); n != 4 {
