@@ -41,7 +41,7 @@ func count(n int64) []byte { b, _ := serde.Int64().Serialize(n); return b }
 // restoreAndCheck starts a counting app with an empty state directory over the prepared
 // changelog, checks how many records it restored, then feeds one record per key of want:
 // each emitted count must continue from the restored value.
-func restoreAndCheck(t *testing.T, cfg kstream.Config, in string, want map[string]int64, wantRestored int64) {
+func restoreAndCheck(t *testing.T, cfg kstream.Config, in string, want map[string]int64, minRestored, maxRestored int64) {
 	t.Helper()
 	rc := &restoreCounter{}
 	cfg.RestoreListener = rc
@@ -53,8 +53,8 @@ func restoreAndCheck(t *testing.T, cfg kstream.Config, in string, want map[strin
 	app := newApp(t, b, cfg)
 	r := start(t, app)
 	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return app.State() == kstream.StateRunning })
-	if got := rc.total("counts"); got != wantRestored {
-		t.Fatalf("restored %d records, want %d", got, wantRestored)
+	if got := rc.total("counts"); got < minRestored || got > maxRestored {
+		t.Fatalf("restored %d records, want %d to %d", got, minRestored, maxRestored)
 	}
 	// One more record per key: the emitted count must be the restored value plus one.
 	cl := kafkatest.Client(t)
@@ -84,7 +84,7 @@ func TestRestoreEmptyChangelog(t *testing.T) {
 	cfg := testConfig(t)
 	in := kafkatest.CreateTopic(t, "in", 1, nil)
 	prepareChangelog(t, cfg, func(string) {})
-	restoreAndCheck(t, cfg, in, map[string]int64{"a": 0}, 0)
+	restoreAndCheck(t, cfg, in, map[string]int64{"a": 0}, 0, 0)
 }
 
 // A changelog whose last records are transaction markers (written by a transactional
@@ -112,7 +112,7 @@ func TestRestoreChangelogEndingInTransactionMarkers(t *testing.T) {
 		}
 	})
 	// Restoration reads read_committed: the aborted values never reach the store.
-	restoreAndCheck(t, cfg, in, map[string]int64{"k0": 10, "k1": 11, "k2": 12}, 3)
+	restoreAndCheck(t, cfg, in, map[string]int64{"k0": 10, "k1": 11, "k2": 12}, 3, 3)
 }
 
 // A compacted changelog (offsets missing) restores the surviving records and ends.
@@ -162,7 +162,13 @@ func TestRestoreCompactedChangelog(t *testing.T) {
 	for k := range 20 {
 		want[fmt.Sprintf("k%d", k)] = 400 + int64(k)
 	}
-	restoreAndCheck(t, cfg, in, want, remaining)
+	// Kafka's cleaner may go on compacting during the restore: at least one record per key,
+	// at most what was left when counted.
+	minRestored := remaining
+	if broker == nil {
+		minRestored = int64(len(want))
+	}
+	restoreAndCheck(t, cfg, in, want, minRestored, remaining)
 }
 
 // blockingRestore holds every restoration at its start until released.
