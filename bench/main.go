@@ -347,15 +347,11 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	runtime.GC()
 
 	if profile != "" {
-		f, err := os.Create(profile)
+		stop, err := startProfile(profile)
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile() // after the timed phase (stopped early below)
+		defer stop() // after the timed phase (stopped early below)
 	}
 
 	// Timed phase: from starting the app until the output topic holds every expected record.
@@ -598,4 +594,21 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		fmt.Println("the whole process during the timed phase (the harness's end-offset polling included).")
 	}
 	fmt.Printf("%s, GOMAXPROCS=%d, peak RSS of the process: %s\n", runtime.Version(), runtime.GOMAXPROCS(0), peakRSS())
+}
+
+// startProfile starts a CPU profile into path; stop ends it and closes the file (stopping
+// twice is harmless, so the timed phase may stop it early).
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

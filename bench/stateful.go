@@ -153,15 +153,11 @@ func runRestorePebble(ctx context.Context, k *kafka, o options, env *runEnv, pro
 	b := countTopology(env) // the count-pebble topology: same store, same changelog
 	runtime.GC()
 	if profile != "" {
-		f, err := os.Create(profile)
+		stop, err := startProfile(profile)
 		if err != nil {
 			return res, err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return res, err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 
 	var ms0, ms1 runtime.MemStats
