@@ -139,5 +139,8 @@ func (a *App) State() State { return State(a.state.Load()) }
 // a batch of records is being processed.
 func (a *App) Tasks() []TaskID { return a.rt.Tasks() }
 
+// StandbyTasks returns the ids of the standby tasks this instance keeps now, sorted.
+func (a *App) StandbyTasks() []TaskID { return a.rt.StandbyTasks() }
+
 // Topology returns the built topology (for Describe).
 func (a *App) Topology() *Topology { return a.topo }

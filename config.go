@@ -55,6 +55,15 @@ type Config struct {
 	// RestoreListener, if set, is told when a store's restoration from its changelog starts,
 	// progresses and ends. This corresponds to Kafka Streams' StateRestoreListener.
 	RestoreListener RestoreListener
+	// NumStandbys is the number of standby replicas of each stateful task, overriding the
+	// default 0. A standby is a copy of a task's stores on another instance, kept up to date
+	// from the changelogs; when the task's owner fails, the standby's instance takes the task
+	// over and restores only what was written since its last update. This corresponds to
+	// Kafka Streams' num.standby.replicas.
+	NumStandbys int
+	// StandbyListener, if set, is told when a standby starts following a changelog, applies
+	// a batch, and stops. This corresponds to Kafka Streams' StandbyUpdateListener.
+	StandbyListener StandbyListener
 
 	// Logger receives the application's logs, overriding the default slog.Default().
 	Logger *slog.Logger
@@ -93,6 +102,28 @@ type RestoreListener interface {
 	OnRestoreEnd(store, topic string, partition int32, restored int64)
 }
 
+// StandbyListener observes standby replicas. Its methods are called from the goroutine
+// that updates the standbys and must not block for long.
+type StandbyListener interface {
+	// OnUpdateStart: the standby of store's partition starts following topic at startOffset.
+	OnUpdateStart(store, topic string, partition int32, startOffset int64)
+	// OnBatchLoaded: records applied, up to batchEnd (excluding); currentEnd is the
+	// changelog's last stable offset when the batch was fetched.
+	OnBatchLoaded(store, topic string, partition int32, batchEnd int64, records int, currentEnd int64)
+	// OnUpdateSuspended: the standby stopped with its store checkpointed at storeOffset.
+	OnUpdateSuspended(store, topic string, partition int32, storeOffset int64, reason SuspendReason)
+}
+
+// SuspendReason says why a standby stopped: it was promoted to the active task here, or
+// migrated (moved to another instance, or the instance stops).
+type SuspendReason = runtime.SuspendReason
+
+// The reasons a standby stops.
+const (
+	SuspendMigrated = runtime.SuspendMigrated
+	SuspendPromoted = runtime.SuspendPromoted
+)
+
 // State is the life-cycle state of an application instance, as in Kafka Streams'
 // KafkaStreams.State.
 type State = runtime.State
@@ -129,6 +160,10 @@ func (c Config) runtimeConfig() runtime.Config {
 	}
 	if c.RestoreListener != nil {
 		rc.RestoreListener = c.RestoreListener
+	}
+	rc.NumStandbys = c.NumStandbys
+	if c.StandbyListener != nil {
+		rc.StandbyListener = c.StandbyListener
 	}
 	if rc.ReplicationFactor == 0 {
 		rc.ReplicationFactor = -1

@@ -2,6 +2,7 @@ package kstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -19,6 +21,9 @@ func committedOffsets(t testing.TB, group, topic string) map[int32]int64 {
 	t.Helper()
 	adm := kadm.NewClient(kafkatest.Client(t))
 	resp, err := adm.FetchOffsets(kafkatest.Context(t, 10*time.Second), group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{} // the group has not formed yet: nothing committed
+	}
 	if err != nil {
 		t.Fatalf("fetching offsets of %s: %v", group, err)
 	}

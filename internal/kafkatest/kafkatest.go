@@ -71,7 +71,10 @@ func Embedded(t testing.TB) *embedded.Broker {
 
 // Main runs the tests of a package, closes the shared broker, and checks that no goroutine
 // outlived the tests.
+//
+// In a child process started by [StartChild], Main runs the registered child instead.
 func Main(m *testing.M) {
+	runChild()
 	code := m.Run()
 	mu.Lock()
 	if shared != nil {

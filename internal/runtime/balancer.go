@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,14 +18,31 @@ const balancerProtocol = "kstream-tasks"
 // releases can add fields (query endpoints, task lags) without breaking older members.
 type memberUserData struct {
 	Version int `json:"v"`
+	// Offsets are, for each stateful task the member has local state for, the sum of its
+	// stores' checkpointed changelog offsets: the leader prefers the member with the most
+	// state when a task's owner is gone, and places standbys where state already is.
+	Offsets map[string]int64 `json:"o,omitempty"`
+}
+
+// assignmentUserData is carried in every member's assignment.
+type assignmentUserData struct {
+	Version  int      `json:"v"`
+	Standbys []string `json:"s,omitempty"` // standby task ids, "<sub>_<partition>"
 }
 
 // taskBalancer is a cooperative group balancer that assigns whole tasks: every source
 // partition of a task goes to the same member. It keeps tasks where they were when it can
-// (sticky), and spreads the rest so that member loads differ by at most one.
+// (sticky), and spreads the rest so that member loads differ by at most one. A stateful task
+// whose owner left goes to the member holding the most of its state (a standby), and each
+// stateful task gets up to numStandbys standby replicas on other members.
 type taskBalancer struct {
-	topo      *Topology
-	topicSubs map[string][]int // topic -> sub-topologies reading it
+	topo        *Topology
+	topicSubs   map[string][]int // topic -> sub-topologies reading it
+	numStandbys int
+	// offsets reports this member's local state (see memberUserData.Offsets); may be nil.
+	offsets func() map[TaskID]int64
+	// onStandbys receives the standby and active tasks of each new assignment; may be nil.
+	onStandbys func(standbys, actives []TaskID)
 }
 
 func newTaskBalancer(topo *Topology) *taskBalancer {
@@ -38,7 +58,7 @@ func newTaskBalancer(topo *Topology) *taskBalancer {
 func (*taskBalancer) ProtocolName() string { return balancerProtocol }
 func (*taskBalancer) IsCooperative() bool  { return true }
 
-func (*taskBalancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
+func (tb *taskBalancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Version = 3
 	meta.Topics = interests
@@ -54,12 +74,69 @@ func (*taskBalancer) JoinGroupMetadata(interests []string, current map[string][]
 		op.Partitions = current[t]
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
-	meta.UserData, _ = json.Marshal(memberUserData{Version: 1})
+	ud := memberUserData{Version: 2}
+	if tb.offsets != nil {
+		for id, o := range tb.offsets() {
+			if ud.Offsets == nil {
+				ud.Offsets = map[string]int64{}
+			}
+			ud.Offsets[id.String()] = o
+		}
+	}
+	meta.UserData, _ = json.Marshal(ud)
 	return meta.AppendTo(nil)
 }
 
-func (*taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
-	return kgo.ParseConsumerSyncAssignment(assignment)
+func (tb *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(assignment); err != nil {
+		return nil, fmt.Errorf("kstream: reading the group assignment: %w", err)
+	}
+	out := make(map[string][]int32, len(a.Topics))
+	for _, t := range a.Topics {
+		out[t.Topic] = t.Partitions
+	}
+	var standbys []TaskID
+	if len(a.UserData) > 0 {
+		var ud assignmentUserData
+		if err := json.Unmarshal(a.UserData, &ud); err != nil {
+			return nil, fmt.Errorf("kstream: reading the group assignment's user data: %w", err)
+		}
+		for _, s := range ud.Standbys {
+			id, err := parseTaskID(s)
+			if err != nil {
+				return nil, err
+			}
+			standbys = append(standbys, id)
+		}
+	}
+	if tb.onStandbys != nil {
+		seen := map[TaskID]bool{}
+		var actives []TaskID
+		for topic, ps := range out {
+			for _, sub := range tb.topicSubs[topic] {
+				for _, p := range ps {
+					if id := (TaskID{sub, p}); !seen[id] {
+						seen[id] = true
+						actives = append(actives, id)
+					}
+				}
+			}
+		}
+		tb.onStandbys(standbys, actives)
+	}
+	return out, nil
+}
+
+// parseTaskID parses "<sub-topology>_<partition>".
+func parseTaskID(s string) (TaskID, error) {
+	sub, part, ok := strings.Cut(s, "_")
+	a, err1 := strconv.Atoi(sub)
+	b, err2 := strconv.ParseInt(part, 10, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return TaskID{}, fmt.Errorf("kstream: bad task id %q in group metadata", s)
+	}
+	return TaskID{a, int32(b)}, nil
 }
 
 func (tb *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
@@ -74,6 +151,7 @@ func (tb *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
 	members := b.Members() // sorted by instance id, then member id
 	prev := make(map[TaskID]int, 64)
+	state := make([]map[TaskID]int64, len(members)) // local state per member
 	b.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		idx := memberIndex(members, m.MemberID)
 		for _, op := range meta.OwnedPartitions {
@@ -83,9 +161,31 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 				}
 			}
 		}
+		var ud memberUserData
+		if len(meta.UserData) > 0 && json.Unmarshal(meta.UserData, &ud) == nil {
+			for s, o := range ud.Offsets {
+				if id, err := parseTaskID(s); err == nil {
+					if state[idx] == nil {
+						state[idx] = map[TaskID]int64{}
+					}
+					state[idx][id] = o
+				}
+			}
+		}
 	})
 	tasks := tb.tasks(topics)
+	// A stateful task without a live owner goes preferably to the member with the most of
+	// its state: its standby, which then restores only the changelog's tail.
+	for _, id := range tasks {
+		if _, ok := prev[id]; ok || !tb.stateful(id) {
+			continue
+		}
+		if m := mostState(state, id, -1); m >= 0 {
+			prev[id] = m
+		}
+	}
 	owner := assignTasks(tasks, prev, len(members))
+	standbys := assignStandbys(tasks, owner, state, len(members), tb.numStandbys, tb.stateful)
 	plan := b.NewPlan()
 	for i, id := range tasks {
 		m := &members[owner[i]]
@@ -96,7 +196,104 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 		}
 	}
 	plan.AdjustCooperative(b)
-	return plan
+	sp := standbyPlan{plan: plan, standbys: map[string][]string{}}
+	for m, ids := range standbys {
+		for _, id := range ids {
+			sp.standbys[members[m].MemberID] = append(sp.standbys[members[m].MemberID], id.String())
+		}
+	}
+	return sp
+}
+
+// stateful reports whether task id has a store with a changelog (only those have standbys
+// and state worth moving to).
+func (tb *taskBalancer) stateful(id TaskID) bool {
+	return len(loggedSpecs(tb.topo.SubTopologies[id.SubTopology])) > 0
+}
+
+// mostState returns the member (other than except) reporting the highest offset sum for id,
+// or -1 if none reports state for it.
+func mostState(state []map[TaskID]int64, id TaskID, except int) int {
+	best, bestOff := -1, int64(-1)
+	for m, st := range state {
+		if m == except {
+			continue
+		}
+		if o, ok := st[id]; ok && o > bestOff {
+			best, bestOff = m, o
+		}
+	}
+	return best
+}
+
+// assignStandbys places up to n standby replicas of every stateful task on members other
+// than its owner: first where its state already is (most state first), then on the members
+// with the fewest standbys (lowest index on ties). It returns the standby tasks per member.
+func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, nMembers, n int, stateful func(TaskID) bool) map[int][]TaskID {
+	out := map[int][]TaskID{}
+	n = min(n, nMembers-1)
+	if n <= 0 {
+		return out
+	}
+	load := make([]int, nMembers)
+	for i, id := range tasks {
+		if !stateful(id) {
+			continue
+		}
+		chosen := map[int]bool{owner[i]: true}
+		for range n {
+			best := -1
+			for m := range nMembers {
+				if chosen[m] {
+					continue
+				}
+				if best < 0 {
+					best = m
+					continue
+				}
+				_, mHas := state[m][id]
+				_, bHas := state[best][id]
+				switch {
+				case mHas != bHas:
+					if mHas && load[m] <= load[best]+1 {
+						best = m
+					}
+				case mHas && state[m][id] > state[best][id] && load[m] <= load[best]+1:
+					best = m
+				case load[m] < load[best]:
+					best = m
+				}
+			}
+			if best < 0 {
+				break
+			}
+			chosen[best] = true
+			load[best]++
+			out[best] = append(out[best], id)
+		}
+	}
+	return out
+}
+
+// standbyPlan is a balance plan whose member assignments carry their standby tasks in the
+// assignment's user data.
+type standbyPlan struct {
+	plan     kgo.IntoSyncAssignment
+	standbys map[string][]string // member id -> standby task ids
+}
+
+// IntoSyncAssignment implements kgo.IntoSyncAssignment.
+func (p standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
+	out := p.plan.IntoSyncAssignment()
+	for i := range out {
+		var a kmsg.ConsumerMemberAssignment
+		if err := a.ReadFrom(out[i].MemberAssignment); err != nil {
+			continue // cannot happen: kgo encoded it
+		}
+		a.UserData, _ = json.Marshal(assignmentUserData{Version: 2, Standbys: p.standbys[out[i].MemberID]})
+		out[i].MemberAssignment = a.AppendTo(nil)
+	}
+	return out
 }
 
 // tasks lists every task, ordered by partition then sub-topology so that a round-robin

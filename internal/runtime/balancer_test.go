@@ -107,7 +107,7 @@ func TestBalanceAssignsWholeTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := into.(*kgo.BalancePlan)
+	plan := into.(standbyPlan).plan.(*kgo.BalancePlan)
 	owners := map[TaskID]string{}
 	total := 0
 	for member, ts := range plan.AsMemberIDMap() {
@@ -128,5 +128,79 @@ func TestBalanceAssignsWholeTasks(t *testing.T) {
 	}
 	if total != 10 || len(owners) != 6 {
 		t.Fatalf("assigned %d partitions in %d tasks, want 10 in 6", total, len(owners))
+	}
+}
+
+// With standbys: every stateful task gets one standby on a member other than its owner, the
+// assignment carries them to each member, and a task whose owner left goes to the member
+// reporting the most of its state.
+func TestBalanceStandbys(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{
+		{ID: 0, Sources: []Source{{Topic: "in"}}, Stores: []StoreSpec{{Name: "s", Changelog: "app-s-changelog"}}},
+		{ID: 1, Sources: []Source{{Topic: "other"}}}, // stateless: no standbys
+	}}
+	got := map[string][]TaskID{}
+	newMember := func(id string, offsets map[TaskID]int64) kmsg.JoinGroupResponseMember {
+		tb := newTaskBalancer(topo)
+		tb.offsets = func() map[TaskID]int64 { return offsets }
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID = id
+		m.ProtocolMetadata = tb.JoinGroupMetadata([]string{"in", "other"}, nil, 1)
+		return m
+	}
+	// m1 (the former owner of 0_1 and 0_2, now gone) left; m2 holds state of 0_1 (far
+	// ahead of m0's), m0 holds a little state of 0_2.
+	members := []kmsg.JoinGroupResponseMember{
+		newMember("m0", map[TaskID]int64{{0, 1}: 10, {0, 2}: 500}),
+		newMember("m2", map[TaskID]int64{{0, 1}: 900}),
+	}
+	leader := newTaskBalancer(topo)
+	leader.numStandbys = 1
+	gmb, _, err := leader.MemberBalancer(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"in": 4, "other": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[TaskID]string{}
+	for _, a := range into.IntoSyncAssignment() {
+		parser := newTaskBalancer(topo)
+		parser.onStandbys = func(ids, _ []TaskID) { got[a.MemberID] = ids }
+		parts, err := parser.ParseSyncAssignment(a.MemberAssignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for topic, ps := range parts {
+			sub := 0
+			if topic == "other" {
+				sub = 1
+			}
+			for _, p := range ps {
+				owner[TaskID{sub, p}] = a.MemberID
+			}
+		}
+	}
+	if owner[TaskID{0, 1}] != "m2" || owner[TaskID{0, 2}] != "m0" {
+		t.Errorf("owners of 0_1 and 0_2 = %s, %s; want the members with the most state (m2, m0)", owner[TaskID{0, 1}], owner[TaskID{0, 2}])
+	}
+	standbyOf := map[TaskID]string{}
+	for m, ids := range got {
+		for _, id := range ids {
+			if id.SubTopology != 0 {
+				t.Errorf("stateless task %v got a standby on %s", id, m)
+			}
+			if owner[id] == m {
+				t.Errorf("task %v: standby on its owner %s", id, m)
+			}
+			if prev, dup := standbyOf[id]; dup {
+				t.Errorf("task %v: two standbys (%s, %s) with NumStandbys 1", id, prev, m)
+			}
+			standbyOf[id] = m
+		}
+	}
+	if len(standbyOf) != 4 {
+		t.Errorf("standbys %v, want one for each of the 4 stateful tasks", got)
 	}
 }

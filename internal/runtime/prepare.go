@@ -96,6 +96,7 @@ func (r *Runtime) prepare(ctx context.Context) error {
 		}
 	}
 
+	r.counts = counts
 	for _, group := range r.topo.CopartitionGroups {
 		var want int32 = -1
 		for _, t := range group {

@@ -57,6 +57,12 @@ type Runtime struct {
 	restoreCtx context.Context          // ends when the instance shuts down
 	purging    atomic.Bool              // a purge is in flight
 	bg         sync.WaitGroup           // background work that Run waits for
+
+	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
+	standby  *standbys
+	wantMu   sync.Mutex
+	want     []TaskID // standby tasks of the last assignment
+	assigned []TaskID // active tasks of the last assignment
 }
 
 type topicPartition struct {
@@ -115,6 +121,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger},
 		restorers:  map[TaskID]chan struct{}{},
 	}
+	r.standby = newStandbys(r)
 	for _, st := range topo.SubTopologies {
 		for _, spec := range st.Stores {
 			if spec.Changelog != "" && !spec.SourceTopic {
@@ -256,7 +263,7 @@ func (r *Runtime) openConsumer() error {
 	opts := r.clientOpts(
 		kgo.ConsumerGroup(r.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
-		kgo.Balancers(newTaskBalancer(r.topo)),
+		kgo.Balancers(r.newBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
@@ -582,6 +589,11 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 					}
 					t.task = task
 				} else {
+					if r.standby.has(id) {
+						// Stop following before restoring: the active task restores only
+						// the tail written since the standby's last batch.
+						r.standby.remove(id, SuspendPromoted)
+					}
 					restoring = append(restoring, t)
 				}
 			}
@@ -598,11 +610,12 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 		done := make(chan struct{})
 		r.restorers[t.id] = done
 		r.bg.Go(func() {
-			defer close(done)
 			if prev != nil {
 				<-prev // a previous owner of the same stores is still restoring
 			}
 			r.startTask(t)
+			close(done)
+			r.reconcileStandbys() // the task may have been revoked and be a standby now
 		})
 	}
 	slices.Sort(created)
@@ -694,6 +707,7 @@ func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 		cancel()
 	}
 	r.dropLocked(revoked)
+	r.reconcileStandbysLocked()
 }
 
 func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
@@ -704,6 +718,7 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.dropLocked(lost)
+	r.reconcileStandbysLocked()
 }
 
 // dropLocked forgets partitions and closes the tasks left without any.
@@ -752,6 +767,7 @@ func (r *Runtime) shutdown(loopErr error) {
 	}
 	r.dropLocked(all)
 	r.mu.Unlock()
+	r.standby.close()
 	// Leave the group now so the remaining members take over at once.
 	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
 		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)

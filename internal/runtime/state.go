@@ -64,6 +64,13 @@ func (s *stores) db(persistent bool) (store.DB, error) {
 	return s.pebble, nil
 }
 
+// hasMemory reports whether the memory engine is open (it holds no state otherwise).
+func (s *stores) hasMemory() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mem != nil
+}
+
 func (s *stores) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

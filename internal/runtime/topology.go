@@ -181,6 +181,11 @@ type Config struct {
 	StateDir string
 	// RestoreListener, if set, observes restoration.
 	RestoreListener RestoreListener
+	// NumStandbys is the number of standby replicas of each stateful task (on the group
+	// leader, it decides the assignment).
+	NumStandbys int
+	// StandbyListener, if set, observes standby replicas.
+	StandbyListener StandbyListener
 }
 
 // State is the life-cycle state of a running application.

@@ -1,0 +1,410 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/kstream-go/kstream/store"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// SuspendReason says why a standby stopped following its changelog.
+type SuspendReason int
+
+const (
+	// SuspendMigrated: the standby was assigned to another instance (or the instance stops).
+	SuspendMigrated SuspendReason = iota
+	// SuspendPromoted: this instance became the task's active owner.
+	SuspendPromoted
+)
+
+// String returns "migrated" or "promoted".
+func (s SuspendReason) String() string {
+	if s == SuspendPromoted {
+		return "promoted"
+	}
+	return "migrated"
+}
+
+// StandbyListener observes standby replicas, as Kafka Streams' StandbyUpdateListener does.
+// Its methods are called from the standby goroutine and must not block for long.
+type StandbyListener interface {
+	// OnUpdateStart: the standby of store's partition starts following its changelog at
+	// startOffset (its checkpoint).
+	OnUpdateStart(store, topic string, partition int32, startOffset int64)
+	// OnBatchLoaded: records were applied, up to batchEnd (excluding); currentEnd is the
+	// changelog's last stable offset as of the fetch.
+	OnBatchLoaded(store, topic string, partition int32, batchEnd int64, records int, currentEnd int64)
+	// OnUpdateSuspended: the standby stopped at storeOffset, the position its store is
+	// checkpointed at.
+	OnUpdateSuspended(store, topic string, partition int32, storeOffset int64, reason SuspendReason)
+}
+
+// standbys keeps this instance's standby replicas up to date: one consumer follows the
+// changelog partitions of every standby task and applies their records to the local stores,
+// each batch with its new position as the store's checkpoint. A promoted standby therefore
+// restores only the changelog tail written since its last batch.
+type standbys struct {
+	r *Runtime
+
+	// mu guards the fields below and is held while a batch is applied, so that once remove
+	// returns no write reaches the removed task's stores.
+	mu     sync.Mutex
+	tasks  map[TaskID]*standbyTask
+	byTP   map[topicPartition]*standbyStore
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+}
+
+type standbyTask struct {
+	id     TaskID
+	stores []*standbyStore
+}
+
+type standbyStore struct {
+	spec      StoreSpec
+	partition int32
+	raw       store.Backend
+	pos       int64 // next changelog offset to apply
+}
+
+func newStandbys(r *Runtime) *standbys {
+	return &standbys{r: r, tasks: map[TaskID]*standbyTask{}, byTP: map[topicPartition]*standbyStore{}}
+}
+
+// loggedSpecs are the stores of sub-topology sub that have a changelog (only those can be
+// replicated).
+func loggedSpecs(st SubTopology) []StoreSpec {
+	var out []StoreSpec
+	for _, s := range st.Stores {
+		if s.Changelog != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// has reports whether id is a standby here.
+func (s *standbys) has(id TaskID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tasks[id] != nil
+}
+
+// ids returns the standby tasks, sorted.
+func (s *standbys) ids() []TaskID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TaskID, 0, len(s.tasks))
+	for id := range s.tasks {
+		out = append(out, id)
+	}
+	slices.SortFunc(out, compareTaskIDs)
+	return out
+}
+
+// offsetSum returns the sum of the standby's store positions, and whether id is a standby.
+func (s *standbys) offsetSum(id TaskID) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tasks[id]
+	if t == nil {
+		return 0, false
+	}
+	var sum int64
+	for _, st := range t.stores {
+		sum += st.pos
+	}
+	return sum, true
+}
+
+// add starts a standby for id, following each logged store's changelog from its checkpoint.
+func (s *standbys) add(id TaskID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.tasks[id] != nil {
+		return nil
+	}
+	specs := loggedSpecs(s.r.topo.SubTopologies[id.SubTopology])
+	if len(specs) == 0 {
+		return nil
+	}
+	if s.cl == nil {
+		cl, err := kgo.NewClient(s.r.clientOpts(
+			kgo.KeepControlRecords(),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.FetchMaxBytes(64<<20),
+			kgo.FetchMaxPartitionBytes(32<<20),
+		)...)
+		if err != nil {
+			return fmt.Errorf("kstream: creating the standby consumer: %w", err)
+		}
+		ctx, cancel := context.WithCancel(s.r.restoreCtx)
+		s.cl, s.cancel, s.done = cl, cancel, make(chan struct{})
+		go s.follow(ctx, cl, s.done)
+	}
+	t := &standbyTask{id: id}
+	add := map[string]map[int32]kgo.Offset{}
+	for _, spec := range specs {
+		db, err := s.r.stores.db(spec.Persistent)
+		if err != nil {
+			return err
+		}
+		raw, err := db.Open(spec.Name, id.Partition)
+		if err != nil {
+			return fmt.Errorf("kstream: opening standby store %s partition %d: %w", spec.Name, id.Partition, err)
+		}
+		from, err := raw.Checkpoint()
+		if err != nil {
+			return fmt.Errorf("kstream: reading the checkpoint of standby store %s partition %d: %w", spec.Name, id.Partition, err)
+		}
+		from = max(from, 0)
+		ss := &standbyStore{spec: spec, partition: id.Partition, raw: raw, pos: from}
+		t.stores = append(t.stores, ss)
+		s.byTP[topicPartition{spec.Changelog, id.Partition}] = ss
+		if add[spec.Changelog] == nil {
+			add[spec.Changelog] = map[int32]kgo.Offset{}
+		}
+		add[spec.Changelog][id.Partition] = kgo.NewOffset().At(from)
+		if l := s.r.cfg.StandbyListener; l != nil {
+			l.OnUpdateStart(spec.Name, spec.Changelog, id.Partition, from)
+		}
+	}
+	s.tasks[id] = t
+	s.cl.AddConsumePartitions(add)
+	s.r.log.Info("kstream: standby task started", "task", id.String(), "stores", len(t.stores))
+	return nil
+}
+
+// remove stops the standby of id. When it returns, no more writes reach its stores.
+func (s *standbys) remove(id TaskID, reason SuspendReason) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tasks[id]
+	if t == nil {
+		return
+	}
+	delete(s.tasks, id)
+	rm := map[string][]int32{}
+	for _, ss := range t.stores {
+		delete(s.byTP, topicPartition{ss.spec.Changelog, ss.partition})
+		rm[ss.spec.Changelog] = append(rm[ss.spec.Changelog], ss.partition)
+		if l := s.r.cfg.StandbyListener; l != nil {
+			l.OnUpdateSuspended(ss.spec.Name, ss.spec.Changelog, ss.partition, ss.pos, reason)
+		}
+	}
+	s.cl.RemoveConsumePartitions(rm)
+	s.r.log.Info("kstream: standby task stopped", "task", id.String(), "reason", reason.String())
+}
+
+// close stops every standby and the follower.
+func (s *standbys) close() {
+	for _, id := range s.ids() {
+		s.remove(id, SuspendMigrated)
+	}
+	s.mu.Lock()
+	s.closed = true
+	cl, cancel, done := s.cl, s.cancel, s.done
+	s.mu.Unlock()
+	if cl == nil {
+		return
+	}
+	cancel()
+	<-done
+	cl.Close()
+}
+
+// follow applies fetched changelog records to the standby stores until ctx ends.
+func (s *standbys) follow(ctx context.Context, cl *kgo.Client, done chan struct{}) {
+	defer close(done)
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			s.r.log.Warn("kstream: standby fetch error", "topic", t, "partition", p, "err", err)
+		})
+		if err := s.apply(fetches); err != nil {
+			s.r.fail(err)
+			return
+		}
+	}
+}
+
+// apply writes one poll's records to their standby stores.
+func (s *standbys) apply(fetches kgo.Fetches) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		ss := s.byTP[topicPartition{fp.Topic, fp.Partition}]
+		if ss == nil || err != nil {
+			return // removed meanwhile
+		}
+		b := ss.raw.NewBatch()
+		n, pos := 0, ss.pos
+		for _, rec := range fp.Records {
+			if rec.Offset < pos {
+				continue
+			}
+			pos = rec.Offset + 1
+			if rec.Attrs.IsControl() {
+				continue
+			}
+			if rec.Value == nil {
+				b.Delete(rec.Key)
+			} else {
+				b.Set(rec.Key, rec.Value)
+			}
+			n++
+		}
+		if fp.LogStartOffset > pos {
+			pos = fp.LogStartOffset
+		}
+		if pos == ss.pos {
+			return
+		}
+		b.SetCheckpoint(pos)
+		if cerr := b.Commit(); cerr != nil {
+			err = fmt.Errorf("kstream: standby store %s partition %d: writing a batch at offset %d: %w", ss.spec.Name, ss.partition, pos, cerr)
+			return
+		}
+		ss.pos = pos
+		if l := s.r.cfg.StandbyListener; l != nil {
+			l.OnBatchLoaded(ss.spec.Name, ss.spec.Changelog, ss.partition, pos, n, fp.LastStableOffset)
+		}
+	})
+	return err
+}
+
+func compareTaskIDs(a, b TaskID) int {
+	if a.SubTopology != b.SubTopology {
+		return a.SubTopology - b.SubTopology
+	}
+	return int(a.Partition - b.Partition)
+}
+
+// newBalancer returns the group balancer of this instance, wired to its standbys.
+func (r *Runtime) newBalancer() *taskBalancer {
+	tb := newTaskBalancer(r.topo)
+	tb.numStandbys = r.cfg.NumStandbys
+	tb.offsets = r.localOffsets
+	tb.onStandbys = func(ids, actives []TaskID) {
+		r.wantMu.Lock()
+		r.want, r.assigned = ids, actives
+		r.wantMu.Unlock()
+		// The assignment may change only standbys, with no partition callback to follow:
+		// reconcile now, off the group's goroutine.
+		r.bg.Go(r.reconcileStandbys)
+	}
+	return tb
+}
+
+// reconcileStandbys starts the standbys of the last assignment that are not active here
+// and stops the others.
+func (r *Runtime) reconcileStandbys() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reconcileStandbysLocked()
+}
+
+func (r *Runtime) reconcileStandbysLocked() {
+	if r.closing.Load() || r.restoreCtx == nil || r.restoreCtx.Err() != nil {
+		return
+	}
+	r.wantMu.Lock()
+	want := slices.Clone(r.want)
+	assigned := slices.Clone(r.assigned)
+	r.wantMu.Unlock()
+	keep := map[TaskID]bool{}
+	for _, id := range want {
+		if id.SubTopology < 0 || id.SubTopology >= len(r.topo.SubTopologies) || r.tasks[id] != nil {
+			continue
+		}
+		if ch := r.restorers[id]; ch != nil && !isClosed(ch) {
+			continue // a revoked active task is still restoring these stores; retried when it ends
+		}
+		keep[id] = true
+		if err := r.standby.add(id); err != nil {
+			r.log.Warn("kstream: starting a standby task", "task", id.String(), "err", err)
+		}
+	}
+	for _, id := range r.standby.ids() {
+		// A standby that the assignment made active here is promoted by onAssigned, which
+		// may not have run yet.
+		if !keep[id] && !slices.Contains(assigned, id) {
+			r.standby.remove(id, SuspendMigrated)
+		}
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// StandbyTasks returns the ids of the standby tasks this instance runs now, sorted.
+func (r *Runtime) StandbyTasks() []TaskID { return r.standby.ids() }
+
+// localOffsets reports, for each stateful task with local state, the sum of its stores'
+// checkpoints (read from the stores themselves, so it covers active tasks, standbys and
+// state left by earlier owners or runs). It runs on the group's goroutine when joining.
+func (r *Runtime) localOffsets() map[TaskID]int64 {
+	out := map[TaskID]int64{}
+	if r.counts == nil {
+		return out
+	}
+	for _, st := range r.topo.SubTopologies {
+		specs := loggedSpecs(st)
+		if len(specs) == 0 {
+			continue
+		}
+		var parts int32
+		for _, src := range st.Sources {
+			parts = max(parts, r.counts[src.Topic])
+		}
+		for p := range parts {
+			id := TaskID{st.ID, p}
+			if sum, ok := r.standby.offsetSum(id); ok {
+				out[id] = sum
+				continue
+			}
+			var sum int64
+			found := false
+			for _, spec := range specs {
+				if !spec.Persistent && !r.stores.hasMemory() {
+					continue
+				}
+				db, err := r.stores.db(spec.Persistent)
+				if err != nil {
+					continue
+				}
+				b, err := db.Open(spec.Name, p)
+				if err != nil {
+					continue
+				}
+				if cp, err := b.Checkpoint(); err == nil && cp >= 0 {
+					sum += cp
+					found = true
+				}
+			}
+			if found {
+				out[id] = sum
+			}
+		}
+	}
+	return out
+}
