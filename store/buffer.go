@@ -1,0 +1,666 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/google/btree"
+)
+
+// Buffer is a write buffer over a [Backend]: a [Backend] whose writes are held in memory
+// until [Buffer.Flush] writes them, with a checkpoint, to the underlying backend in one
+// batch. A task uses one Buffer per store partition so that a write costs a map update
+// rather than a write to the storage engine, so that reading a key written since the last
+// flush costs a map lookup, and so that the writes of a commit interval reach the engine as
+// one atomic batch, with the changelog offset they are complete up to.
+//
+// Writes (Set, Delete, and batches from NewBatch, whose Commit applies into the buffer)
+// become pending entries: a value or a deletion marker per key, a later write of a key
+// replacing the earlier one. Reads see pending entries first (read-your-writes): Get, and
+// iterators, which merge the pending entries with the underlying backend's keys in key
+// order. [Buffer.Discard] drops the pending entries, for a transaction that aborts.
+//
+// The checkpoint is the underlying backend's: Checkpoint does not see a checkpoint set by
+// a batch of the buffer before Flush writes it.
+//
+// Like any Backend, a Buffer is used by one goroutine at a time. Its iterators read a
+// snapshot of the pending entries (a copy-on-write clone, O(1) to take) and an iterator of
+// the underlying backend, both taken at their creation, so that writes to the buffer and
+// flushes while an iterator is open neither show in it nor disturb it.
+//
+// Errors of the underlying backend are returned as they are, except by Flush, which wraps
+// them.
+type Buffer struct {
+	under Backend
+	// m and tree index the same pending entries: m for Get and writes, tree for ordered
+	// iteration and Flush.
+	m    map[string]*entry
+	tree *btree.BTreeG[*entry]
+	// snap is a clone of tree shared by the iterators created since the last write, or
+	// nil.
+	//
+	// INVARIANT: snap is nil or holds exactly the entries of tree.
+	snap *btree.BTreeG[*entry]
+	// gen counts the clones of tree taken for iterators. An entry created when gen had
+	// its current value is in no clone, so it may be modified in place; an older entry
+	// may be in a clone and is replaced instead.
+	gen uint64
+	// slab holds entries not yet used at its end, so that creating an entry rarely
+	// allocates; slabGen is gen when slab was allocated.
+	slab    []entry
+	slabGen uint64
+
+	size       int   // sum of len(key)+len(value) over the pending entries
+	sets, dels int   // pending entries that are values, that are deletion markers
+	cp         int64 // pending checkpoint, if hasCP
+	hasCP      bool
+
+	flushBatch Batch  // the underlying batch Flush reuses, created on the first flush
+	scratch    []byte // Flush's key buffer
+}
+
+var _ Backend = (*Buffer)(nil)
+
+// entry is one pending write. An entry that may be in a clone of the tree (its gen is
+// below the Buffer's) is never modified.
+type entry struct {
+	key string // also the key of the Buffer's map, sharing its bytes
+	val []byte // the value, empty (or with spare capacity) for a deletion
+	del bool
+	gen uint64
+}
+
+func entryLess(a, b *entry) bool { return a.key < b.key }
+
+// bufferDegree is the degree of the pending entries' B-tree: nodes hold 15 to 31 entries.
+const bufferDegree = 16
+
+// slabSize is the number of entries allocated at once.
+const slabSize = 128
+
+// NewBuffer returns an empty write buffer over b. Writes should go through the Buffer
+// only: a write made to b directly is visible through the Buffer only for a key without a
+// pending entry, and the next Flush overwrites it for a key with one.
+func NewBuffer(b Backend) *Buffer {
+	return &Buffer{
+		under: b,
+		m:     make(map[string]*entry),
+		tree:  btree.NewG(bufferDegree, entryLess),
+	}
+}
+
+// Get implements [Backend]: a pending value or deletion of key answers without reading
+// the underlying backend. The value is a copy owned by the caller.
+func (b *Buffer) Get(key []byte) ([]byte, bool, error) {
+	if e, ok := b.m[string(key)]; ok {
+		if e.del {
+			return nil, false, nil
+		}
+		v := make([]byte, len(e.val))
+		copy(v, e.val)
+		return v, true, nil
+	}
+	return b.under.Get(key)
+}
+
+// Set implements [Backend]: key = value becomes pending. It never fails.
+func (b *Buffer) Set(key, value []byte) error {
+	b.write(key, value, false)
+	return nil
+}
+
+// Delete implements [Backend]: the deletion of key becomes pending, hiding the key of the
+// underlying backend until Flush deletes it there. It never fails.
+func (b *Buffer) Delete(key []byte) error {
+	b.write(key, nil, true)
+	return nil
+}
+
+// write records a pending value of key (a deletion marker if del is set), copying key and
+// value. It allocates at most a copy of each: none for a key that is already pending with
+// room for the value, none for the key if it is pending.
+func (b *Buffer) write(key, value []byte, del bool) {
+	b.snap = nil
+	old, ok := b.m[string(key)]
+	if ok && old.gen == b.gen {
+		// In no snapshot: update in place, reusing the value's storage if it fits.
+		b.forget(old)
+		if del {
+			old.val = old.val[:0]
+		} else if cap(old.val) >= len(value) {
+			old.val = append(old.val[:0], value...)
+		} else {
+			old.val = append([]byte(nil), value...)
+		}
+		old.del = del
+		b.count(old)
+		return
+	}
+	e := b.newEntry()
+	if ok {
+		b.forget(old)
+		e.key = old.key
+	} else {
+		e.key = string(key)
+	}
+	if !del {
+		e.val = append([]byte(nil), value...)
+	}
+	e.del = del
+	b.count(e)
+	b.m[e.key] = e
+	b.tree.ReplaceOrInsert(e)
+}
+
+// newEntry returns an empty entry of the current generation.
+func (b *Buffer) newEntry() *entry {
+	if len(b.slab) == cap(b.slab) {
+		b.slab, b.slabGen = make([]entry, 0, slabSize), b.gen
+	}
+	b.slab = b.slab[:len(b.slab)+1]
+	e := &b.slab[len(b.slab)-1]
+	e.gen = b.gen
+	return e
+}
+
+// count adds e to the statistics of the pending entries; forget removes it.
+func (b *Buffer) count(e *entry) {
+	b.size += len(e.key) + len(e.val)
+	if e.del {
+		b.dels++
+	} else {
+		b.sets++
+	}
+}
+
+func (b *Buffer) forget(e *entry) {
+	b.size -= len(e.key) + len(e.val)
+	if e.del {
+		b.dels--
+	} else {
+		b.sets--
+	}
+}
+
+// Range implements [Backend].
+func (b *Buffer) Range(from, to []byte) (Iterator, error) {
+	return b.newIter(from, to, false, false)
+}
+
+// ReverseRange implements [Backend].
+func (b *Buffer) ReverseRange(from, to []byte) (Iterator, error) {
+	return b.newIter(from, to, true, false)
+}
+
+// PrefixScan implements [Backend].
+func (b *Buffer) PrefixScan(prefix []byte) (Iterator, error) {
+	return b.newIter(prefix, nil, false, true)
+}
+
+// newIter returns an iterator merging the pending entries in [from, to) with the
+// underlying backend's keys; for a prefix scan, from is the prefix and to is ignored.
+// When no entry is pending in the range, it returns the underlying iterator itself.
+func (b *Buffer) newIter(from, to []byte, reverse, prefix bool) (Iterator, error) {
+	var (
+		under Iterator
+		err   error
+	)
+	switch {
+	case prefix:
+		under, err = b.under.PrefixScan(from)
+		to = prefixSuccessor(from)
+	case reverse:
+		under, err = b.under.ReverseRange(from, to)
+	default:
+		under, err = b.under.Range(from, to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
+		return under, nil // empty range
+	}
+	c := pendingCursor{reverse: reverse}
+	if from != nil {
+		c.lo, c.hasLo = string(from), true
+	}
+	if to != nil {
+		c.hi, c.hasHi = string(to), true
+	}
+	if !b.pendingIn(&c) {
+		return under, nil
+	}
+	c.tree = b.snapshot()
+	return &bufferIter{under: under, pending: c}, nil
+}
+
+// pendingIn reports whether an entry is pending within the bounds of c.
+func (b *Buffer) pendingIn(c *pendingCursor) bool {
+	found := false
+	check := func(e *entry) bool {
+		found = !c.hasHi || e.key < c.hi
+		return false
+	}
+	if c.hasLo {
+		b.tree.AscendGreaterOrEqual(&entry{key: c.lo}, check)
+	} else {
+		b.tree.Ascend(check)
+	}
+	return found
+}
+
+// snapshot returns a read-only clone of the tree of pending entries.
+func (b *Buffer) snapshot() *btree.BTreeG[*entry] {
+	if b.snap == nil {
+		b.snap = b.tree.Clone()
+		b.gen++ // the entries now in snap must no longer change in place
+	}
+	return b.snap
+}
+
+// prefixSuccessor returns the smallest key greater than every key that starts with prefix,
+// or nil (unbounded) if there is none: prefix is empty or all 0xff bytes.
+func prefixSuccessor(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := append([]byte(nil), prefix[:i+1]...)
+			end[i]++
+			return end
+		}
+	}
+	return nil
+}
+
+// NewBatch implements [Backend]. The batch's Commit applies its writes to the buffer, as
+// pending entries, and its checkpoint as the pending checkpoint that the next Flush writes;
+// it reaches the underlying backend only through Flush.
+func (b *Buffer) NewBatch() Batch { return &bufferBatch{b: b} }
+
+// ApproximateCount implements [Backend]: the underlying backend's estimate plus the
+// pending values minus the pending deletions, at least 0. It is approximate even over an
+// exact backend: a pending value of a key the underlying backend already holds counts
+// twice, and a pending deletion of a key it does not hold counts as one key less. After
+// Flush, it is the underlying backend's estimate.
+func (b *Buffer) ApproximateCount() (int64, error) {
+	n, err := b.under.ApproximateCount()
+	if err != nil {
+		return 0, err
+	}
+	return max(0, n+int64(b.sets)-int64(b.dels)), nil
+}
+
+// Checkpoint implements [Backend]: it returns the underlying backend's checkpoint. A
+// checkpoint set by a batch of the buffer is not visible before Flush writes it.
+func (b *Buffer) Checkpoint() (int64, error) { return b.under.Checkpoint() }
+
+// Len returns the number of pending entries, values and deletion markers.
+func (b *Buffer) Len() int { return len(b.m) }
+
+// Size returns the number of bytes of the pending keys and values. The memory the Buffer
+// holds is this plus roughly 100 bytes an entry (the entry, its map slot and its share of
+// the B-tree).
+func (b *Buffer) Size() int { return b.size }
+
+// Flush writes every pending entry to the underlying backend in one batch, together with a
+// checkpoint, and clears the pending entries and checkpoint. The checkpoint is checkpoint
+// if it is at least 0; a negative checkpoint leaves the underlying checkpoint as it is,
+// unless a batch of the buffer set a pending checkpoint, which is then written. With
+// nothing to write, Flush does nothing.
+//
+// The writes and the checkpoint are atomic as the underlying backend's batches are. If the
+// batch fails, the pending entries and checkpoint are kept, so that Flush may be retried,
+// and the error wraps the underlying one.
+func (b *Buffer) Flush(checkpoint int64) error {
+	cp, hasCP := checkpoint, checkpoint >= 0
+	if !hasCP && b.hasCP {
+		cp, hasCP = b.cp, true
+	}
+	if len(b.m) == 0 && !hasCP {
+		return nil
+	}
+	if b.flushBatch == nil {
+		b.flushBatch = b.under.NewBatch()
+	}
+	bt := b.flushBatch
+	bt.Reset()
+	b.tree.Ascend(func(e *entry) bool {
+		b.scratch = append(b.scratch[:0], e.key...)
+		if e.del {
+			bt.Delete(b.scratch)
+		} else {
+			bt.Set(b.scratch, e.val)
+		}
+		return true
+	})
+	if hasCP {
+		bt.SetCheckpoint(cp)
+	}
+	if err := bt.Commit(); err != nil {
+		bt.Reset()
+		return fmt.Errorf("store: buffer: flush of %d entries: %w", len(b.m), err)
+	}
+	b.clear()
+	return nil
+}
+
+// Discard drops the pending entries and the pending checkpoint, leaving the underlying
+// backend as of the last Flush. Iterators already open keep their snapshot.
+func (b *Buffer) Discard() { b.clear() }
+
+// clear empties the pending entries and checkpoint.
+func (b *Buffer) clear() {
+	clear(b.m)
+	// Nodes a clone may share are not the tree's to free; Clear only reuses the others.
+	b.tree.Clear(true)
+	b.snap = nil
+	if b.slabGen == b.gen {
+		// No entry of the slab can be in a clone: reuse it.
+		clear(b.slab)
+		b.slab = b.slab[:0]
+	} else {
+		b.slab = nil
+	}
+	b.size, b.sets, b.dels = 0, 0, 0
+	b.hasCP = false
+}
+
+// bufferBatch is a [Batch] of a Buffer. It copies its writes into one byte slice, reused
+// across commits.
+type bufferBatch struct {
+	b     *Buffer
+	data  []byte
+	ops   []batchOp
+	cp    int64
+	hasCP bool
+	badCP bool // SetCheckpoint was given an offset below NoCheckpoint (cp)
+}
+
+// batchOp is one write of a bufferBatch: key data[off:off+klen], value the vlen bytes
+// after it.
+type batchOp struct {
+	off, klen, vlen int
+	del             bool
+}
+
+var _ Batch = (*bufferBatch)(nil)
+
+// Set implements [Batch].
+func (bt *bufferBatch) Set(key, value []byte) {
+	bt.ops = append(bt.ops, batchOp{off: len(bt.data), klen: len(key), vlen: len(value)})
+	bt.data = append(append(bt.data, key...), value...)
+}
+
+// Delete implements [Batch].
+func (bt *bufferBatch) Delete(key []byte) {
+	bt.ops = append(bt.ops, batchOp{off: len(bt.data), klen: len(key), del: true})
+	bt.data = append(bt.data, key...)
+}
+
+// SetCheckpoint implements [Batch]. An offset below [NoCheckpoint] makes Commit fail.
+func (bt *bufferBatch) SetCheckpoint(offset int64) {
+	bt.cp, bt.hasCP, bt.badCP = offset, true, offset < NoCheckpoint
+}
+
+// Len implements [Batch].
+func (bt *bufferBatch) Len() int { return len(bt.ops) }
+
+// Commit implements [Batch]: the writes become pending entries of the buffer, in order,
+// and the checkpoint, if set, its pending checkpoint. It fails only for an invalid
+// checkpoint, applying nothing. The batch is empty afterwards.
+func (bt *bufferBatch) Commit() error {
+	defer bt.Reset()
+	if bt.badCP {
+		return fmt.Errorf("store: buffer: commit: invalid checkpoint %d", bt.cp)
+	}
+	b := bt.b
+	for _, op := range bt.ops {
+		key := bt.data[op.off : op.off+op.klen]
+		if op.del {
+			b.write(key, nil, true)
+		} else {
+			b.write(key, bt.data[op.off+op.klen:op.off+op.klen+op.vlen], false)
+		}
+	}
+	if bt.hasCP {
+		b.cp, b.hasCP = bt.cp, true
+	}
+	return nil
+}
+
+// Reset implements [Batch].
+func (bt *bufferBatch) Reset() {
+	bt.data, bt.ops = bt.data[:0], bt.ops[:0]
+	bt.hasCP, bt.badCP = false, false
+}
+
+// Chunk sizes of a pendingCursor: it copies entries out of its snapshot this many at a time
+// (the B-tree only has callback iteration), starting small for short scans.
+const (
+	firstPendingChunk = 16
+	maxPendingChunk   = 256
+)
+
+// pendingCursor walks the pending entries of a snapshot within bounds, in chunks.
+type pendingCursor struct {
+	tree    *btree.BTreeG[*entry] // read-only; nil once exhausted
+	lo, hi  string                // bounds, if hasLo, hasHi: [lo, hi)
+	hasLo   bool
+	hasHi   bool
+	reverse bool
+
+	buf       []*entry // the current chunk
+	pos       int      // next entry of buf to return
+	chunk     int      // size of the next chunk
+	last      string   // key of the last entry of the previous chunk, to resume after
+	started   bool     // a chunk has been fetched
+	exhausted bool     // no entry is left beyond buf
+}
+
+// next returns the next entry, or nil at the end.
+func (c *pendingCursor) next() *entry {
+	if c.pos == len(c.buf) {
+		if c.exhausted || c.tree == nil {
+			c.release()
+			return nil
+		}
+		c.fill()
+		if len(c.buf) == 0 {
+			c.release()
+			return nil
+		}
+	}
+	e := c.buf[c.pos]
+	c.pos++
+	return e
+}
+
+func (c *pendingCursor) release() {
+	c.tree, c.buf, c.pos = nil, nil, 0
+}
+
+// fill fetches the next chunk of entries.
+//
+// INVARIANT: on return, len(c.buf) < c.chunk implies c.exhausted.
+func (c *pendingCursor) fill() {
+	if c.chunk == 0 {
+		c.chunk = firstPendingChunk
+	} else if c.chunk < maxPendingChunk {
+		c.chunk *= 2
+	}
+	clear(c.buf)
+	c.buf, c.pos = c.buf[:0], 0
+	// The walk starts at pivot (included when includePivot); no pivot starts at the end.
+	var pivot string
+	hasPivot, includePivot := false, false
+	switch {
+	case c.started:
+		pivot, hasPivot = c.last, true
+	case c.reverse:
+		pivot, hasPivot = c.hi, c.hasHi
+	default:
+		pivot, hasPivot, includePivot = c.lo, c.hasLo, true
+	}
+	add := func(e *entry) bool {
+		if hasPivot && !includePivot && e.key == pivot {
+			return true
+		}
+		if c.reverse {
+			if c.hasLo && e.key < c.lo {
+				return false
+			}
+		} else if c.hasHi && e.key >= c.hi {
+			return false
+		}
+		c.buf = append(c.buf, e)
+		return len(c.buf) < c.chunk
+	}
+	switch {
+	case c.reverse && hasPivot:
+		c.tree.DescendLessOrEqual(&entry{key: pivot}, add)
+	case c.reverse:
+		c.tree.Descend(add)
+	case hasPivot:
+		c.tree.AscendGreaterOrEqual(&entry{key: pivot}, add)
+	default:
+		c.tree.Ascend(add)
+	}
+	c.started = true
+	if len(c.buf) < c.chunk {
+		c.exhausted = true
+	}
+	if n := len(c.buf); n > 0 {
+		c.last = c.buf[n-1].key
+	}
+}
+
+// bufferIter merges a snapshot of pending entries with an iterator of the underlying
+// backend. On equal keys the pending entry wins; a pending deletion hides the key.
+//
+// A pair of the underlying iterator is returned as the underlying iterator returns it (so
+// its slices are valid until the next call of Next, which advances the underlying
+// iterator); a pending pair is copied into buffers of the iterator, since the caller may
+// modify what an iterator returns.
+type bufferIter struct {
+	under   Iterator
+	pending pendingCursor
+
+	uKey, uVal []byte // the underlying iterator's current pair, if uHave
+	uHave      bool   // the underlying iterator is on a pair not yet merged
+	uDone      bool   // the underlying iterator is exhausted
+	p          *entry // the next pending entry, if not nil
+	pDone      bool   // the pending entries are exhausted
+
+	key, value []byte // the current pair, if valid
+	kbuf, vbuf []byte // copies of the current pending pair
+	valid      bool
+	done       bool
+	closed     bool
+	err        error
+}
+
+var _ Iterator = (*bufferIter)(nil)
+
+// Next implements [Iterator].
+func (it *bufferIter) Next() bool {
+	it.valid = false
+	if it.closed {
+		if it.err == nil {
+			it.err = fmt.Errorf("store: buffer: iterator: %w", ErrClosed)
+		}
+		return false
+	}
+	if it.done {
+		return false
+	}
+	reverse := it.pending.reverse
+	for {
+		if !it.uHave && !it.uDone {
+			if it.under.Next() {
+				it.uKey, it.uVal, it.uHave = it.under.Key(), it.under.Value(), true
+			} else if err := it.under.Err(); err != nil {
+				it.err = err
+				it.finish()
+				return false
+			} else {
+				it.uDone = true
+			}
+		}
+		if it.p == nil && !it.pDone {
+			if it.p = it.pending.next(); it.p == nil {
+				it.pDone = true
+			}
+		}
+		if it.p == nil {
+			if !it.uHave {
+				it.finish()
+				return false
+			}
+			it.uHave = false
+			it.key, it.value, it.valid = it.uKey, it.uVal, true
+			return true
+		}
+		if it.uHave {
+			// Take the underlying pair if it comes before the pending entry.
+			uk, pk := it.uKey, it.p.key
+			if (!reverse && string(uk) < pk) || (reverse && string(uk) > pk) {
+				it.uHave = false
+				it.key, it.value, it.valid = it.uKey, it.uVal, true
+				return true
+			}
+			if string(uk) == pk {
+				it.uHave = false // overridden by the pending entry
+			}
+		}
+		e := it.p
+		it.p = nil
+		if e.del {
+			continue
+		}
+		it.kbuf = append(it.kbuf[:0], e.key...)
+		if it.vbuf == nil {
+			it.vbuf = make([]byte, 0, len(e.val)) // an empty value is not nil
+		}
+		it.vbuf = append(it.vbuf[:0], e.val...)
+		it.key, it.value, it.valid = it.kbuf, it.vbuf, true
+		return true
+	}
+}
+
+// finish ends the iteration and releases the snapshot.
+func (it *bufferIter) finish() {
+	it.done = true
+	it.p, it.uHave = nil, false
+	it.pending.release()
+}
+
+// Key implements [Iterator]. It returns nil when the iterator is not positioned on a pair.
+func (it *bufferIter) Key() []byte {
+	if !it.valid {
+		return nil
+	}
+	return it.key
+}
+
+// Value implements [Iterator]. It returns nil when the iterator is not positioned on a
+// pair.
+func (it *bufferIter) Value() []byte {
+	if !it.valid {
+		return nil
+	}
+	return it.value
+}
+
+// Err implements [Iterator].
+func (it *bufferIter) Err() error { return it.err }
+
+// Close implements [Iterator]. It closes the underlying iterator and returns its error;
+// closing twice is not an error.
+func (it *bufferIter) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed, it.valid = true, false
+	it.finish()
+	it.key, it.value, it.kbuf, it.vbuf, it.uKey, it.uVal = nil, nil, nil, nil, nil, nil
+	return it.under.Close()
+}
