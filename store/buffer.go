@@ -57,6 +57,20 @@ type Buffer struct {
 
 	flushBatch Batch  // the underlying batch Flush reuses, created on the first flush
 	scratch    []byte // Flush's key buffer
+
+	// clean is a read cache of the underlying backend: values (or absences) read by Get or
+	// written by Flush, at most cacheMax bytes of keys and values. It mirrors the
+	// underlying backend as long as every write goes through the Buffer, so Discard keeps
+	// it.
+	clean     map[string]cleanEntry
+	cleanSize int
+	cacheMax  int
+}
+
+// cleanEntry is a cached value of the underlying backend; absent records a missing key.
+type cleanEntry struct {
+	val    []byte
+	absent bool
 }
 
 var _ Backend = (*Buffer)(nil)
@@ -100,7 +114,58 @@ func (b *Buffer) Get(key []byte) ([]byte, bool, error) {
 		copy(v, e.val)
 		return v, true, nil
 	}
-	return b.under.Get(key)
+	if b.cacheMax <= 0 {
+		return b.under.Get(key)
+	}
+	if c, ok := b.clean[string(key)]; ok {
+		if c.absent {
+			return nil, false, nil
+		}
+		return append([]byte(nil), c.val...), true, nil
+	}
+	v, ok, err := b.under.Get(key)
+	if err == nil {
+		b.cache(string(key), v, !ok)
+	}
+	return v, ok, err
+}
+
+// WithReadCache makes Get keep up to maxBytes of keys and values read from or flushed to
+// the underlying backend, so that reading a key again costs a map lookup; it returns b.
+// The cache assumes that the underlying backend is written only through the Buffer.
+func (b *Buffer) WithReadCache(maxBytes int) *Buffer {
+	b.cacheMax = maxBytes
+	if b.clean == nil {
+		b.clean = make(map[string]cleanEntry)
+	}
+	return b
+}
+
+// CacheSize returns the bytes of keys and values in the read cache.
+func (b *Buffer) CacheSize() int { return b.cleanSize }
+
+// cache records the underlying value of key (a copy of v), evicting entries (in map order,
+// which is arbitrary) when the cache outgrows its limit.
+func (b *Buffer) cache(key string, v []byte, absent bool) {
+	if old, ok := b.clean[key]; ok {
+		b.cleanSize -= len(key) + len(old.val)
+	}
+	c := cleanEntry{absent: absent}
+	if !absent {
+		c.val = append([]byte(nil), v...)
+	}
+	b.clean[key] = c
+	b.cleanSize += len(key) + len(c.val)
+	if b.cleanSize <= b.cacheMax {
+		return
+	}
+	for k, e := range b.clean {
+		if b.cleanSize <= b.cacheMax*3/4 {
+			break
+		}
+		delete(b.clean, k)
+		b.cleanSize -= len(k) + len(e.val)
+	}
 }
 
 // Set implements [Backend]: key = value becomes pending. It never fails.
@@ -339,8 +404,23 @@ func (b *Buffer) Flush(checkpoint int64) error {
 		bt.Reset()
 		return fmt.Errorf("store: buffer: flush of %d entries: %w", len(b.m), err)
 	}
+	if b.cacheMax > 0 {
+		for k, e := range b.m {
+			b.cache(k, e.val, e.del)
+		}
+	}
 	b.clear()
 	return nil
+}
+
+// Pending calls fn for every pending entry in key order: its key, its value, and whether it
+// is a deletion. The slices are valid only during the call.
+func (b *Buffer) Pending(fn func(key, value []byte, deleted bool)) {
+	b.tree.Ascend(func(e *entry) bool {
+		b.scratch = append(b.scratch[:0], e.key...)
+		fn(b.scratch, e.val, e.del)
+		return true
+	})
 }
 
 // Discard drops the pending entries and the pending checkpoint, leaving the underlying

@@ -1042,6 +1042,13 @@ func TestBufferAllocs(t *testing.T) {
 // TestBufferRandomModel compares a Buffer over each backend with a map after every one of
 // thousands of random writes, batches, flushes, discards and iterations.
 func TestBufferRandomModel(t *testing.T) {
+	// Without a read cache, and with one small enough to evict all the time.
+	for _, cache := range []int{0, 48} {
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache) })
+	}
+}
+
+func testBufferRandomModel(t *testing.T, cache int) {
 	forEachBackend(t, func(t *testing.T, under store.Backend) {
 		r := rand.New(rand.NewPCG(7, 8))
 		randKey := func() string {
@@ -1062,6 +1069,9 @@ func TestBufferRandomModel(t *testing.T) {
 		}
 		randValue := func() string { return fmt.Sprint(r.Uint64() >> r.IntN(64)) } // lengths vary
 		buf := store.NewBuffer(under)
+		if cache > 0 {
+			buf.WithReadCache(cache)
+		}
 		flushed, view := model{}, model{} // the underlying backend's data; the buffer's
 		flushedCP, pendingCP := store.NoCheckpoint, store.NoCheckpoint
 		hasPendingCP := false
@@ -1217,4 +1227,75 @@ func TestBufferRandomModel(t *testing.T) {
 			wantPairs(t, "at the end: "+o.what+" opened earlier", drain(t, o.it, nil), o.want)
 		}
 	})
+}
+
+// The read cache answers Get for keys read or flushed before, without reading the
+// underlying backend, stays right across Discard, and stays within its limit.
+func TestBufferReadCache(t *testing.T) {
+	db := memory.New()
+	t.Cleanup(func() { _ = db.Close() })
+	mb, err := db.Open("s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := &countingBackend{Backend: mb}
+	if err := under.Set([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	buf := store.NewBuffer(under).WithReadCache(1 << 10)
+	get := func(k string) (string, bool) {
+		t.Helper()
+		v, ok, err := buf.Get([]byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v), ok
+	}
+	if v, ok := get("a"); !ok || v != "1" {
+		t.Fatalf("a = %q %v", v, ok)
+	}
+	if _, ok := get("missing"); ok {
+		t.Fatal("missing key found")
+	}
+	reads := under.gets
+	get("a")
+	get("missing")
+	if under.gets != reads {
+		t.Fatalf("cached keys read the backend again: %d reads, want %d", under.gets, reads)
+	}
+	// Flushed values are cached; discarded ones are not, and the cached value stays.
+	_ = buf.Set([]byte("b"), []byte("2"))
+	_ = buf.Delete([]byte("a"))
+	if err := buf.Flush(5); err != nil {
+		t.Fatal(err)
+	}
+	_ = buf.Set([]byte("b"), []byte("3"))
+	buf.Discard()
+	reads = under.gets
+	if v, ok := get("b"); !ok || v != "2" {
+		t.Fatalf("b after discard = %q %v, want 2", v, ok)
+	}
+	if _, ok := get("a"); ok {
+		t.Fatal("a deleted and flushed, still found")
+	}
+	if under.gets != reads {
+		t.Fatalf("flushed keys read the backend: %d reads, want %d", under.gets, reads)
+	}
+	// The limit holds: 1000 keys of ~10 bytes through a 1 KiB cache.
+	for i := range 1000 {
+		get(fmt.Sprintf("key-%05d", i))
+	}
+	if n := buf.CacheSize(); n > 1<<10 {
+		t.Fatalf("cache holds %d bytes, limit 1024", n)
+	}
+}
+
+type countingBackend struct {
+	store.Backend
+	gets int
+}
+
+func (c *countingBackend) Get(k []byte) ([]byte, bool, error) {
+	c.gets++
+	return c.Backend.Get(k)
 }

@@ -433,7 +433,7 @@ func (t *taskRun) process(parts []kgo.FetchTopicPartition) error {
 			}
 			pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 		}
-		return nil
+		return t.maybeFlush()
 	}
 	heads := make([]int, len(parts))
 	poss := make([]*partPos, len(parts))
@@ -451,7 +451,7 @@ func (t *taskRun) process(parts []kgo.FetchTopicPartition) error {
 			}
 		}
 		if best < 0 {
-			return nil
+			return t.maybeFlush()
 		}
 		rec := parts[best].Records[heads[best]]
 		heads[best]++
@@ -461,6 +461,16 @@ func (t *taskRun) process(parts []kgo.FetchTopicPartition) error {
 		pos := poss[best]
 		pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 	}
+}
+
+// maybeFlush writes large buffered store changes to the engine early.
+func (t *taskRun) maybeFlush() error {
+	for _, s := range t.stores {
+		if err := s.maybeFlush(); err != nil {
+			return fmt.Errorf("kstream: task %s: %w", t.id, err)
+		}
+	}
+	return nil
 }
 
 // commitLocked waits until every produced record is acknowledged and then commits the
@@ -481,6 +491,11 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	}
 	if len(dirty) == 0 {
 		return nil
+	}
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			ls.logPending()
+		}
 	}
 	if err := r.flush(ctx); err != nil {
 		return err

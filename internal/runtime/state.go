@@ -91,13 +91,31 @@ type loggedStore struct {
 	spec      StoreSpec
 	partition int32
 	raw       store.Backend
-	r         *Runtime
-	acked     atomic.Int64 // changelog offset after the last acknowledged write; -1 none
-	written   atomic.Bool  // a changelog write since the last checkpoint
+	// buf holds the writes of a persistent store between commits: a write costs a map
+	// update instead of an engine write and a changelog record, recently used keys are read
+	// from memory, and each commit writes its data and checkpoint in one atomic batch and
+	// one changelog record per changed key. nil for memory stores, where it only adds work.
+	buf     *store.Buffer
+	r       *Runtime
+	acked   atomic.Int64 // changelog offset after the last acknowledged write; -1 none
+	written atomic.Bool  // a changelog write since the last checkpoint
 }
 
-// Backend returns the store as the task sees it.
+// storeCacheBytes bounds the read cache of each persistent store partition.
+const storeCacheBytes = 8 << 20
+
+// flushBytes is the size of a store partition's buffered writes above which they are
+// written out before the next commit.
+const flushBytes = 32 << 20
+
+// Backend returns the store as the task sees it. A persistent store is its buffer, whose
+// changes reach the changelog when the buffer is written out (see logPending), one record
+// per changed key, as Kafka Streams' caching store writes its changelog on flush. A memory
+// store is written directly, each change logged as it is made.
 func (s *loggedStore) Backend() store.Backend {
+	if s.buf != nil {
+		return s.buf
+	}
 	if s.spec.Changelog == "" || s.spec.SourceTopic {
 		return s.raw
 	}
@@ -161,6 +179,37 @@ func (lb *loggingBatch) Commit() error {
 	return nil
 }
 
+// logPending writes the buffered changes to the changelog (once per key changed since the
+// last flush). It runs before the producer is flushed in a commit, and before an early
+// flush.
+func (s *loggedStore) logPending() {
+	if s.buf == nil || s.spec.Changelog == "" || s.spec.SourceTopic {
+		return
+	}
+	s.buf.Pending(func(k, v []byte, deleted bool) {
+		if deleted {
+			v = nil
+		} else if v == nil {
+			v = []byte{}
+		}
+		s.log(k, v)
+	})
+}
+
+// maybeFlush writes the buffered changes to the changelog and the engine early when they
+// grew large. It runs on the task's goroutine, at-least-once only: the data then runs ahead
+// of its checkpoint, which restoration tolerates by replaying the changelog in order.
+func (s *loggedStore) maybeFlush() error {
+	if s.buf == nil || s.buf.Size() < flushBytes {
+		return nil
+	}
+	s.logPending()
+	if err := s.buf.Flush(-1); err != nil {
+		return fmt.Errorf("kstream: writing the buffered changes of store %s partition %d: %w", s.spec.Name, s.partition, err)
+	}
+	return nil
+}
+
 // log writes one change to the changelog partition of the task.
 func (s *loggedStore) log(key, value []byte) {
 	s.written.Store(true)
@@ -175,24 +224,26 @@ func (s *loggedStore) log(key, value []byte) {
 	s.r.Produce(o)
 }
 
-// checkpoint records the acknowledged changelog position in the store, atomically with its
-// data. It runs in a commit, after every produced record was acknowledged.
+// checkpoint writes the buffered changes and the acknowledged changelog position to the
+// store, atomically. It runs in a commit, after every produced record was acknowledged.
 func (s *loggedStore) checkpoint(committed map[string]map[int32]kgo.EpochOffset) error {
-	var at int64
+	at := int64(-1)
 	switch {
 	case s.spec.Changelog == "":
-		return nil
 	case s.spec.SourceTopic:
-		o, ok := committed[s.spec.Changelog][s.partition]
-		if !ok {
-			return nil
+		if o, ok := committed[s.spec.Changelog][s.partition]; ok {
+			at = o.Offset
 		}
-		at = o.Offset
 	default:
-		if !s.written.Swap(false) {
-			return nil
+		if s.written.Swap(false) {
+			at = s.acked.Load()
 		}
-		at = s.acked.Load()
+	}
+	if s.buf != nil {
+		if err := s.buf.Flush(at); err != nil {
+			return fmt.Errorf("kstream: checkpointing store %s partition %d at %d: %w", s.spec.Name, s.partition, at, err)
+		}
+		return nil
 	}
 	if at < 0 {
 		return nil
@@ -223,6 +274,9 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			if err := r.restore(ctx, ls); err != nil {
 				return nil, err
 			}
+		}
+		if spec.Persistent {
+			ls.buf = store.NewBuffer(raw).WithReadCache(storeCacheBytes)
 		}
 		out[spec.Name] = ls
 	}
