@@ -53,7 +53,9 @@ type Config struct {
 	CloseTimeout time.Duration
 
 	// RestoreListener, if set, is told when a store's restoration from its changelog starts,
-	// progresses and ends. This corresponds to Kafka Streams' StateRestoreListener.
+	// progresses and ends, and likewise for each partition of a global table's topic while
+	// the global store bootstraps at start. This corresponds to Kafka Streams'
+	// StateRestoreListener (and its global restore listener).
 	RestoreListener RestoreListener
 
 	// Logger receives the application's logs, overriding the default slog.Default().
@@ -82,8 +84,9 @@ type Config struct {
 	ProducerOptions []kgo.Opt
 }
 
-// RestoreListener observes the restoration of stores from their changelogs. Its methods are
-// called from the goroutine restoring a task and must be safe for concurrent use.
+// RestoreListener observes the restoration of stores from their changelogs, and the
+// bootstrap of global stores. Its methods are called from the goroutine restoring a task (or
+// the global goroutine) and must be safe for concurrent use.
 type RestoreListener interface {
 	// OnRestoreStart: restoring store's partition from offset from up to (excluding) to.
 	OnRestoreStart(store, topic string, partition int32, from, to int64)
