@@ -98,7 +98,7 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 		return &dl
 	}
 	appID := cfg.ApplicationID
-	rtopo := topo.compile(appID, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error) {
+	rtopo := topo.compile(appID, h, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error) {
 		return newTask(appID, h, sub, env, id, stores)
 	})
 	return topo, rtopo, rc, nil

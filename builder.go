@@ -53,6 +53,11 @@ type node struct {
 	sinkTopic string // fixed topic, or "" for a topic chosen per record
 	// stores are the state stores this node uses.
 	stores []*storeDef
+	// globals are the global stores this node reads. They are not listed by Describe (as
+	// in Kafka Streams) and do not tie the node to their sub-topology.
+	globals []*storeDef
+	// global marks the source and processor of a global table.
+	global bool
 	// describe is extra text for Describe (e.g. the topic extractor).
 	describe string
 
@@ -116,6 +121,11 @@ func (b *Builder) Build() (*Topology, error) {
 	}
 	if len(b.nodes) == 0 {
 		errs = append(errs, errors.New("kstream: the topology is empty; add a source with kstream.Stream"))
+	}
+	for _, d := range b.storeOrder {
+		if d.global && b.stores[d.name+runtime.GlobalOffsetsSuffix] != nil {
+			errs = append(errs, fmt.Errorf("kstream: store name %q is reserved for the positions of global store %q", d.name+runtime.GlobalOffsetsSuffix, d.name))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -191,7 +201,12 @@ func (t *Topology) Describe() string {
 	var sb strings.Builder
 	sb.WriteString("Topologies:\n")
 	for i, sub := range t.subs {
-		fmt.Fprintf(&sb, "   Sub-topology: %d\n", i)
+		global := globalStoreOf(sub) != nil
+		if global {
+			fmt.Fprintf(&sb, "   Sub-topology: %d for global store (will not generate tasks)\n", i)
+		} else {
+			fmt.Fprintf(&sb, "   Sub-topology: %d\n", i)
+		}
 		for _, n := range sub {
 			switch n.kind {
 			case kindSource:
@@ -216,9 +231,21 @@ func (t *Topology) Describe() string {
 				sb.WriteString("      <-- none\n")
 			}
 		}
-		sb.WriteString("\n")
+		if !global { // Kafka Streams ends a global store's entry without a blank line
+			sb.WriteString("\n")
+		}
 	}
 	return sb.String()
+}
+
+// globalStoreOf returns the global store of sub if sub is a global table's sub-topology.
+func globalStoreOf(sub []*node) *storeDef {
+	for _, n := range sub {
+		if n.global && len(n.stores) > 0 {
+			return n.stores[0]
+		}
+	}
+	return nil
 }
 
 // String is Describe.
@@ -234,7 +261,7 @@ func joinNames(ns []*node) string {
 
 // compile returns the runtime's view of t.
 // Internal topic names in the graph lack the application id; compile prefixes them.
-func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error)) *runtime.Topology {
+func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error)) *runtime.Topology {
 	rt := &runtime.Topology{InternalTopics: slices.Clone(t.internal)}
 	for i := range rt.InternalTopics {
 		rt.InternalTopics[i].Name = internalTopic(appID, rt.InternalTopics[i].Name)
@@ -254,6 +281,18 @@ func (t *Topology) compile(appID string, newTask func(sub []*node, env runtime.T
 	}
 	for i, sub := range t.subs {
 		st := runtime.SubTopology{ID: i}
+		if d := globalStoreOf(sub); d != nil {
+			// No sources: the group consumer does not read the topic and no task is made;
+			// the runtime's global goroutine reads every partition of it.
+			st.NewTask = func(runtime.TaskEnv, runtime.TaskID, map[string]store.Backend) (runtime.Task, error) {
+				return nil, fmt.Errorf("kstream: sub-topology %d is global store %s; it has no tasks", i, d.name)
+			}
+			rt.SubTopologies = append(rt.SubTopologies, st)
+			rt.GlobalStores = append(rt.GlobalStores, runtime.GlobalStoreSpec{
+				Name: d.name, Topic: d.sourceTopic, Persistent: d.persistent, SubTopology: i, Accept: d.accept(h),
+			})
+			continue
+		}
 		for _, n := range sub {
 			switch n.kind {
 			case kindSource:

@@ -53,7 +53,9 @@ type Config struct {
 	CloseTimeout time.Duration
 
 	// RestoreListener, if set, is told when a store's restoration from its changelog starts,
-	// progresses and ends. This corresponds to Kafka Streams' StateRestoreListener.
+	// progresses and ends, and likewise for each partition of a global table's topic while
+	// the global store bootstraps at start. This corresponds to Kafka Streams'
+	// StateRestoreListener (and its global restore listener).
 	RestoreListener RestoreListener
 	// NumStandbys is the number of standby replicas of each stateful task, overriding the
 	// default 0. A standby is a copy of a task's stores on another instance, kept up to date
@@ -91,8 +93,9 @@ type Config struct {
 	ProducerOptions []kgo.Opt
 }
 
-// RestoreListener observes the restoration of stores from their changelogs. Its methods are
-// called from the goroutine restoring a task and must be safe for concurrent use.
+// RestoreListener observes the restoration of stores from their changelogs, and the
+// bootstrap of global stores. Its methods are called from the goroutine restoring a task (or
+// the global goroutine) and must be safe for concurrent use.
 type RestoreListener interface {
 	// OnRestoreStart: restoring store's partition from offset from up to (excluding) to.
 	OnRestoreStart(store, topic string, partition int32, from, to int64)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/embedded"
+	"github.com/kstream-go/kstream/kstreamtest"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -128,4 +129,79 @@ func ExampleDeadLetterQueue() {
 	}
 	fmt.Println(cfg.ApplicationID)
 	// Output: orders
+}
+
+// A global table is its own sub-topology, which generates no tasks; the join that reads it
+// lists no store, as in Kafka Streams.
+func ExampleGlobalTable() {
+	b := kstream.NewBuilder()
+	users := kstream.GlobalTable(b, "users", serde.String(), serde.String(), "users-global")
+	orders := kstream.Stream(b, "orders", serde.String(), serde.String())
+	kstream.JoinGlobal(orders, users, func(_, user string) string { return user },
+		func(_, _, name string) string { return name }).To("order-names", nil, serde.String())
+	topo, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(topo.Describe())
+	// Output:
+	// Topologies:
+	//    Sub-topology: 0 for global store (will not generate tasks)
+	//     Source: KSTREAM-SOURCE-0000000000 (topics: [users])
+	//       --> KTABLE-SOURCE-0000000001
+	//     Processor: KTABLE-SOURCE-0000000001 (stores: [users-global])
+	//       --> none
+	//       <-- KSTREAM-SOURCE-0000000000
+	//    Sub-topology: 1
+	//     Source: KSTREAM-SOURCE-0000000002 (topics: [orders])
+	//       --> KSTREAM-JOIN-0000000003
+	//     Processor: KSTREAM-JOIN-0000000003 (stores: [])
+	//       --> KSTREAM-SINK-0000000004
+	//       <-- KSTREAM-SOURCE-0000000002
+	//     Sink: KSTREAM-SINK-0000000004 (topic: order-names)
+	//       <-- KSTREAM-JOIN-0000000003
+}
+
+// Enriching orders with the customer's name: the key mapper takes the customer id from the
+// order, so the orders need not be keyed (or partitioned) by customer. The test driver
+// applies records of the global topic at once.
+func ExampleJoinGlobal() {
+	type order struct {
+		Customer string
+		Amount   int64
+	}
+	b := kstream.NewBuilder()
+	customers := kstream.GlobalTable(b, "customers", serde.String(), serde.String(), "customers")
+	orders := kstream.Stream(b, "orders", serde.String(), serde.JSON[order]())
+	kstream.LeftJoinGlobal(orders, customers,
+		func(_ string, o order) string { return o.Customer },
+		func(id string, o order, name string, found bool) string {
+			if !found {
+				name = "unknown customer " + o.Customer
+			}
+			return fmt.Sprintf("%s: %d for %s", id, o.Amount, name)
+		}).To("enriched", nil, serde.String())
+
+	d, err := kstreamtest.New(b, kstream.Config{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	c := kstreamtest.CreateInputTopic(d, "customers", serde.String(), serde.String())
+	o := kstreamtest.CreateInputTopic(d, "orders", serde.String(), serde.JSON[order]())
+	_ = c.Pipe("c1", "Ada")
+	_ = o.Pipe("o1", order{"c1", 30})
+	_ = o.Pipe("o2", order{"c2", 5})
+	_ = c.Pipe("c2", "Grace")
+	_ = o.Pipe("o3", order{"c2", 7})
+	out, _ := kstreamtest.CreateOutputTopic(d, "enriched", serde.String(), serde.String()).ReadValues()
+	for _, v := range out {
+		fmt.Println(v)
+	}
+	// Output:
+	// o1: 30 for Ada
+	// o2: 5 for unknown customer c2
+	// o3: 7 for Grace
 }

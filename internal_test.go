@@ -45,7 +45,7 @@ func TestRepartitionIfKeyChanged(t *testing.T) {
 	if !strings.Contains(d, "Sub-topology: 1") || !strings.Contains(d, "by-value-repartition") || strings.Contains(d, "unchanged-repartition") {
 		t.Fatalf("unexpected topology:\n%s", d)
 	}
-	rt := topo.compile("app", nil)
+	rt := topo.compile("app", nil, nil)
 	if len(rt.InternalTopics) != 1 || rt.InternalTopics[0].Name != "app-by-value-repartition" || rt.InternalTopics[0].Writer != 0 {
 		t.Fatalf("internal topics: %+v", rt.InternalTopics)
 	}

@@ -3,8 +3,10 @@ package kstream
 import (
 	"fmt"
 
+	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/kstream-go/kstream/store"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // StoreOption configures a state store created by an operator ([Count], [Aggregate],
@@ -29,6 +31,10 @@ type storeDef struct {
 	sourceTopic string
 	// typed wraps a backend in the store's typed view.
 	typed func(b store.Backend) any
+	// global marks a global table's store; accept builds its record filter (decoding and
+	// the deserialization handler) for the runtime.
+	global bool
+	accept func(h *handlers) func(env runtime.TaskEnv, rec *kgo.Record) (bool, error)
 }
 
 // StoreBuilder declares a state store for [Process]; create one with [KeyValueStore].

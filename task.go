@@ -48,6 +48,16 @@ func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id run
 			}
 			t.stores[d.name] = d.typed(b)
 		}
+		for _, d := range n.globals {
+			if _, done := t.stores[d.name]; done {
+				continue
+			}
+			b, err := env.GlobalStore(d.name)
+			if err != nil {
+				return nil, fmt.Errorf("kstream: task %s: %w", id, err)
+			}
+			t.stores[d.name] = d.typed(b)
+		}
 	}
 	for _, n := range sub {
 		if n.kind != kindSource {

@@ -8,6 +8,10 @@
 // reads itself (repartition topics), in the order they were written. Output is kept in the
 // order it was produced; there is no caching, so every update is visible.
 //
+// A record written to the topic of a global table (piped, or produced by the topology)
+// updates the global store at once, as TopologyTestDriver does; a record with a null value
+// deletes its key. [KeyValueStore] reads global stores too.
+//
 // By default every topic has one partition, so the order of output equals the order of
 // processing. [Partitions] and [TopicPartitions] give topics more partitions: records are
 // then placed by the murmur2 hash of their serialized key, as the Java producer does, and
@@ -71,7 +75,8 @@ type Driver struct {
 	topo   *runtime.Topology
 	log    *slog.Logger
 	opts   options
-	subOf  map[string]int // source topic -> sub-topology
+	subOf  map[string]int                      // source topic -> sub-topology
+	global map[string]*runtime.GlobalStoreSpec // global table topic -> its store
 	tasks  map[runtime.TaskID]runtime.Task
 	next   map[topicPartition]int64 // next offset per partition
 	topics map[string][]*kgo.Record // every record written to each topic, in order
@@ -113,6 +118,7 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 		log:    rc.Logger,
 		opts:   o,
 		subOf:  map[string]int{},
+		global: map[string]*runtime.GlobalStoreSpec{},
 		tasks:  map[runtime.TaskID]runtime.Task{},
 		next:   map[topicPartition]int64{},
 		topics: map[string][]*kgo.Record{},
@@ -123,6 +129,9 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 		for _, src := range st.Sources {
 			d.subOf[src.Topic] = st.ID
 		}
+	}
+	for i := range topo.GlobalStores {
+		d.global[topo.GlobalStores[i].Topic] = &topo.GlobalStores[i]
 	}
 	for _, g := range topo.CopartitionGroups {
 		for _, t := range g[1:] {
@@ -186,7 +195,7 @@ func (d *Driver) pipe(raw *kgo.Record) error {
 	if d.fatal != nil {
 		return d.fatal
 	}
-	if _, ok := d.subOf[raw.Topic]; !ok {
+	if !d.reads(raw.Topic) {
 		return fmt.Errorf("kstreamtest: topic %q is not a source of the topology (sources: %v)", raw.Topic, d.sources())
 	}
 	d.append(raw)
@@ -202,9 +211,18 @@ func (d *Driver) pipe(raw *kgo.Record) error {
 	return nil
 }
 
+// reads reports whether the topology reads topic, as a source or a global table.
+func (d *Driver) reads(topic string) bool {
+	_, src := d.subOf[topic]
+	return src || d.global[topic] != nil
+}
+
 func (d *Driver) sources() []string {
-	out := make([]string, 0, len(d.subOf))
+	out := make([]string, 0, len(d.subOf)+len(d.global))
 	for t := range d.subOf {
+		out = append(out, t)
+	}
+	for t := range d.global {
 		out = append(out, t)
 	}
 	slices.Sort(out)
@@ -226,12 +244,15 @@ func (d *Driver) append(raw *kgo.Record) {
 		raw.Timestamp = d.wall
 	}
 	d.topics[raw.Topic] = append(d.topics[raw.Topic], raw)
-	if _, ok := d.subOf[raw.Topic]; ok {
+	if d.reads(raw.Topic) {
 		d.queue = append(d.queue, raw)
 	}
 }
 
 func (d *Driver) process(r *kgo.Record) error {
+	if g := d.global[r.Topic]; g != nil {
+		return d.applyGlobal(g, r)
+	}
 	id := runtime.TaskID{SubTopology: d.subOf[r.Topic], Partition: r.Partition}
 	t, ok := d.tasks[id]
 	if !ok {
@@ -263,6 +284,43 @@ func (d *Driver) Produce(o *runtime.OutRecord) {
 
 // Logger implements the runtime's task environment.
 func (d *Driver) Logger() *slog.Logger { return d.log }
+
+// GlobalStore implements the runtime's task environment: global stores live in the
+// driver's memory DB, in the same namespace as in an application.
+func (d *Driver) GlobalStore(name string) (store.Backend, error) {
+	for _, g := range d.topo.GlobalStores {
+		if g.Name == name {
+			b, err := d.db.Open(name, runtime.GlobalDataPartition)
+			if err != nil {
+				return nil, fmt.Errorf("kstreamtest: opening global store %s: %w", name, err)
+			}
+			return runtime.ReadOnly(name, b), nil
+		}
+	}
+	return nil, fmt.Errorf("kstreamtest: the topology has no global store named %q", name)
+}
+
+// applyGlobal writes a record of a global table's topic into its store, as the runtime's
+// global goroutine does.
+func (d *Driver) applyGlobal(g *runtime.GlobalStoreSpec, r *kgo.Record) error {
+	if r.Key == nil {
+		return nil
+	}
+	if g.Accept != nil {
+		ok, err := g.Accept(d, r)
+		if err != nil || !ok {
+			return err
+		}
+	}
+	b, err := d.db.Open(g.Name, runtime.GlobalDataPartition)
+	if err != nil {
+		return fmt.Errorf("kstreamtest: opening global store %s: %w", g.Name, err)
+	}
+	if r.Value == nil {
+		return b.Delete(r.Key)
+	}
+	return b.Set(r.Key, r.Value)
+}
 
 // javaPartition is the Java producer's partition for a keyed record.
 func javaPartition(key []byte, partitions int32) int32 {
@@ -301,10 +359,16 @@ func murmur2(data []byte) uint32 {
 }
 
 // KeyValueStore returns the store named name of the task for the given partition (0 unless
-// the driver has several partitions), typed with the store's serdes. Stores are kept in
-// memory in the driver, whatever the topology asks for.
+// the driver has several partitions), typed with the store's serdes. For a global store,
+// which holds every partition, partition is ignored. Stores are kept in memory in the
+// driver, whatever the topology asks for.
 func KeyValueStore[K, V any](d *Driver, name string, partition int32, ks serde.Serde[K], vs serde.Serde[V]) (*store.KeyValueStore[K, V], error) {
 	found := false
+	for _, g := range d.topo.GlobalStores {
+		if g.Name == name {
+			found, partition = true, runtime.GlobalDataPartition
+		}
+	}
 	for _, st := range d.topo.SubTopologies {
 		for _, spec := range st.Stores {
 			found = found || spec.Name == name

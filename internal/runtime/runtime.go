@@ -57,6 +57,7 @@ type Runtime struct {
 	restoreCtx context.Context          // ends when the instance shuts down
 	purging    atomic.Bool              // a purge is in flight
 	bg         sync.WaitGroup           // background work that Run waits for
+	global     *globalRunner            // global stores (global.go); nil without any
 
 	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
 	standby  *standbys
@@ -201,6 +202,13 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		}
 	}()
 	if err := r.prepare(runCtx); err != nil {
+		r.fail(err)
+		r.setState(StateError)
+		return err
+	}
+	// Global stores bootstrap before the consumer exists, so no task starts before.
+	defer r.stopGlobal() // before the stores close
+	if err := r.startGlobal(runCtx); err != nil {
 		r.fail(err)
 		r.setState(StateError)
 		return err
@@ -768,6 +776,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 func (r *Runtime) shutdown(loopErr error) {
 	r.closing.Store(true)
 	r.setState(StatePendingShutdown)
+	r.stopGlobal() // its dead-letter writes, if any, are flushed below
 	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 	defer cancel()
 	r.mu.Lock()

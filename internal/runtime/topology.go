@@ -60,9 +60,14 @@ type Topology struct {
 	SinkTopics []SinkTopic
 	// CopartitionGroups are sets of source topics that must have equal partition counts.
 	CopartitionGroups [][]string
+	// GlobalStores are bootstrapped before processing starts, then kept up to date.
+	GlobalStores []GlobalStoreSpec
 }
 
-// SubTopology is one connected piece of the processing graph.
+// SubTopology is one connected piece of the processing graph. Its ID is its index in
+// Topology.SubTopologies. A global store's sub-topology has no sources and no stores, so it
+// never gets a task; it is listed so that IDs are the numbers Describe prints, where (as in
+// Kafka Streams) a global store takes a number too.
 type SubTopology struct {
 	ID      int
 	Sources []Source
@@ -114,6 +119,11 @@ type TaskEnv interface {
 	Produce(o *OutRecord)
 	// Logger is the application's logger.
 	Logger() *slog.Logger
+	// GlobalStore returns a read-only backend over the global store named name, for the
+	// calling task alone (a backend is used by one goroutine at a time). The runtime's
+	// global goroutine writes the store concurrently; each of its batches becomes visible
+	// at once and as a whole.
+	GlobalStore(name string) (store.Backend, error)
 }
 
 // OutRecord is an output record with what error reports need to know about it. Carrying
