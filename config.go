@@ -24,8 +24,17 @@ type Config struct {
 	// SASL, if set, authenticates with this franz-go mechanism (plain, scram, oauth, aws).
 	SASL sasl.Mechanism
 
+	// Guarantee is the processing guarantee, overriding the default AtLeastOnce. This
+	// corresponds to Kafka Streams' processing.guarantee.
+	Guarantee Guarantee
+	// TransactionTimeout is the producer's transaction timeout under ExactlyOnce,
+	// overriding the default 10s (Kafka Streams' default under exactly-once). A crashed
+	// instance's open transaction blocks read_committed readers of its partitions at most
+	// this long, unless the instance restarts with the same state directory first.
+	TransactionTimeout time.Duration
+
 	// CommitInterval is how often processed offsets are committed, overriding the default
-	// 30s. A commit first waits until every output record is acknowledged. This corresponds
+	// 30s (100ms under ExactlyOnce). A commit first waits until every output record is acknowledged. This corresponds
 	// to Kafka Streams' commit.interval.ms.
 	CommitInterval time.Duration
 	// StateDir is the directory of local state (one Pebble database for all persistent
@@ -105,6 +114,35 @@ type RestoreListener interface {
 	OnRestoreEnd(store, topic string, partition int32, restored int64)
 }
 
+// Guarantee is a processing guarantee.
+type Guarantee int
+
+const (
+	// AtLeastOnce: every input record is processed, and after a crash, records processed
+	// since the last commit are processed again (their outputs may appear twice).
+	AtLeastOnce Guarantee = iota
+	// ExactlyOnce (v2, as Kafka Streams' exactly_once_v2): each commit interval's outputs,
+	// repartition and changelog records and input offsets are one Kafka transaction, so a
+	// read_committed consumer sees every input's effects exactly once, across crashes and
+	// rebalances. Consumers and restoration read read_committed. Stores keep their writes in
+	// a buffer applied only after the transaction commits, so after a crash they restore
+	// only the committed changelog tail: local state is never wiped. The transactional id
+	// is "<application id>-<id kept in the state directory>".
+	ExactlyOnce
+)
+
+// String returns "at_least_once" or "exactly_once_v2", Kafka Streams' names.
+func (g Guarantee) String() string {
+	if g == ExactlyOnce {
+		return "exactly_once_v2"
+	}
+	return "at_least_once"
+}
+
+// Stats are an instance's commit figures: commits (transactions committed under
+// ExactlyOnce), transactions aborted, commit latency.
+type Stats = runtime.Stats
+
 // StandbyListener observes standby replicas. Its methods are called from the goroutine
 // that updates the standbys and must not block for long.
 type StandbyListener interface {
@@ -165,6 +203,8 @@ func (c Config) runtimeConfig() runtime.Config {
 		rc.RestoreListener = c.RestoreListener
 	}
 	rc.NumStandbys = c.NumStandbys
+	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
+	rc.TransactionTimeout = c.TransactionTimeout
 	if c.StandbyListener != nil {
 		rc.StandbyListener = c.StandbyListener
 	}

@@ -35,21 +35,41 @@ func countTopology(in, out string) *kstream.Builder {
 // configured by the environment: APP_ID, STATE_DIR, IN, OUT, NUM_STANDBYS.
 func runCountChild() error {
 	standbys, _ := strconv.Atoi(os.Getenv("NUM_STANDBYS"))
+	commitMs, _ := strconv.Atoi(os.Getenv("COMMIT_MS"))
+	if commitMs == 0 {
+		commitMs = 200
+	}
 	cfg := kstream.Config{
 		ApplicationID:     os.Getenv("APP_ID"),
 		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
 		StateDir:          os.Getenv("STATE_DIR"),
 		NumStandbys:       standbys,
-		CommitInterval:    200 * time.Millisecond,
+		CommitInterval:    time.Duration(commitMs) * time.Millisecond,
 		SessionTimeout:    6 * time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		RestoreListener:   restorePrinter{},
+	}
+	if os.Getenv("GUARANTEE") == "eos" {
+		cfg.Guarantee = kstream.ExactlyOnce
 	}
 	app, err := kstream.New(countTopology(os.Getenv("IN"), os.Getenv("OUT")), cfg)
 	if err != nil {
 		return err
 	}
 	return app.Run(context.Background())
+}
+
+// restorePrinter prints each finished restoration as a line the parent reads:
+// "RESTORED partition=<p> from=<offset> records=<n>".
+type restorePrinter struct{}
+
+func (restorePrinter) OnRestoreStart(_, _ string, p int32, from, to int64) {
+	fmt.Fprintf(os.Stderr, "RESTORE-START partition=%d from=%d to=%d\n", p, from, to)
+}
+func (restorePrinter) OnBatchRestored(string, string, int32, int64, int) {}
+func (restorePrinter) OnRestoreEnd(_, _ string, p int32, n int64) {
+	fmt.Fprintf(os.Stderr, "RESTORED partition=%d records=%d\n", p, n)
 }
 
 // standbyRecorder is a StandbyListener that keeps each changelog partition's position.

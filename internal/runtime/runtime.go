@@ -59,6 +59,16 @@ type Runtime struct {
 	bg         sync.WaitGroup           // background work that Run waits for
 	global     *globalRunner            // global stores (global.go); nil without any
 
+	// Exactly-once (eos.go). sess is nil under at-least-once; inTxn and revoked are
+	// guarded by mu.
+	sess      *kgo.GroupTransactSession
+	txnID     string
+	inTxn     bool
+	revoked   bool // partitions were revoked or lost since the session's last End
+	txnFailed atomic.Bool
+	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
+	stats     commitStats
+
 	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
 	standby  *standbys
 	wantMu   sync.Mutex
@@ -82,6 +92,7 @@ type partPos struct {
 	next  int64 // offset after the last processed record; -1 if none processed yet
 	epoch int32
 	dirty bool
+	count int64 // records processed since the last commit
 }
 
 // New validates cfg and topo. It opens no connection.
@@ -97,6 +108,12 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = 30 * time.Second
+		if cfg.ExactlyOnce {
+			cfg.CommitInterval = 100 * time.Millisecond
+		}
+	}
+	if cfg.TransactionTimeout <= 0 {
+		cfg.TransactionTimeout = 10 * time.Second
 	}
 	if cfg.MaxPollRecords <= 0 {
 		cfg.MaxPollRecords = 10000
@@ -290,11 +307,43 @@ func (r *Runtime) openConsumer() error {
 		opts = append(opts, kgo.RebalanceTimeout(r.cfg.RebalanceTimeout))
 	}
 	opts = append(opts, r.cfg.ConsumerOpts...)
+	if r.cfg.ExactlyOnce {
+		return r.openSession(opts)
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kstream: creating consumer: %w", err)
 	}
 	r.consumer = cl
+	return nil
+}
+
+// openSession creates the transactional group member of exactly-once: one client that
+// consumes read_committed and produces transactionally. The non-transactional client made
+// by openProducer stays the admin client.
+func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
+	pid, err := processID(r.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	r.txnID = r.cfg.ApplicationID + "-" + pid
+	opts := append(consumerOpts,
+		kgo.TransactionalID(r.txnID),
+		kgo.TransactionTimeout(r.cfg.TransactionTimeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs}),
+		kgo.ProducerLinger(0),
+		kgo.UnknownTopicRetries(3),
+	)
+	opts = append(opts, r.cfg.ProducerOpts...)
+	sess, err := kgo.NewGroupTransactSession(opts...)
+	if err != nil {
+		return fmt.Errorf("kstream: creating the transactional consumer and producer (transactional id %s): %w", r.txnID, err)
+	}
+	r.sess = sess
+	r.consumer, r.producer = sess.Client(), sess.Client()
+	r.log.Info("kstream: exactly-once", "app", r.cfg.ApplicationID, "transactional_id", r.txnID)
 	return nil
 }
 
@@ -363,7 +412,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 
 		r.mu.Lock()
 		r.processLocked(fetches)
-		if r.fatal() == nil && time.Since(lastCommit) >= r.cfg.CommitInterval {
+		if r.fatal() == nil && (time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)) {
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 			if err := r.commitLocked(cctx); err != nil {
 				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
@@ -371,8 +420,14 @@ func (r *Runtime) loop(ctx context.Context) error {
 			cancel()
 			lastCommit = time.Now()
 		}
+		// Under exactly-once, rebalances go through only between transactions, so that
+		// partitions are given up with everything processed committed.
+		allow := r.sess == nil || !r.inTxn
 		r.mu.Unlock()
-		r.consumer.AllowRebalance()
+		if allow {
+			r.consumer.AllowRebalance()
+			r.afterRebalance(ctx)
+		}
 		if r.fatal() != nil {
 			return nil
 		}
@@ -412,6 +467,12 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 		}
 		w.parts = append(w.parts, p)
 	})
+	if len(batch) > 0 {
+		if err := r.beginTxnLocked(); err != nil {
+			r.fail(err)
+			return
+		}
+	}
 	if len(batch) == 1 {
 		if err := batch[0].t.process(batch[0].parts); err != nil {
 			r.fail(err)
@@ -440,6 +501,7 @@ func (t *taskRun) process(parts []kgo.FetchTopicPartition) error {
 				return err
 			}
 			pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
+			pos.count++
 		}
 		return t.maybeFlush()
 	}
@@ -468,6 +530,7 @@ func (t *taskRun) process(parts []kgo.FetchTopicPartition) error {
 		}
 		pos := poss[best]
 		pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
+		pos.count++
 	}
 }
 
@@ -484,6 +547,10 @@ func (t *taskRun) maybeFlush() error {
 // commitLocked waits until every produced record is acknowledged and then commits the
 // processed positions: an offset is committed only after all outputs it covers are durable.
 func (r *Runtime) commitLocked(ctx context.Context) error {
+	if r.sess != nil {
+		return r.commitTxnLocked(ctx)
+	}
+	began := time.Now()
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	var dirty []*partPos
 	for tp, t := range r.parts {
@@ -528,8 +595,11 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	if commitErr != nil {
 		return commitErr
 	}
+	var records int64
 	for _, pos := range dirty {
 		pos.dirty = false
+		records += pos.count
+		pos.count = 0
 	}
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
@@ -538,6 +608,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 			}
 		}
 	}
+	r.stats.observe(time.Since(began), true, records)
 	r.purgeRepartition(offsets)
 	return nil
 }
@@ -730,6 +801,7 @@ func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 		cancel()
 	}
 	r.dropLocked(revoked)
+	r.revoked = true
 	r.reconcileStandbysLocked()
 }
 
@@ -740,7 +812,12 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 	r.log.Warn("kstream: partitions lost without a chance to commit", "app", r.cfg.ApplicationID, "partitions", lost)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.sess != nil && r.inTxn {
+		// The open transaction cannot commit any more; End aborts it.
+		r.txnFailed.Store(true)
+	}
 	r.dropLocked(lost)
+	r.revoked = true
 	r.reconcileStandbysLocked()
 }
 
@@ -797,7 +874,7 @@ func (r *Runtime) shutdown(loopErr error) {
 		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)
 	}
 	r.consumer.CloseAllowingRebalance()
-	if r.fatal() == nil {
+	if r.fatal() == nil && r.sess == nil {
 		if err := r.flush(ctx); err != nil {
 			r.log.Warn("kstream: flushing at shutdown", "err", err)
 		}
@@ -827,6 +904,19 @@ func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 	f := ProduceFailure{Record: rec, Err: err}
 	if o, ok := rec.Context.(*OutRecord); ok {
 		f.Operator, f.Source = o.Operator, o.Source
+	}
+	if r.sess != nil {
+		// A failed record fails its transaction, which then aborts.
+		if !r.txnFailed.Swap(true) {
+			r.log.Warn("kstream: a record of the open transaction failed; the transaction will abort", "topic", rec.Topic, "partition", rec.Partition, "err", err)
+		}
+		switch {
+		case txnAbortable(err):
+			return // fenced by a rebalance or a transaction timeout: abort and go on
+		case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+			r.fail(fmt.Errorf("kstream: transactional id %s was fenced by another producer with the same id: two instances must not share a state directory: %w", r.txnID, err))
+			return
+		}
 	}
 	r.produceFailed(f)
 }

@@ -203,6 +203,12 @@ func (s *loggedStore) maybeFlush() error {
 	if s.buf == nil || s.buf.Size() < flushBytes {
 		return nil
 	}
+	if s.r.sess != nil {
+		// Exactly-once: the buffer may reach the store only after its transaction
+		// commits, so commit early instead.
+		s.r.commitNow.Store(true)
+		return nil
+	}
 	s.logPending()
 	if err := s.buf.Flush(-1); err != nil {
 		return fmt.Errorf("kstream: writing the buffered changes of store %s partition %d: %w", s.spec.Name, s.partition, err)
@@ -213,6 +219,7 @@ func (s *loggedStore) maybeFlush() error {
 // log writes one change to the changelog partition of the task.
 func (s *loggedStore) log(key, value []byte) {
 	s.written.Store(true)
+	s.r.stats.changelog.Add(1)
 	o := &OutRecord{
 		Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: append([]byte(nil), key...), Value: value},
 		Operator:  "changelog of " + s.spec.Name,
@@ -275,8 +282,12 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 				return nil, err
 			}
 		}
-		if spec.Persistent {
+		switch {
+		case spec.Persistent:
 			ls.buf = store.NewBuffer(raw).WithReadCache(storeCacheBytes)
+		case r.cfg.ExactlyOnce:
+			// Writes must wait for their transaction to commit.
+			ls.buf = store.NewBuffer(raw)
 		}
 		out[spec.Name] = ls
 	}

@@ -196,6 +196,12 @@ type Config struct {
 	NumStandbys int
 	// StandbyListener, if set, observes standby replicas.
 	StandbyListener StandbyListener
+	// ExactlyOnce turns on exactly-once v2 (see eos.go); CommitInterval then defaults to
+	// 100ms.
+	ExactlyOnce bool
+	// TransactionTimeout is the producer's transaction timeout under exactly-once,
+	// overriding the default 10s (Kafka Streams' default under exactly-once).
+	TransactionTimeout time.Duration
 }
 
 // State is the life-cycle state of a running application.

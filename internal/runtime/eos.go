@@ -1,0 +1,260 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Exactly-once (v2, KIP-447) runs the group member and its producer in one franz-go
+// GroupTransactSession: every output, repartition and changelog record of a commit interval
+// goes into one transaction together with the input offsets, which are committed with the
+// group's generation so that a member fenced by a rebalance cannot commit. Stores buffer
+// their writes (store.Buffer) and apply them, with their new checkpoints, only after the
+// transaction commits; an abort drops the buffers and rewinds to the committed offsets. A
+// crash therefore leaves every store as of its last checkpoint, and restoration replays only
+// the committed changelog tail: no store is wiped.
+//
+// Rebalances are let through only between transactions (after a commit), so the open
+// transaction is always committed before partitions are given up.
+
+// Stats are figures about commits.
+type Stats struct {
+	Commits               int64         // commits (transactions committed, under exactly-once)
+	TransactionsAborted   int64         // transactions aborted (exactly-once only)
+	CommitLatencyAvg      time.Duration // mean time a commit took
+	CommitLatencyP99      time.Duration // 99th percentile over the last 1024 commits
+	CommitLatencyMax      time.Duration // longest commit
+	LastCommitLatency     time.Duration
+	ExactlyOnce           bool
+	TransactionalID       string // the producer's transactional id (exactly-once only)
+	RecordsInLastCommit   int64  // input records covered by the last commit
+	ChangelogRecordsTotal int64  // changelog records written, all stores
+}
+
+// commitStats accumulates Stats.
+type commitStats struct {
+	mu        sync.Mutex
+	commits   int64
+	aborted   int64
+	sum, max  time.Duration
+	last      time.Duration
+	ring      [1024]time.Duration
+	n         int
+	lastCount int64
+	changelog atomic.Int64
+}
+
+func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !committed {
+		c.aborted++
+		return
+	}
+	c.commits++
+	c.sum += d
+	c.max = max(c.max, d)
+	c.last = d
+	c.ring[c.n%len(c.ring)] = d
+	c.n++
+	c.lastCount = records
+}
+
+
+// Stats returns the commit figures of this instance.
+func (r *Runtime) Stats() Stats {
+	c := &r.stats
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
+		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: r.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load()}
+	if c.commits > 0 {
+		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)
+	}
+	if n := min(c.n, len(c.ring)); n > 0 {
+		lat := slices.Clone(c.ring[:n])
+		slices.Sort(lat)
+		s.CommitLatencyP99 = lat[(n*99)/100]
+	}
+	return s
+}
+
+// processID returns the id of this instance's state directory, created on first use. The
+// transactional id is "<application id>-<process id>", so a restart with the same state
+// directory fences its previous incarnation at once (its open transaction is aborted),
+// while distinct instances never fence each other.
+func processID(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("kstream: creating the state directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "kstream.process-id")
+	if b, err := os.ReadFile(path); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("kstream: reading %s: %w", path, err)
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("kstream: making a process id: %w", err)
+	}
+	id := hex.EncodeToString(raw[:])
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("kstream: writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("kstream: writing %s: %w", path, err)
+	}
+	return id, nil
+}
+
+// beginTxnLocked opens a transaction if none is open.
+func (r *Runtime) beginTxnLocked() error {
+	if r.sess == nil || r.inTxn {
+		return nil
+	}
+	if err := r.sess.Begin(); err != nil {
+		return fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
+	}
+	r.inTxn = true
+	return nil
+}
+
+// commitTxnLocked ends the open transaction: changelog records of the buffered store
+// changes are written into it, then the session flushes, commits the input offsets with the
+// group's generation and commits the transaction. Only then are the buffers applied to the
+// stores with their new checkpoints. If the transaction aborts (a rebalance fenced us, a
+// record failed), the buffers are dropped and the consumer is back at the committed
+// offsets, so the records are processed again.
+func (r *Runtime) commitTxnLocked(ctx context.Context) error {
+	if !r.inTxn {
+		return nil
+	}
+	offsets, dirty, records := r.positionsLocked()
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			ls.logPending()
+		}
+	}
+	began := time.Now()
+	try := kgo.TryCommit
+	if r.txnFailed.Load() {
+		try = kgo.TryAbort
+	}
+	committed, err := r.sess.End(ctx, try)
+	r.inTxn = false
+	r.txnFailed.Store(false)
+	took := time.Since(began)
+	r.stats.observe(took, committed, records)
+	if !committed {
+		r.abortedLocked()
+		if err != nil {
+			return fmt.Errorf("kstream: transaction aborted (transactional id %s): %w", r.txnID, err)
+		}
+		r.log.Warn("kstream: transaction aborted; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "transactional_id", r.txnID)
+		return nil
+	}
+	r.log.Debug("kstream: transaction committed", "records", records, "took", took)
+	for _, pos := range dirty {
+		pos.dirty = false
+	}
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if err := ls.checkpoint(offsets); err != nil {
+				return err
+			}
+		}
+	}
+	r.purgeRepartition(offsets)
+	return nil
+}
+
+// abortedLocked drops what the aborted transaction did locally: the buffered store changes
+// and the processed positions (the session has moved the consumer back to the committed
+// offsets).
+func (r *Runtime) abortedLocked() {
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if ls.buf != nil {
+				ls.buf.Discard()
+			}
+			ls.written.Store(false)
+		}
+		for _, pos := range t.parts {
+			pos.next, pos.dirty = -1, false
+		}
+	}
+}
+
+// positionsLocked returns the processed positions not yet committed, the positions
+// themselves, and how many records they cover.
+func (r *Runtime) positionsLocked() (map[string]map[int32]kgo.EpochOffset, []*partPos, int64) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	var dirty []*partPos
+	var records int64
+	for tp, t := range r.tasks {
+		_ = tp
+		for p, pos := range t.parts {
+			if !pos.dirty {
+				continue
+			}
+			if offsets[p.topic] == nil {
+				offsets[p.topic] = map[int32]kgo.EpochOffset{}
+			}
+			offsets[p.topic][p.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
+			dirty = append(dirty, pos)
+			records += pos.count
+			pos.count = 0
+		}
+	}
+	return offsets, dirty, records
+}
+
+// afterRebalance runs after AllowRebalance let a rebalance through. Under exactly-once, a
+// revocation marks the session, which would abort the next transaction; ending the (empty)
+// session right away clears the mark, so the next transaction commits.
+func (r *Runtime) afterRebalance(ctx context.Context) {
+	if r.sess == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.revoked || r.inTxn {
+		return
+	}
+	r.revoked = false
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CloseTimeout)
+	defer cancel()
+	if _, err := r.sess.End(cctx, kgo.TryAbort); err != nil && ctx.Err() == nil {
+		r.log.Warn("kstream: resetting the transactional session after a rebalance", "err", err)
+	}
+	r.abortedLocked()
+}
+
+// txnAbortable reports whether a produce error means only that the transaction must abort
+// (a rebalance or a transaction timeout fenced this member), after which processing goes on
+// from the committed offsets.
+func txnAbortable(err error) bool {
+	return errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionAbortable) ||
+		errors.Is(err, kerr.InvalidTxnState) ||
+		errors.Is(err, kerr.ConcurrentTransactions) ||
+		errors.Is(err, kerr.OperationNotAttempted) ||
+		errors.Is(err, kgo.ErrAborting) ||
+		errors.Is(err, context.Canceled)
+}
