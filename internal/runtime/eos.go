@@ -73,7 +73,6 @@ func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
 	c.lastCount = records
 }
 
-
 // Stats returns the commit figures of this instance.
 func (r *Runtime) Stats() Stats {
 	c := &r.stats
