@@ -45,11 +45,34 @@ type Header struct {
 // Records are values: a processor that forwards a changed record changes its own copy.
 // Headers is shared with the input record and with sibling operators; treat it as read-only
 // and use [Record.WithHeader] to add one.
+//
+// A record may be a tombstone: its value is a Kafka null (see [Record.IsTombstone]).
 type Record[K, V any] struct {
 	Key       K
 	Value     V
 	Timestamp time.Time
 	Headers   []Header
+
+	// null marks a Kafka null value: the record was read with one, or is a table delete.
+	null bool
+}
+
+// IsTombstone reports whether r's value is a Kafka null: r was read with a null value, or
+// is a delete forwarded by [KTable.ToStream] (or made with [Record.AsTombstone]), and its
+// Value is still the zero value. Operators that keep the value ([KStream.Filter],
+// [KStream.Peek], [SelectKey], [KStream.Merge], branches, repartitioning) keep tombstones;
+// an operator that computes a new value ([MapValues], [Map], ...) makes a record that is
+// not one. A sink writes a tombstone with a null value, whatever the value serde, so a
+// table's deletes reach Kafka as deletes even when V is a type without nil (string,
+// int64). Setting Value to anything but the zero value makes r an ordinary record.
+func (r Record[K, V]) IsTombstone() bool { return r.null && isZero(r.Value) }
+
+// AsTombstone returns a copy of r whose value is a Kafka null (the zero V as seen by
+// operators), for processors that write deletes to a compacted topic.
+func (r Record[K, V]) AsTombstone() Record[K, V] {
+	var zero V
+	r.Value, r.null = zero, true
+	return r
 }
 
 // WithHeader returns a copy of r with one more header; r's headers are not modified.
