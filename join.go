@@ -21,9 +21,13 @@ func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde
 
 // Join joins each record of s with the table's current value for its key (an inner join:
 // records whose key is not in the table are dropped). Only stream records produce output;
-// table updates do not. s and the table must be co-partitioned (checked at start); if a
+// table updates do not. Stream records with a null value (tombstones, nil values) are
+// dropped, as Kafka Streams' KStreamKTableJoinProcessor drops them. The table may be one
+// without a store of its own (a filtered or mapped table): the lookup reads through to the
+// stores it derives from. s and the table must be co-partitioned (checked at start); if a
 // key-changing operator ran on s, it is first repartitioned through
-// "<application.id>-<store>-join-repartition".
+// "<application.id>-<store>-join-repartition" (store: the table's store, or the first one it
+// reads through to).
 func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT) VR, opts ...Option) KStream[K, VR] {
 	return joinTable(s, t, "KSTREAM-JOIN", func(k K, v V, vt VT, found bool) (VR, bool) {
 		if !found {

@@ -13,8 +13,19 @@
 //
 // Go has no method type parameters, so operations that change the key or value type are
 // package functions ([Map], [MapValues], [FlatMap], [SelectKey], [Process], ...) and
-// type-preserving ones are methods ([Stream.Filter], [Stream.Peek], [Stream.Merge],
-// [Stream.To], [Stream.Split], ...).
+// type-preserving ones are methods ([KStream.Filter], [KStream.Peek], [KStream.Merge],
+// [KStream.To], [KStream.Split], ...).
+//
+// # Tables
+//
+// A [KTable] holds the latest value of each key. Table operators pass each other changes, a
+// row's new value with the value it replaced, so that filters can retract rows, regrouping
+// can subtract a row from its old group, and joins can tell a delete from nothing, with the
+// semantics of Kafka Streams' KTable operators (caching disabled: every update is emitted).
+// Table stores keep a timestamp with each value, as Kafka Streams' timestamped stores do, so
+// that joins and aggregations give their results Java's timestamps. [KTable.ToStream] turns
+// updates into records; a delete becomes a tombstone ([Record.IsTombstone]), which a sink
+// writes as a null value.
 //
 // # Runtime model
 //

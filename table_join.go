@@ -18,7 +18,8 @@ const (
 //
 // left and right must be co-partitioned (checked at start). The result has no store unless
 // [Materialized] names one, and it can be joined, filtered or turned into a stream like any
-// table; its value serde is the Materialized one, if given. Options: [Named] (the join's
+// table. Its value serde is the Materialized one if given, else left's or right's when VR is
+// their value type, else none. Options: [Named] (the join's
 // nodes are then "<name>", "<name>-join-this" and "<name>-join-other"), [Materialized].
 func TableJoin[K, V1, V2, VR any](left KTable[K, V1], right KTable[K, V2], joiner func(key K, v1 V1, v2 V2) VR, opts ...Option) KTable[K, VR] {
 	return tableJoin(left, right, innerJoin, "TableJoin", func(k K, v1 V1, _ bool, v2 V2, _ bool) VR { return joiner(k, v1, v2) }, opts)
@@ -87,7 +88,11 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 		b.addStore(d, otherN)
 	}
 	mergeN := b.tableNode(mergeName, thisN, otherN)
-	d, vs := materialize[K, VR](b, op, c, mergeN, l.ks, nil)
+	vs := carry[V1, VR](l.vs)
+	if vs == nil {
+		vs = carry[V2, VR](r.vs)
+	}
+	d, vs := materialize(b, op, c, mergeN, l.ks, vs)
 
 	// This side: an update of left, joined with right's current value.
 	thisN.instantiate = func(t *task) (any, error) {

@@ -1,0 +1,104 @@
+package kstream_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// byKey groups records by key, keeping their order (the records of one key share a
+// partition), as "value@ms" with "<nil>" for a null value.
+func byKey(recs []*kgo.Record) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range recs {
+		v := "<nil>"
+		if r.Value != nil {
+			v = string(r.Value)
+		}
+		out[string(r.Key)] = append(out[string(r.Key)], fmt.Sprintf("%s@%d", v, r.Timestamp.Sub(baseTime).Milliseconds()))
+	}
+	return out
+}
+
+// Table-table inner and outer joins and a table aggregation with a subtractor, on a broker,
+// with deletes on both sides: every output record per key, in order, with its timestamp.
+// Each step waits for its outer-join result, so that the two input topics are processed in
+// the order the test writes them.
+func TestTableJoinAndAggregateOnBroker(t *testing.T) {
+	t.Parallel()
+	left := kafkatest.CreateTopic(t, "left", 2, nil)
+	right := kafkatest.CreateTopic(t, "right", 2, nil)
+	outer := kafkatest.CreateTopic(t, "outer", 2, nil)
+	inner := kafkatest.CreateTopic(t, "inner", 2, nil)
+	groups := kafkatest.CreateTopic(t, "groups", 2, nil)
+
+	b := kstream.NewBuilder()
+	l := kstream.Table(b, left, serde.String(), serde.String(), "left-store")
+	r := kstream.Table(b, right, serde.String(), serde.String(), "right-store")
+	dash := func(v string, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return v
+	}
+	kstream.TableOuterJoin(l, r, func(_, a string, aok bool, c string, cok bool) string { return dash(a, aok) + "/" + dash(c, cok) }).
+		ToStream().To(outer, serde.String(), serde.String())
+	kstream.TableJoin(l, r, func(_, a, c string) string { return a + "/" + c }).
+		ToStream().To(inner, serde.String(), serde.String())
+	g := kstream.TableGroupBy(l, func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(v, k) }, nil, nil)
+	kstream.TableAggregate(g, func() string { return "" },
+		func(_, k, agg string) string { return agg + "+" + k },
+		func(_, k, agg string) string { return agg + "-" + k },
+		serde.String(), "by-value", kstream.InMemory()).
+		ToStream().To(groups, nil, nil)
+
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	start(t, newApp(t, b, cfg))
+	cl := kafkatest.Client(t)
+	del := func(topic, key string, tsMs int) *kgo.Record {
+		r := rec(topic, key, "", tsMs)
+		r.Value = nil
+		return r
+	}
+	steps := []*kgo.Record{
+		rec(left, "a", "l1", 10),
+		rec(right, "a", "r1", 5),
+		rec(right, "b", "r2", 20),
+		del(left, "a", 30),
+		rec(left, "b", "l1", 40),
+		del(right, "b", 50),
+		rec(left, "b", "l2", 60),
+		del(right, "a", 70),
+	}
+	for i, s := range steps {
+		kafkatest.Produce(t, cl, s)
+		kafkatest.Consume(t, outer, i+1, 60*time.Second)
+	}
+	check := func(topic string, want map[string][]string) {
+		t.Helper()
+		got := byKey(kafkatest.Drain(t, topic, time.Second, 30*time.Second))
+		if !maps.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("topic %s:\n got  %v\n want %v", topic, got, want)
+		}
+	}
+	check(outer, map[string][]string{
+		"a": {"l1/-@10", "l1/r1@10", "-/r1@30", "<nil>@70"},
+		"b": {"-/r2@20", "l1/r2@40", "l1/-@50", "l2/-@60"},
+	})
+	check(inner, map[string][]string{
+		"a": {"l1/r1@10", "<nil>@30"},
+		"b": {"l1/r2@40", "<nil>@50"},
+	})
+	check(groups, map[string][]string{
+		"l1": {"+a@10", "+a-a@30", "+a-a+b@40", "+a-a+b-b@60"},
+		"l2": {"+b@60"},
+	})
+}
