@@ -102,3 +102,67 @@ func TestTableJoinAndAggregateOnBroker(t *testing.T) {
 		"l2": {"+b@60"},
 	})
 }
+
+// Table stores keep timestamps across a restore: a changelog holds plain values with the
+// value's timestamp as the record timestamp (Kafka Streams' format), a source topic's
+// records restore with their own timestamps, and results computed after the restore use
+// them (a join takes the larger timestamp of its sides, an aggregate its largest so far).
+func TestTableTimestampsAfterRestore(t *testing.T) {
+	t.Parallel()
+	left := kafkatest.CreateTopic(t, "left", 1, nil)
+	right := kafkatest.CreateTopic(t, "right", 1, nil)
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	joined := kafkatest.CreateTopic(t, "joined", 1, nil)
+	counts := kafkatest.CreateTopic(t, "counts", 1, nil)
+	build := func() *kstream.Builder {
+		b := kstream.NewBuilder()
+		l := kstream.Table(b, left, serde.String(), serde.String(), "l-store")
+		r := kstream.Table(b, right, serde.String(), serde.String(), "r-store")
+		kstream.TableJoin(l, r, func(_, a, c string) string { return a + "/" + c }).ToStream().To(joined, serde.String(), serde.String())
+		kstream.Count(kstream.Stream(b, in, serde.String(), serde.String()).GroupByKey(), "counts").ToStream().To(counts, nil, nil)
+		return b
+	}
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	run := start(t, newApp(t, build(), cfg))
+	cl := kafkatest.Client(t)
+	kafkatest.Produce(t, cl, rec(left, "a", "l1", 100), rec(in, "x", "-", 300), rec(in, "x", "-", 200))
+	kafkatest.Eventually(t, 30*time.Second, "input committed", func() bool {
+		return committedOffsets(t, cfg.ApplicationID, left)[0] == 1 && committedOffsets(t, cfg.ApplicationID, in)[0] == 2
+	})
+	if err := run.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range kafkatest.Consume(t, cfg.ApplicationID+"-counts-changelog", 2, 30*time.Second) {
+		n, err := serde.Int64().Deserialize(r.Value)
+		if err != nil {
+			t.Fatalf("changelog value %x: %v", r.Value, err)
+		}
+		got = append(got, fmt.Sprintf("%s=%d@%d", r.Key, n, r.Timestamp.Sub(baseTime).Milliseconds()))
+	}
+	if want := []string{"x=1@300", "x=2@300"}; !slices.Equal(got, want) {
+		t.Fatalf("changelog: %v, want %v", got, want)
+	}
+
+	// Restart on an empty directory: both stores are restored, with their timestamps.
+	rc := &restoreCounter{}
+	cfg.StateDir, cfg.RestoreListener = t.TempDir(), rc
+	start(t, newApp(t, build(), cfg))
+	kafkatest.Produce(t, cl, rec(right, "a", "r1", 50), rec(in, "x", "-", 250))
+	j := byKey(kafkatest.Consume(t, joined, 1, 30*time.Second))
+	if want := []string{"l1/r1@100"}; !slices.Equal(j["a"], want) {
+		t.Errorf("join after restore: %v, want %v (the restored left row's timestamp)", j["a"], want)
+	}
+	got = nil
+	for _, r := range kafkatest.Consume(t, counts, 3, 30*time.Second) {
+		n, _ := serde.Int64().Deserialize(r.Value)
+		got = append(got, fmt.Sprintf("%s=%d@%d", r.Key, n, r.Timestamp.Sub(baseTime).Milliseconds()))
+	}
+	if want := []string{"x=1@300", "x=2@300", "x=3@300"}; !slices.Equal(got, want) {
+		t.Errorf("counts: %v, want %v (the last one after the restore: the restored timestamp is larger)", got, want)
+	}
+	if rc.total("l-store") != 1 || rc.total("counts") != 2 {
+		t.Errorf("restored %d left rows and %d counts, want 1 and 2", rc.total("l-store"), rc.total("counts"))
+	}
+}
