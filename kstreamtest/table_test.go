@@ -372,3 +372,21 @@ func TestTombstoneToSink(t *testing.T) {
 		t.Errorf("rewritten: %v, want [42 42]", vals)
 	}
 }
+
+// Record.AsTombstone makes a processor's output a delete, written as a null value.
+func TestAsTombstone(t *testing.T) {
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, "in", serde.String(), serde.String())
+	kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+		return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+			if r.Value == "delete" {
+				r = r.AsTombstone()
+			}
+			ctx.Forward(r)
+			return nil
+		})
+	}).To("out", nil, nil)
+	d := newDriver(t, b)
+	pipeAll(t, d, tablePipe{"in", "a", sv("keep"), 1}, tablePipe{"in", "a", sv("delete"), 2}, tablePipe{"in", "a", sv(""), 3})
+	wantRecords(t, "out", readTopic(t, d, "out"), []string{"a=keep@1", "a=<nil>@2", "a=@3"})
+}
