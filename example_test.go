@@ -205,3 +205,39 @@ func ExampleJoinGlobal() {
 	// o2: 5 for unknown customer c2
 	// o3: 7 for Grace
 }
+
+// A table-table join, run on the test driver: each side's updates and deletes change the
+// joined table, and a delete reaches the output topic as a null value.
+func ExampleTableJoin() {
+	b := kstream.NewBuilder()
+	users := kstream.Table(b, "users", serde.String(), serde.String(), "users")
+	emails := kstream.Table(b, "emails", serde.String(), serde.String(), "emails")
+	kstream.TableJoin(users, emails, func(_, name, email string) string { return name + " <" + email + ">" }).
+		ToStream().To("contacts", serde.String(), serde.String())
+
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "contacts"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	u := kstreamtest.CreateInputTopic(d, "users", serde.String(), serde.String())
+	e := kstreamtest.CreateInputTopic(d, "emails", serde.String(), serde.String())
+	_ = u.Pipe("u1", "Ann")                       // no email yet: no output
+	_ = e.Pipe("u1", "ann@x.org")                 // joined
+	_ = u.Pipe("u1", "Annie")                     // joined again
+	_ = e.PipeRaw([]byte("u1"), nil, time.Time{}) // email deleted: a delete of the contact
+	out := kstreamtest.CreateOutputTopic(d, "contacts", serde.String(), serde.Nullable(serde.String()))
+	recs, _ := out.ReadRecords()
+	for _, r := range recs {
+		if r.Value == nil {
+			fmt.Println(r.Key, "deleted")
+			continue
+		}
+		fmt.Println(r.Key, *r.Value)
+	}
+	// Output:
+	// u1 Ann <ann@x.org>
+	// u1 Annie <ann@x.org>
+	// u1 deleted
+}

@@ -2,53 +2,32 @@ package kstream
 
 import (
 	"github.com/kstream-go/kstream/serde"
-	"github.com/kstream-go/kstream/store"
 )
 
 // Table reads topic as a table kept in the store named storeName: for each key, the latest
-// value; a record with a null value (a tombstone) deletes its key. The topic itself serves
-// as the store's changelog, so no changelog topic is created (Kafka Streams'
-// source-topic reuse). Every update is forwarded downstream; a tombstone is forwarded with
-// the zero value (use a pointer or [serde.Nullable] value type to see it as nil).
+// value; a record with a null value (a tombstone) deletes its key, and records with a null
+// key are dropped. The topic itself serves as the store's changelog, so no changelog topic
+// is created (Kafka Streams' source-topic reuse). Every update is forwarded downstream
+// (Kafka Streams' KTableSource, materialized, with caching disabled); [KTable.ToStream]
+// turns a delete into a tombstone record.
 func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], storeName string, opts ...StoreOption) KTable[K, V] {
 	src := Stream(b, topic, ks, vs)
-	d := &storeDef{name: storeName, persistent: true, logged: true, sourceTopic: topic}
-	for _, o := range opts {
-		o(d)
-	}
-	d.typed = func(bk store.Backend) any { return store.NewKeyValueStore(storeName, bk, ks, vs) }
-	n := &node{kind: kindProcessor}
-	b.addNode(n, "", genName("KTABLE-SOURCE", len(b.nodes)), src.n)
+	d := tableStoreDef(storeName, ks, vs, opts)
+	d.sourceTopic = topic
+	n := b.tableNode(genName("KTABLE-SOURCE", len(b.nodes)), src.n)
 	b.addStore(d, n)
-	n.instantiate = func(t *task) (any, error) {
-		ctx, err := childInputs[K, V](t, n)
-		if err != nil {
-			return nil, err
-		}
-		st := t.stores[storeName].(*store.KeyValueStore[K, V])
-		return func(r Record[K, V]) {
-			defer t.recoverIn(n)
-			var err error
-			if t.cur != nil && t.cur.Value == nil {
-				err = st.Delete(r.Key)
-			} else {
-				err = st.Put(r.Key, r.Value)
-			}
-			if err != nil {
-				t.processingError(n, err)
-				return
-			}
-			ctx.Forward(r)
-		}, nil
-	}
-	return KTable[K, V]{b: b, n: n, ks: ks, vs: vs, store: storeName}
+	return sourceTable(b, n, d, ks, vs)
 }
 
 // Join joins each record of s with the table's current value for its key (an inner join:
 // records whose key is not in the table are dropped). Only stream records produce output;
-// table updates do not. s and the table must be co-partitioned (checked at start); if a
+// table updates do not. Stream records with a null value (tombstones, nil values) are
+// dropped, as Kafka Streams' KStreamKTableJoinProcessor drops them. The table may be one
+// without a store of its own (a filtered or mapped table): the lookup reads through to the
+// stores it derives from. s and the table must be co-partitioned (checked at start); if a
 // key-changing operator ran on s, it is first repartitioned through
-// "<application.id>-<store>-join-repartition".
+// "<application.id>-<store>-join-repartition" (store: the table's store, or the first one it
+// reads through to).
 func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT) VR, opts ...Option) KStream[K, VR] {
 	return joinTable(s, t, "KSTREAM-JOIN", func(k K, v V, vt VT, found bool) (VR, bool) {
 		if !found {
@@ -74,21 +53,21 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix string
 		b.errorf("%s: the stream and the table come from different builders", prefix)
 		return KStream[K, VR]{b: b, n: s.n}
 	}
-	s = s.repartitionIfKeyChanged(t.store + "-join")
-	d := b.stores[t.store]
-	if c.name == "" {
-		c.name = genName(prefix, len(b.nodes))
+	s = s.repartitionIfKeyChanged(t.baseName() + "-join")
+	n := b.tableNode(b.nameOr(c, prefix), s.n)
+	for _, d := range t.getterStores {
+		b.addStore(d, n)
 	}
-	out := addProcessor(s, "", c, func() Processor[K, V, K, VR] {
-		var st *store.KeyValueStore[K, VT]
-		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
-			if st == nil {
-				var err error
-				if st, err = GetKeyValueStore[K, VT](ctx, t.store); err != nil {
-					return err
-				}
+	n.instantiate = func(tk *task) (any, error) {
+		get, err := t.getter(tk)
+		if err != nil {
+			return nil, err
+		}
+		return processorInstance(tk, n, ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
+			if nullValue(r) {
+				return nil // KStreamKTableJoinProcessor ignores records with a null value
 			}
-			vt, found, err := st.Get(r.Key)
+			vt, _, found, err := get(r.Key)
 			if err != nil {
 				return err
 			}
@@ -96,15 +75,11 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix string
 				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers})
 			}
 			return nil
-		})
-	})
-	if d != nil {
-		b.addStore(d, out.n)
+		}))
 	}
 	group := append(b.sourceTopicsOf(s.n), b.sourceTopicsOf(t.n)...)
 	b.copart = append(b.copart, group)
-	out.ks = s.ks
-	return out
+	return KStream[K, VR]{b: b, n: n, ks: s.ks}
 }
 
 // sourceTopicsOf returns the topics of the sources upstream of n, within its sub-topology.

@@ -13,8 +13,19 @@
 //
 // Go has no method type parameters, so operations that change the key or value type are
 // package functions ([Map], [MapValues], [FlatMap], [SelectKey], [Process], ...) and
-// type-preserving ones are methods ([Stream.Filter], [Stream.Peek], [Stream.Merge],
-// [Stream.To], [Stream.Split], ...).
+// type-preserving ones are methods ([KStream.Filter], [KStream.Peek], [KStream.Merge],
+// [KStream.To], [KStream.Split], ...).
+//
+// # Tables
+//
+// A [KTable] holds the latest value of each key. Table operators pass each other changes, a
+// row's new value with the value it replaced, so that filters can retract rows, regrouping
+// can subtract a row from its old group, and joins can tell a delete from nothing, with the
+// semantics of Kafka Streams' KTable operators (caching disabled: every update is emitted).
+// Table stores keep a timestamp with each value, as Kafka Streams' timestamped stores do, so
+// that joins and aggregations give their results Java's timestamps. [KTable.ToStream] turns
+// updates into records; a delete becomes a tombstone ([Record.IsTombstone]), which a sink
+// writes as a null value.
 //
 // # Runtime model
 //
@@ -45,11 +56,34 @@ type Header struct {
 // Records are values: a processor that forwards a changed record changes its own copy.
 // Headers is shared with the input record and with sibling operators; treat it as read-only
 // and use [Record.WithHeader] to add one.
+//
+// A record may be a tombstone: its value is a Kafka null (see [Record.IsTombstone]).
 type Record[K, V any] struct {
 	Key       K
 	Value     V
 	Timestamp time.Time
 	Headers   []Header
+
+	// null marks a Kafka null value: the record was read with one, or is a table delete.
+	null bool
+}
+
+// IsTombstone reports whether r's value is a Kafka null: r was read with a null value, or
+// is a delete forwarded by [KTable.ToStream] (or made with [Record.AsTombstone]), and its
+// Value is still the zero value. Operators that keep the value ([KStream.Filter],
+// [KStream.Peek], [SelectKey], [KStream.Merge], branches, repartitioning) keep tombstones;
+// an operator that computes a new value ([MapValues], [Map], ...) makes a record that is
+// not one. A sink writes a tombstone with a null value, whatever the value serde, so a
+// table's deletes reach Kafka as deletes even when V is a type without nil (string,
+// int64). Setting Value to anything but the zero value makes r an ordinary record.
+func (r Record[K, V]) IsTombstone() bool { return r.null && isZero(r.Value) }
+
+// AsTombstone returns a copy of r whose value is a Kafka null (the zero V as seen by
+// operators), for processors that write deletes to a compacted topic.
+func (r Record[K, V]) AsTombstone() Record[K, V] {
+	var zero V
+	r.Value, r.null = zero, true
+	return r
 }
 
 // WithHeader returns a copy of r with one more header; r's headers are not modified.

@@ -29,6 +29,9 @@ type storeDef struct {
 	users      []*node
 	// sourceTopic is the topic of a source table: its changelog, never written by us.
 	sourceTopic string
+	// timestamped stores keep a timestamp with each value (the stores of KTables); see
+	// runtime.StoreSpec.Timestamped for the format.
+	timestamped bool
 	// typed wraps a backend in the store's typed view.
 	typed func(b store.Backend) any
 	// global marks a global table's store; accept builds its record filter (decoding and

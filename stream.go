@@ -53,6 +53,7 @@ type Option interface{ apply(*opConfig) }
 
 type opConfig struct {
 	stores     []*storeDef
+	mat        *matConfig
 	name       string
 	reset      OffsetReset
 	partitions int32
@@ -145,7 +146,7 @@ func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) fun
 				t.deserializationError(n, fmt.Errorf("value: %w", err))
 				return
 			}
-			ctx.Forward(Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: fromKgoHeaders(raw.Headers)})
+			ctx.Forward(Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: fromKgoHeaders(raw.Headers), null: raw.Value == nil})
 		}), nil
 	}
 }
@@ -300,7 +301,7 @@ func FlatMapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, opt
 func SelectKey[K, V, KR any](s KStream[K, V], fn func(K, V) KR, opts ...Option) KStream[KR, V] {
 	out := addProcessor(s, "KEY-SELECT", s.b.options("SelectKey", opts), func() Processor[K, V, KR, V] {
 		return ProcessorFunc[K, V, KR, V](func(ctx ProcessorContext[KR, V], r Record[K, V]) error {
-			ctx.Forward(Record[KR, V]{Key: fn(r.Key, r.Value), Value: r.Value, Timestamp: r.Timestamp, Headers: r.Headers})
+			ctx.Forward(Record[KR, V]{Key: fn(r.Key, r.Value), Value: r.Value, Timestamp: r.Timestamp, Headers: r.Headers, null: r.null})
 			return nil
 		})
 	})
@@ -409,10 +410,12 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 				t.serializationError(n, topic, fmt.Errorf("key: %w", err))
 				return
 			}
-			vb, err := serialize(vs, r.Value)
-			if err != nil {
-				t.serializationError(n, topic, fmt.Errorf("value: %w", err))
-				return
+			var vb []byte // a tombstone is written as a null value
+			if !r.IsTombstone() {
+				if vb, err = serialize(vs, r.Value); err != nil {
+					t.serializationError(n, topic, fmt.Errorf("value: %w", err))
+					return
+				}
 			}
 			t.env.Produce(&runtime.OutRecord{
 				Record:   kgo.Record{Topic: topic, Key: kb, Value: vb, Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},

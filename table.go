@@ -1,132 +1,393 @@
 package kstream
 
 import (
+	"fmt"
+
 	"github.com/kstream-go/kstream/serde"
-	"github.com/kstream-go/kstream/store"
 )
 
-// KGroupedStream is a stream grouped by key, ready for an aggregation ([Count], [Reduce],
-// [Aggregate]). Create one with [KStream.GroupByKey] or [GroupBy].
-type KGroupedStream[K, V any] struct {
-	s KStream[K, V]
-}
-
-// GroupByKey groups the stream by its current key. If a key-changing operator ran before,
-// the aggregation first repartitions through "<application.id>-<store name>-repartition",
-// using the stream's serdes (set them with [KStream.WithSerdes]).
-func (s KStream[K, V]) GroupByKey() KGroupedStream[K, V] { return KGroupedStream[K, V]{s: s} }
-
-// GroupBy groups the stream by a new key; the aggregation always repartitions. ks is the
-// serde of the new key; the value keeps the stream's value serde.
-func GroupBy[K, V, KR any](s KStream[K, V], key func(K, V) KR, ks serde.Serde[KR], opts ...Option) KGroupedStream[KR, V] {
-	rekeyed := SelectKey(s, key, opts...).WithSerdes(ks, s.vs)
-	return KGroupedStream[KR, V]{s: rekeyed}
-}
-
-// KTable is a changelog stream: for each key, the latest value. Aggregations return one.
+// KTable is a changelog stream: for each key, the latest value. Create one with [Table],
+// [KStream.ToTable] or an aggregation, and derive others with [KTable.Filter],
+// [TableMapValues], the table-table joins ([TableJoin], ...) and [TableGroupBy].
+//
+// Table operators see every update of a row with the value it replaced, as Kafka Streams'
+// KTable operators do, and emit every update (Kafka Streams with caching disabled): a
+// delete travels as a tombstone, and [KTable.ToStream] turns the updates into records. A
+// table has a state store when it comes from a topic, a stream or an aggregation, or when
+// [Materialized] names one; a table derived without a store reads through to its parents'
+// stores applying its function, so it can still be joined.
+//
+// A nil value returned by a table operator's function (for V a pointer, map, slice or
+// interface type) is a null, that is a delete, as null is in Java. KTable values are cheap
+// handles into their [Builder]; the zero KTable is not usable.
 type KTable[K, V any] struct {
 	b     *Builder
-	n     *node
+	n     *node // forwards Record[K, change[V]]
 	ks    serde.Serde[K]
 	vs    serde.Serde[V]
-	store string
+	store string // the table's own store; "" if it has none
+	info  *tableInfo
+	// getter makes a task's value getter of the table; getterStores are the stores it reads,
+	// which an operator using the getter must be connected to.
+	getter       func(t *task) (valueGetter[K, V], error)
+	getterStores []*storeDef
 }
 
-// StoreName is the name of the table's state store.
+// tableInfo is the build-time state of one table node that its downstream operators may
+// change: whether it forwards old values with each update (Kafka Streams' sendOldValues).
+// Operators read sendOld when they run, after the topology is built.
+type tableInfo struct {
+	sendOld bool
+	// enable is KTableImpl.enableSendingOldValues: it asks the node (and, for a node without
+	// a store, its parents) to forward old values, and reports whether it will. force is
+	// Java's forceMaterialization; every table with no parent here has a store, so it only
+	// matters for the order in which flags are set.
+	enable func(force bool) bool
+}
+
+// storedInfo is the tableInfo of a table with its own store: it can always send old values
+// (Java's materialized KTableSource, aggregations and KTableKTableJoinMerger).
+func storedInfo() *tableInfo {
+	info := &tableInfo{}
+	info.enable = func(bool) bool { info.sendOld = true; return true }
+	return info
+}
+
+// derivedInfo is the tableInfo of a table computed from parent without a store of its own:
+// it sends old values if its parent does (KTableFilter and KTableMapValues).
+func derivedInfo(parent *tableInfo) *tableInfo {
+	info := &tableInfo{}
+	info.enable = func(force bool) bool {
+		if !info.sendOld && parent.enable(force) {
+			info.sendOld = true
+		}
+		return info.sendOld
+	}
+	return info
+}
+
+// StoreName is the name of the table's state store, or "" when the table has none (a
+// filtered, mapped or joined table that [Materialized] did not name).
 func (t KTable[K, V]) StoreName() string { return t.store }
 
+// baseName names internal topics made for the table (a stream-table join's repartition):
+// its store, or the first store it reads through to.
+func (t KTable[K, V]) baseName() string {
+	if t.store != "" {
+		return t.store
+	}
+	if len(t.getterStores) > 0 {
+		return t.getterStores[0].name
+	}
+	return t.n.name
+}
+
+// tableNode adds a processor node named name under parents.
+func (b *Builder) tableNode(name string, parents ...*node) *node {
+	n := &node{kind: kindProcessor}
+	b.addNode(n, "", name, parents...)
+	return n
+}
+
+// nameOr returns c's name, or a generated one of kind prefix.
+func (b *Builder) nameOr(c opConfig, prefix string) string {
+	if c.name != "" {
+		return c.name
+	}
+	return genName(prefix, len(b.nodes))
+}
+
 // ToStream returns the stream of the table's updates: one record per change, as Kafka
-// Streams emits them with caching disabled.
+// Streams emits them with caching disabled. A delete is a tombstone record (see
+// [Record.IsTombstone]): its value is the zero V (nil for pointer types), and a sink writes
+// it as a null value.
 func (t KTable[K, V]) ToStream(opts ...Option) KStream[K, V] {
 	c := t.b.options("ToStream", opts)
-	if c.name == "" {
-		c.name = genName("KTABLE-TOSTREAM", len(t.b.nodes))
-	}
-	n := &node{kind: kindProcessor}
-	t.b.addNode(n, "", c.name, t.n)
+	n := t.b.tableNode(t.b.nameOr(c, "KTABLE-TOSTREAM"), t.n)
 	n.instantiate = func(tk *task) (any, error) {
 		ctx, err := childInputs[K, V](tk, n)
 		if err != nil {
 			return nil, err
 		}
-		return func(r Record[K, V]) { ctx.Forward(r) }, nil
+		return func(r Record[K, change[V]]) {
+			ctx.Forward(Record[K, V]{Key: r.Key, Value: r.Value.new, Timestamp: r.Timestamp, Headers: r.Headers, null: !r.Value.hasNew})
+		}, nil
 	}
 	return KStream[K, V]{b: t.b, n: n, ks: t.ks, vs: t.vs}
 }
 
-// Count counts the records of each key into the store named name, a table of counts. Records
-// whose key serializes to nil are skipped, as Kafka Streams skips null keys.
-func Count[K, V any](g KGroupedStream[K, V], name string, opts ...StoreOption) KTable[K, int64] {
-	return Aggregate(g, func() int64 { return 0 }, func(_ K, _ V, n int64) int64 { return n + 1 }, serde.Int64(), name, opts...)
+// matConfig is the store a [Materialized] option asks for.
+type matConfig struct {
+	name string
+	vs   any // serde.Serde[V] of the operator's result, or nil
+	opts []StoreOption
 }
 
-// Reduce combines the values of each key with fn (the first value is stored as it is) into
-// the store named name. The value serde is the stream's.
-func Reduce[K, V any](g KGroupedStream[K, V], fn func(acc, v V) V, name string, opts ...StoreOption) KTable[K, V] {
-	return aggregate(g, "KSTREAM-REDUCE", nil, func(_ K, v V, acc V, had bool) V {
-		if !had {
-			return v
+// Materialized gives the table made by an operator a state store named storeName, with
+// value serde vs (nil: the table's own value serde when the operator keeps the value type)
+// and the key serde of the input table. The store is persistent and logged to
+// "<application.id>-<storeName>-changelog" unless opts say otherwise. Without it, a
+// filtered, mapped or joined table has no store and reads through to its parents'. It
+// corresponds to Kafka Streams' Materialized.as. Applies to [KTable.Filter],
+// [KTable.FilterNot], [TableMapValues], [TableMapValuesWithKey], [TableJoin],
+// [TableLeftJoin] and [TableOuterJoin].
+func Materialized[V any](storeName string, vs serde.Serde[V], opts ...StoreOption) Option {
+	return optFunc{"Materialized", func(c *opConfig) {
+		c.mat = &matConfig{name: storeName, opts: opts}
+		if vs != nil {
+			c.mat.vs = vs
 		}
-		return fn(acc, v)
-	}, g.s.vs, name, opts)
+	}}
 }
 
-// Aggregate folds the values of each key into an aggregate of type VA, starting from
-// init(), and keeps it in the store named name (serialized with vs).
-func Aggregate[K, V, VA any](g KGroupedStream[K, V], init func() VA, agg func(key K, value V, acc VA) VA, vs serde.Serde[VA], name string, opts ...StoreOption) KTable[K, VA] {
-	return aggregate(g, "KSTREAM-AGGREGATE", init, func(k K, v V, acc VA, _ bool) VA { return agg(k, v, acc) }, vs, name, opts)
-}
-
-func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix string, init func() VA, agg func(K, V, VA, bool) VA, vs serde.Serde[VA], name string, opts []StoreOption) KTable[K, VA] {
-	b := g.s.b
-	s := g.s
-	if s.keyChanged {
-		if s.ks == nil || s.vs == nil {
-			b.errorf("%s %q: the stream must be repartitioned, but carries no key or value serde; use WithSerdes: %w", prefix, name, ErrNoSerde)
+// materialize declares the store asked for by c for node n, or returns nil when c has none.
+// It also returns the value serde of the result: the Materialized one, or vs.
+func materialize[K, V any](b *Builder, op string, c opConfig, n *node, ks serde.Serde[K], vs serde.Serde[V]) (*storeDef, serde.Serde[V]) {
+	if c.mat == nil {
+		return nil, vs
+	}
+	if c.mat.vs != nil {
+		typed, ok := c.mat.vs.(serde.Serde[V])
+		if !ok {
+			b.errorf("%s: the Materialized value serde is a %T, not a serde of the table's values (%T)", op, c.mat.vs, *new(V))
+			return nil, vs
 		}
-		s = s.Repartition(name)
+		vs = typed
 	}
-	if s.ks == nil {
-		b.errorf("%s %q: the stream carries no key serde for the store; use WithSerdes: %w", prefix, name, ErrNoSerde)
+	if ks == nil || vs == nil {
+		b.errorf("%s: the table carries no key or value serde for the store %q; pass one to Materialized: %w", op, c.mat.name, ErrNoSerde)
 	}
-	if vs == nil {
-		b.errorf("%s %q: no value serde for the store: %w", prefix, name, ErrNoSerde)
+	d := tableStoreDef(c.mat.name, ks, vs, c.mat.opts)
+	b.addStore(d, n)
+	return d, vs
+}
+
+// Filter keeps the rows for which pred is true, as Kafka Streams' KTable.filter does
+// (KTableFilter): an update that pred rejects is forwarded as a delete of its key, unless
+// the row's previous value was rejected (or absent) too, so that a key never seen downstream
+// gets no tombstone; deletes pass as deletes, and pred is not called on them. (Java
+// suppresses that tombstone only when the parent table sends old values; every parent here
+// can, because every table without a parent has a store, so Filter always does.) Options:
+// [Named], [Materialized].
+func (t KTable[K, V]) Filter(pred func(K, V) bool, opts ...Option) KTable[K, V] {
+	return t.filter("KTable.Filter", pred, false, opts)
+}
+
+// FilterNot keeps the rows for which pred is false; see [KTable.Filter].
+func (t KTable[K, V]) FilterNot(pred func(K, V) bool, opts ...Option) KTable[K, V] {
+	return t.filter("KTable.FilterNot", pred, true, opts)
+}
+
+func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []Option) KTable[K, V] {
+	b := t.b
+	c := b.options(op, opts, "Materialized")
+	n := b.tableNode(b.nameOr(c, "KTABLE-FILTER"), t.n)
+	d, vs := materialize(b, op, c, n, t.ks, t.vs)
+	keep := func(k K, v V) bool { return pred(k, v) != not }
+	out := KTable[K, V]{b: b, n: n, ks: t.ks, vs: vs}
+	if d != nil {
+		out.store, out.info = d.name, storedInfo()
+		out.getter, out.getterStores = storeGetter[K, V](d.name), []*storeDef{d}
+	} else {
+		out.info = derivedInfo(t.info)
+		out.getterStores = t.getterStores
+		out.getter = func(tk *task) (valueGetter[K, V], error) {
+			parent, err := t.getter(tk)
+			if err != nil {
+				return nil, err
+			}
+			return func(k K) (v V, ts int64, ok bool, err error) {
+				v, ts, ok, err = parent(k)
+				if err != nil || !ok || !keep(k, v) {
+					var zero V
+					return zero, 0, false, err
+				}
+				return v, ts, true, nil
+			}, nil
+		}
 	}
-	sb := KeyValueStore(name, s.ks, vs, opts...)
-	ks := s.ks
-	out := Process(s, func() Processor[K, V, K, VA] {
-		var st *store.KeyValueStore[K, VA]
-		return ProcessorFunc[K, V, K, VA](func(ctx ProcessorContext[K, VA], r Record[K, V]) error {
-			if st == nil {
-				var err error
-				if st, err = GetKeyValueStore[K, VA](ctx, name); err != nil {
+	// KTableFilter's constructor: "If upstream is already materialized, enable sending old
+	// values to avoid sending unnecessary tombstones".
+	out.info.sendOld = t.info.enable(false)
+	info := out.info
+	n.instantiate = func(tk *task) (any, error) {
+		var st *tableKV[K, V]
+		if d != nil {
+			var err error
+			if st, err = taskTableStore[K, V](tk, d.name); err != nil {
+				return nil, err
+			}
+		}
+		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, change[V]]) error {
+			in := r.Value
+			var res change[V]
+			if in.hasNew && keep(r.Key, in.new) {
+				res.new, res.hasNew = in.new, true
+			}
+			if info.sendOld {
+				if st != nil {
+					var err error
+					if res.old, _, res.hasOld, err = getTS(st, r.Key); err != nil {
+						return err
+					}
+				} else if in.hasOld && keep(r.Key, in.old) {
+					res.old, res.hasOld = in.old, true
+				}
+				if !res.hasOld && !res.hasNew {
+					return nil // unnecessary to forward
+				}
+			}
+			if st != nil {
+				if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
 					return err
 				}
 			}
-			if kb, err := ks.Serialize(r.Key); err != nil {
-				return err
-			} else if kb == nil {
-				return nil // null keys are not aggregated
+			ctx.Forward(Record[K, change[V]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
+			return nil
+		}))
+	}
+	return out
+}
+
+// TableMapValues maps each row's value with fn, as Kafka Streams' KTable.mapValues does
+// (KTableMapValues): fn is not called on deletes, which pass as deletes. The result carries
+// t's value serde only if VR is V; give it one with [Materialized] otherwise, if it is
+// written to a topic or a store. Options: [Named], [Materialized].
+func TableMapValues[K, V, VR any](t KTable[K, V], fn func(V) VR, opts ...Option) KTable[K, VR] {
+	return TableMapValuesWithKey(t, func(_ K, v V) VR { return fn(v) }, opts...)
+}
+
+// TableMapValuesWithKey is [TableMapValues] with read-only access to the key.
+func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts ...Option) KTable[K, VR] {
+	const op = "TableMapValues"
+	b := t.b
+	c := b.options(op, opts, "Materialized")
+	n := b.tableNode(b.nameOr(c, "KTABLE-MAPVALUES"), t.n)
+	d, vs := materialize(b, op, c, n, t.ks, carry[V, VR](t.vs))
+	out := KTable[K, VR]{b: b, n: n, ks: t.ks, vs: vs}
+	if d != nil {
+		out.store, out.info = d.name, storedInfo()
+		out.getter, out.getterStores = storeGetter[K, VR](d.name), []*storeDef{d}
+	} else {
+		out.info = derivedInfo(t.info)
+		out.getterStores = t.getterStores
+		out.getter = func(tk *task) (valueGetter[K, VR], error) {
+			parent, err := t.getter(tk)
+			if err != nil {
+				return nil, err
 			}
-			acc, had, err := st.Get(r.Key)
+			return func(k K) (VR, int64, bool, error) {
+				var zero VR
+				v, ts, ok, err := parent(k)
+				if err != nil || !ok {
+					return zero, 0, false, err
+				}
+				vr := fn(k, v)
+				if isNil(vr) {
+					return zero, 0, false, nil
+				}
+				return vr, ts, true, nil
+			}, nil
+		}
+	}
+	info := out.info
+	n.instantiate = func(tk *task) (any, error) {
+		var st *tableKV[K, VR]
+		if d != nil {
+			var err error
+			if st, err = taskTableStore[K, VR](tk, d.name); err != nil {
+				return nil, err
+			}
+		}
+		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], r Record[K, change[V]]) error {
+			in := r.Value
+			var res change[VR]
+			if in.hasNew {
+				res.setNew(fn(r.Key, in.new))
+			}
+			if info.sendOld {
+				if st != nil {
+					var err error
+					if res.old, _, res.hasOld, err = getTS(st, r.Key); err != nil {
+						return err
+					}
+				} else if in.hasOld {
+					res.setOld(fn(r.Key, in.old))
+				}
+			}
+			if st != nil {
+				if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
+					return err
+				}
+			}
+			ctx.Forward(Record[K, change[VR]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
+			return nil
+		}))
+	}
+	return out
+}
+
+// ToTable reads the stream as a changelog, as Kafka Streams' KStream.toTable does: each
+// record is the new value of its key, kept in the store named storeName (a timestamped
+// store, logged to "<application.id>-<storeName>-changelog" unless opts say otherwise); a
+// record whose value is a Kafka null (see [Record.IsTombstone]) or nil deletes its key, and
+// records whose key serializes to nil are dropped. If a key-changing operator ran before,
+// the stream is first repartitioned through "<application.id>-<storeName>-repartition".
+// The stream must carry its key and value serdes ([KStream.WithSerdes]).
+func (s KStream[K, V]) ToTable(storeName string, opts ...StoreOption) KTable[K, V] {
+	b := s.b
+	if s.ks == nil || s.vs == nil {
+		b.errorf("ToTable %q: the stream carries no key or value serde for the store; use WithSerdes: %w", storeName, ErrNoSerde)
+	}
+	if s.keyChanged && s.ks != nil && s.vs != nil {
+		s = s.Repartition(storeName)
+	}
+	d := tableStoreDef(storeName, s.ks, s.vs, opts)
+	n := b.tableNode(genName("KSTREAM-TOTABLE", len(b.nodes)), s.n)
+	b.addStore(d, n)
+	return sourceTable(b, n, d, s.ks, s.vs)
+}
+
+// sourceTable makes n, which takes Record[K, V], the source of a table kept in d, as Kafka
+// Streams' KTableSource (materialized) is: each record replaces its key's row, or deletes
+// it if its value is null; the update is forwarded with the old value when asked for.
+func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], vs serde.Serde[V]) KTable[K, V] {
+	info := storedInfo()
+	fromSource := len(n.parents) == 1 && n.parents[0].kind == kindSource
+	n.instantiate = func(t *task) (any, error) {
+		st, err := taskTableStore[K, V](t, d.name)
+		if err != nil {
+			return nil, err
+		}
+		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
+			// Records with a null key are dropped (KTableSource skips them).
+			if fromSource && t.cur != nil && t.cur.Key == nil {
+				return nil
+			}
+			if kb, err := ks.Serialize(r.Key); err != nil {
+				return fmt.Errorf("serializing the key: %w", err)
+			} else if kb == nil {
+				return nil
+			}
+			old, _, had, err := getTS(st, r.Key)
 			if err != nil {
 				return err
 			}
-			if !had && init != nil {
-				acc = init()
+			res := change[V]{new: r.Value, hasNew: !nullValue(r)}
+			if !res.hasNew {
+				var zero V
+				res.new = zero
 			}
-			acc = agg(r.Key, r.Value, acc, had)
-			if err := st.Put(r.Key, acc); err != nil {
+			if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
 				return err
 			}
-			ctx.Forward(Record[K, VA]{Key: r.Key, Value: acc, Timestamp: r.Timestamp, Headers: r.Headers})
+			if info.sendOld {
+				res.old, res.hasOld = old, had
+			}
+			ctx.Forward(Record[K, change[V]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil
-		})
-	}, Named(prefixName(b, prefix)), WithStores(sb))
-	return KTable[K, VA]{b: b, n: out.n, ks: s.ks, vs: vs, store: name}
-}
-
-// prefixName returns the generated name an operator of kind prefix would get next.
-func prefixName(b *Builder, prefix string) string {
-	return genName(prefix, len(b.nodes))
+		}))
+	}
+	return KTable[K, V]{b: b, n: n, ks: ks, vs: vs, store: d.name, info: info,
+		getter: storeGetter[K, V](d.name), getterStores: []*storeDef{d}}
 }

@@ -40,6 +40,200 @@ var confScenarios = []struct {
 	}},
 }
 
+// The table scenarios, mirrored in Main.java's table scenarios: they read topics "left" and
+// "right" (those listed in inputs) with confTableInput, and write "out". Every table has a
+// store, as Java's Materialized.as gives one.
+var confTableScenarios = []struct {
+	name   string
+	inputs []string
+	build  func(b *kstream.Builder)
+}{
+	{"table-filter-mapvalues", []string{"left"}, func(b *kstream.Builder) {
+		t := confLeft(b)
+		kstream.TableMapValues(t.Filter(func(_, v string) bool { return len(v) > 4 }), strings.ToUpper).ToStream().To("out", nil, nil)
+		kstream.TableMapValuesWithKey(t.FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "s") }), func(k, v string) string { return k + ":" + v }).
+			Filter(func(_, v string) bool { return !strings.HasSuffix(v, ":") }).
+			ToStream().To("out", nil, nil)
+	}},
+	{"table-groupby-count", []string{"left"}, func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), v) }, nil, nil)
+		kstream.TableMapValues(kstream.TableCount(g, "letters"), func(n int64) string { return strconv.FormatInt(n, 10) }).
+			ToStream().To("out", serde.String(), serde.String())
+	}},
+	{"table-groupby-aggregate", []string{"left"}, func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV("len"+strconv.Itoa(len(v)), k) }, nil, nil)
+		kstream.TableAggregate(g, func() string { return "" },
+			func(_, k, agg string) string { return agg + "+" + k },
+			func(_, k, agg string) string { return agg + "-" + k },
+			serde.String(), "by-length").ToStream().To("out", nil, nil)
+	}},
+	{"table-groupby-reduce", []string{"left"}, func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), k+"="+v) }, nil, nil)
+		kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "reduced").
+			ToStream().To("out", nil, nil)
+	}},
+	{"table-join-inner", []string{"left", "right"}, func(b *kstream.Builder) {
+		kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) string { return a + "/" + c }).ToStream().To("out", serde.String(), serde.String())
+	}},
+	{"table-join-left", []string{"left", "right"}, func(b *kstream.Builder) {
+		kstream.TableLeftJoin(confLeft(b), confRight(b), func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) }).
+			ToStream().To("out", serde.String(), serde.String())
+	}},
+	{"table-join-outer", []string{"left", "right"}, func(b *kstream.Builder) {
+		kstream.TableOuterJoin(confLeft(b), confRight(b), func(_, a string, aok bool, c string, cok bool) string {
+			return confOrDash(a, aok) + "/" + confOrDash(c, cok)
+		}).ToStream().To("out", serde.String(), serde.String())
+	}},
+	{"table-join-derived", []string{"left", "right"}, func(b *kstream.Builder) {
+		l, r := confLeft(b), confRight(b)
+		lf := l.Filter(func(_, v string) bool { return len(v) > 2 })
+		rm := kstream.TableMapValues(r, strings.ToUpper)
+		j1 := kstream.TableLeftJoin(lf, rm, func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) },
+			kstream.Materialized("j1", serde.String()))
+		j1.ToStream().To("out", nil, nil)
+		rf := r.Filter(func(_, v string) bool { return v != "" }, kstream.Materialized[string]("right-filtered", nil))
+		kstream.TableOuterJoin(j1, kstream.TableMapValuesWithKey(rf, func(k, v string) string { return k + strconv.Itoa(len(v)) }),
+			func(_, a string, aok bool, c string, cok bool) string {
+				return confOrDash(a, aok) + "&" + confOrDash(c, cok)
+			}).
+			Filter(func(_, v string) bool { return !strings.HasPrefix(v, "-") }).
+			ToStream().To("out", serde.String(), serde.String())
+	}},
+	{"stream-totable", []string{"left"}, func(b *kstream.Builder) {
+		s := kstream.Stream(b, "left", serde.String(), serde.String())
+		kstream.SelectKey(s, func(_, v string) string { return confLetter(v) }).ToTable("by-letter").ToStream().To("out", nil, nil)
+	}},
+	{"stream-totable-join", []string{"left", "right"}, func(b *kstream.Builder) {
+		t := kstream.Stream(b, "left", serde.String(), serde.String()).ToTable("as-table")
+		kstream.TableJoin(t, confRight(b), func(_, a, c string) string { return a + "*" + c }).ToStream().To("out", serde.String(), serde.String())
+	}},
+	{"stream-table-join-derived", []string{"left", "right"}, func(b *kstream.Builder) {
+		s := kstream.Stream(b, "left", serde.String(), serde.String())
+		rt := confRight(b).Filter(func(_, v string) bool { return v != "" })
+		kstream.Join(s, rt, func(_, a, c string) string { return a + "|" + c }).To("out", serde.String(), serde.String())
+		kstream.LeftJoin(s, rt, func(_, a, c string, ok bool) string { return a + "|" + confOrDash(c, ok) }).To("out", serde.String(), serde.String())
+	}},
+	{"stream-count-filter", []string{"left"}, func(b *kstream.Builder) {
+		counts := kstream.Count(kstream.Stream(b, "left", serde.String(), serde.String()).GroupByKey(), "counts")
+		kstream.TableMapValues(counts, func(n int64) string { return "count " + strconv.FormatInt(n, 10) }).ToStream().To("out", serde.String(), serde.String())
+		kstream.TableMapValues(counts.Filter(func(_ string, n int64) bool { return n%2 == 0 }), func(n int64) string { return "even " + strconv.FormatInt(n, 10) }).
+			ToStream().To("out", serde.String(), serde.String())
+	}},
+	{"stream-groupby-reduce", []string{"left"}, func(b *kstream.Builder) {
+		s := kstream.Stream(b, "left", serde.String(), serde.String())
+		g := kstream.GroupBy(s, func(_, v string) string { return confLetter(v) }, serde.String())
+		kstream.Reduce(g, func(agg, v string) string { return agg + "+" + v }, "reduced-stream").ToStream().To("out", nil, nil)
+	}},
+}
+
+func confLeft(b *kstream.Builder) kstream.KTable[string, string] {
+	return kstream.Table(b, "left", serde.String(), serde.String(), "left-store")
+}
+
+func confRight(b *kstream.Builder) kstream.KTable[string, string] {
+	return kstream.Table(b, "right", serde.String(), serde.String(), "right-store")
+}
+
+// confLetter is the first letter of v, or "_" for an empty value (or a tombstone, whose
+// value is "" here and null in Java).
+func confLetter(v string) string {
+	if v == "" {
+		return "_"
+	}
+	return v[:1]
+}
+
+func confOrDash(v string, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return v
+}
+
+// confTableRecord is one input record of the table scenarios; a nil value is a Kafka null.
+type confTableRecord struct {
+	topic, key string
+	value      *string
+	ts         time.Time
+	headers    []kstream.Header
+}
+
+// confTableInput is the input of every table scenario (see Main.tableInput).
+func confTableInput() []confTableRecord {
+	words := []string{"kafka", "streams", "go", "", "exactly", "once", "tables", "joins"}
+	recs := make([]confTableRecord, 0, 60)
+	for i := range 60 {
+		r := confTableRecord{topic: "left", key: "k" + strconv.Itoa(i*7%5), ts: time.UnixMilli(1_700_000_000_000 + int64(i*13%40)*1000)}
+		if i%3 == 2 {
+			r.topic = "right"
+		}
+		if i%7 != 5 {
+			r.value = &words[i%len(words)]
+		}
+		if i%4 == 0 {
+			r.headers = []kstream.Header{{Key: "i", Value: []byte(strconv.Itoa(i))}}
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// confRunTables runs one table scenario through the driver.
+func confRunTables(t *testing.T, inputs []string, build func(b *kstream.Builder)) []string {
+	t.Helper()
+	b := kstream.NewBuilder()
+	build(b)
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "conformance"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ins := map[string]*kstreamtest.InputTopic[string, string]{}
+	for _, topic := range inputs {
+		ins[topic] = kstreamtest.CreateInputTopic(d, topic, serde.String(), serde.String())
+	}
+	for _, r := range confTableInput() {
+		in, ok := ins[r.topic]
+		if !ok {
+			continue
+		}
+		var v []byte
+		if r.value != nil {
+			v = []byte(*r.value)
+		}
+		if err := in.PipeRaw([]byte(r.key), v, r.ts, r.headers...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := confReadOut(t, d)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// confReadOut reads topic out in the golden format; a null value is "<null>".
+func confReadOut(t *testing.T, d *kstreamtest.Driver) []string {
+	t.Helper()
+	recs, err := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.Nullable(serde.String())).ReadRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make([]string, 0, len(recs))
+	for _, r := range recs {
+		hs := make([]string, 0, len(r.Headers))
+		for _, h := range r.Headers {
+			hs = append(hs, h.Key+"="+string(h.Value))
+		}
+		v := "<null>"
+		if r.Value != nil {
+			v = *r.Value
+		}
+		lines = append(lines, fmt.Sprintf("%s|%s|%d|%s", r.Key, v, r.Timestamp.UnixMilli(), strings.Join(hs, ",")))
+	}
+	return lines
+}
+
 // confStateless is also the topology of TestDriverMatchesRuntime, writing to out.
 func confStateless(s kstream.KStream[string, string], out string, repartition bool) {
 	br := s.Filter(func(_, v string) bool { return v != "" }).Split(kstream.Named("len-")).
@@ -89,18 +283,7 @@ func confRun(t *testing.T, build func(s kstream.KStream[string, string])) []stri
 			t.Fatal(err)
 		}
 	}
-	recs, err := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String()).ReadRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := make([]string, 0, len(recs))
-	for _, r := range recs {
-		hs := make([]string, 0, len(r.Headers))
-		for _, h := range r.Headers {
-			hs = append(hs, h.Key+"="+string(h.Value))
-		}
-		lines = append(lines, fmt.Sprintf("%s|%s|%d|%s", r.Key, r.Value, r.Timestamp.UnixMilli(), strings.Join(hs, ",")))
-	}
+	lines := confReadOut(t, d)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,16 +377,22 @@ func TestConformanceWithJava(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join("testdata", "conformance")
 	}
+	check := func(t *testing.T, name string, run func() []string) {
+		path := filepath.Join(dir, name+".txt")
+		want := confGolden(t, path)
+		got := run()
+		if slices.Equal(got, want) {
+			return
+		}
+		t.Errorf("Go driver output differs from Java's %s: java %d records, go %d records\n"+
+			"  (line numbers: java, go)\n%s", path, len(want), len(got), confDiff(want, got))
+	}
 	for _, sc := range confScenarios {
+		t.Run(sc.name, func(t *testing.T) { check(t, sc.name, func() []string { return confRun(t, sc.build) }) })
+	}
+	for _, sc := range confTableScenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			path := filepath.Join(dir, sc.name+".txt")
-			want := confGolden(t, path)
-			got := confRun(t, sc.build)
-			if slices.Equal(got, want) {
-				return
-			}
-			t.Errorf("Go driver output differs from Java's %s: java %d records, go %d records\n"+
-				"  (line numbers: java, go)\n%s", path, len(want), len(got), confDiff(want, got))
+			check(t, sc.name, func() []string { return confRunTables(t, sc.inputs, sc.build) })
 		})
 	}
 }

@@ -362,24 +362,57 @@ func murmur2(data []byte) uint32 {
 // the driver has several partitions), typed with the store's serdes. For a global store,
 // which holds every partition, partition is ignored. Stores are kept in memory in the
 // driver, whatever the topology asks for.
+//
+// The stores of tables (those of [kstream.Table], [kstream.KStream.ToTable], aggregations
+// and [kstream.Materialized]) keep a timestamp with each value; the typed view returned here
+// shows the values alone, and a value written through it gets the timestamp 0.
 func KeyValueStore[K, V any](d *Driver, name string, partition int32, ks serde.Serde[K], vs serde.Serde[V]) (*store.KeyValueStore[K, V], error) {
-	found := false
 	for _, g := range d.topo.GlobalStores {
 		if g.Name == name {
-			found, partition = true, runtime.GlobalDataPartition
+			b, err := d.db.Open(name, runtime.GlobalDataPartition)
+			if err != nil {
+				return nil, err
+			}
+			return store.NewKeyValueStore(name, b, ks, vs), nil
 		}
 	}
+	var spec *runtime.StoreSpec
 	for _, st := range d.topo.SubTopologies {
-		for _, spec := range st.Stores {
-			found = found || spec.Name == name
+		for i := range st.Stores {
+			if st.Stores[i].Name == name {
+				spec = &st.Stores[i]
+			}
 		}
 	}
-	if !found {
+	if spec == nil {
 		return nil, fmt.Errorf("kstreamtest: the topology has no store named %q", name)
 	}
 	b, err := d.db.Open(name, partition)
 	if err != nil {
 		return nil, err
 	}
+	if spec.Timestamped {
+		vs = untimestamped[V]{vs}
+	}
 	return store.NewKeyValueStore(name, b, ks, vs), nil
+}
+
+// untimestamped reads the values of a timestamped store (an 8-byte timestamp, then the
+// value) without their timestamps.
+type untimestamped[V any] struct{ inner serde.Serde[V] }
+
+func (u untimestamped[V]) Serialize(v V) ([]byte, error) {
+	b, err := u.inner.Serialize(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(make([]byte, 8, 8+len(b)), b...), nil
+}
+
+func (u untimestamped[V]) Deserialize(b []byte) (V, error) {
+	if len(b) < 8 {
+		var zero V
+		return zero, fmt.Errorf("kstreamtest: a timestamped store value has %d bytes, fewer than its 8-byte timestamp", len(b))
+	}
+	return u.inner.Deserialize(b[8:])
 }

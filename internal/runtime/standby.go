@@ -260,11 +260,7 @@ func (s *standbys) apply(fetches kgo.Fetches) error {
 			if rec.Attrs.IsControl() {
 				continue
 			}
-			if rec.Value == nil {
-				b.Delete(rec.Key)
-			} else {
-				b.Set(rec.Key, rec.Value)
-			}
+			applyChangelogRecord(b, ss.spec, rec)
 			n++
 		}
 		if fp.LogStartOffset > pos {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,7 +26,15 @@ type StoreSpec struct {
 	// to it (the topic already holds every change), and its checkpoint is the committed
 	// offset of that topic.
 	SourceTopic bool
+	// Timestamped means the store keeps each value as an 8-byte big-endian timestamp (Unix
+	// milliseconds) followed by the value bytes, as Kafka Streams' timestamped stores do. The
+	// changelog holds the value bytes alone with that timestamp as the record timestamp, so
+	// it has the format of a table's source topic; restoring puts the prefix back.
+	Timestamped bool
 }
+
+// tsLen is the length of the timestamp prefix of a value in a Timestamped store.
+const tsLen = 8
 
 // RestoreListener observes restoration, as Kafka Streams' StateRestoreListener does. Its
 // methods are called from restoring goroutines and must be safe for concurrent use.
@@ -226,6 +235,10 @@ func (s *loggedStore) log(key, value []byte) {
 		changelog: s,
 	}
 	if value != nil {
+		if s.spec.Timestamped && len(value) >= tsLen {
+			o.Record.Timestamp = time.UnixMilli(int64(binary.BigEndian.Uint64(value)))
+			value = value[tsLen:]
+		}
 		o.Record.Value = append([]byte{}, value...)
 	}
 	s.r.Produce(o)
@@ -364,11 +377,7 @@ func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
 				if rec.Attrs.IsControl() {
 					continue
 				}
-				if rec.Value == nil {
-					b.Delete(rec.Key)
-				} else {
-					b.Set(rec.Key, rec.Value)
-				}
+				applyChangelogRecord(b, ls.spec, rec)
 				n++
 			}
 			// Offsets removed by compaction or retention: the fetch may start past "pos".
@@ -413,4 +422,17 @@ func rate(n int64, d time.Duration) int64 {
 		return 0
 	}
 	return int64(float64(n) / d.Seconds())
+}
+
+// applyChangelogRecord adds one changelog record to a batch of its store: a null value
+// deletes; a timestamped store gets the record's timestamp in front of the value.
+func applyChangelogRecord(b store.Batch, spec StoreSpec, rec *kgo.Record) {
+	switch {
+	case rec.Value == nil:
+		b.Delete(rec.Key)
+	case spec.Timestamped:
+		b.Set(rec.Key, append(binary.BigEndian.AppendUint64(make([]byte, 0, tsLen+len(rec.Value)), uint64(rec.Timestamp.UnixMilli())), rec.Value...))
+	default:
+		b.Set(rec.Key, rec.Value)
+	}
 }

@@ -1,0 +1,209 @@
+package kstream
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/kstream-go/kstream/serde"
+)
+
+// KGroupedTable is a table regrouped by a new key, ready for an aggregation ([TableCount],
+// [TableReduce], [TableAggregate]). Create one with [TableGroupBy].
+type KGroupedTable[K, V any] struct {
+	b  *Builder
+	n  *node // forwards Record[K, change[V]], the selected old and new rows
+	ks serde.Serde[K]
+	vs serde.Serde[V]
+}
+
+// TableGroupBy regroups t by a new key and value chosen by selector, as Kafka Streams'
+// KTable.groupBy does (KTableRepartitionMap). Every update of t is a subtraction of the old
+// row from the group it was in and an addition of the new row to its group: when both have
+// the same key, one change carrying both values goes to that group; otherwise the
+// subtraction goes first, to the old key's partition, then the addition to the new key's.
+// selector is not called on deletes, and a selected pair whose key serializes to nil or
+// whose value is nil is skipped.
+//
+// The aggregation always repartitions, through "<application.id>-<store name>-repartition";
+// the changes are written there in Kafka Streams' format (see the doc of changeSerde in
+// change.go: the same bytes as Java's ChangedSerializer). ks and vs are the serdes of the
+// new key and value; nil means t's own serde, if the type is unchanged. Options: [Named].
+func TableGroupBy[K, V, KR, VR any](t KTable[K, V], selector func(K, V) KeyValue[KR, VR], ks serde.Serde[KR], vs serde.Serde[VR], opts ...Option) KGroupedTable[KR, VR] {
+	b := t.b
+	c := b.options("TableGroupBy", opts)
+	if ks == nil {
+		ks = carry[K, KR](t.ks)
+	}
+	if vs == nil {
+		vs = carry[V, VR](t.vs)
+	}
+	if ks == nil || vs == nil {
+		b.errorf("TableGroupBy: no serde for the new key or value, which go through a repartition topic: %w", ErrNoSerde)
+	}
+	n := b.tableNode(b.nameOr(c, "KTABLE-SELECT"), t.n)
+	// The selector needs both the old and the new value of each update.
+	t.info.enable(true)
+	n.instantiate = func(tk *task) (any, error) {
+		return processorInstance(tk, n, ProcessorFunc[K, change[V], KR, change[VR]](func(ctx ProcessorContext[KR, change[VR]], r Record[K, change[V]]) error {
+			in := r.Value
+			type pair struct {
+				kv KeyValue[KR, VR]
+				kb []byte
+				ok bool
+			}
+			sel := func(v V) (p pair, err error) {
+				p.kv = selector(r.Key, v)
+				if isNil(p.kv.Value) {
+					return p, nil
+				}
+				if p.kb, err = ks.Serialize(p.kv.Key); err != nil {
+					return p, fmt.Errorf("serializing the selected key: %w", err)
+				}
+				p.ok = p.kb != nil
+				return p, nil
+			}
+			var np, op pair
+			var err error
+			if in.hasNew {
+				if np, err = sel(in.new); err != nil {
+					return err
+				}
+			}
+			if in.hasOld {
+				if op, err = sel(in.old); err != nil {
+					return err
+				}
+			}
+			fwd := func(k KR, c change[VR]) {
+				ctx.Forward(Record[KR, change[VR]]{Key: k, Value: c, Timestamp: r.Timestamp, Headers: r.Headers})
+			}
+			if np.ok && op.ok && bytes.Equal(np.kb, op.kb) {
+				fwd(op.kv.Key, change[VR]{new: np.kv.Value, old: op.kv.Value, hasNew: true, hasOld: true})
+				return nil
+			}
+			if op.ok {
+				fwd(op.kv.Key, change[VR]{old: op.kv.Value, hasOld: true})
+			}
+			if np.ok {
+				fwd(np.kv.Key, change[VR]{new: np.kv.Value, hasNew: true})
+			}
+			return nil
+		}))
+	}
+	return KGroupedTable[KR, VR]{b: b, n: n, ks: ks, vs: vs}
+}
+
+// TableCount counts the rows of each group into the store named name, as Kafka Streams'
+// KGroupedTable.count does: a row joining a group adds one, a row leaving it (updated into
+// another group, or deleted) subtracts one. A count that falls to 0 stays in the table as
+// 0; it is not deleted.
+func TableCount[K, V any](g KGroupedTable[K, V], name string, opts ...StoreOption) KTable[K, int64] {
+	return TableAggregate(g, func() int64 { return 0 },
+		func(_ K, _ V, n int64) int64 { return n + 1 },
+		func(_ K, _ V, n int64) int64 { return n - 1 },
+		serde.Int64(), name, opts...)
+}
+
+// TableReduce combines the rows of each group into the store named name, as Kafka Streams'
+// KGroupedTable.reduce does (KTableReduce): the first row of a group is its value; a row
+// joining the group is combined with adder(acc, v), a row leaving it is removed with
+// subtractor(acc, v). A group whose rows all left keeps the value subtractor returned; it is
+// deleted only if that value is nil. The value serde is the grouped table's.
+func TableReduce[K, V any](g KGroupedTable[K, V], adder, subtractor func(acc, v V) V, name string, opts ...StoreOption) KTable[K, V] {
+	return tableAggregate(g, "KTABLE-REDUCE", g.vs, name, opts, func(_ K, in change[V], acc V, had bool, accTs, ts int64) (res V, ok bool, newTs int64) {
+		inter, interOK := acc, had
+		newTs = ts
+		if in.hasOld && had {
+			inter = subtractor(acc, in.old)
+			interOK = !isNil(inter)
+			newTs = max(ts, accTs)
+		}
+		if !in.hasNew {
+			return inter, interOK, newTs
+		}
+		if !interOK {
+			return in.new, true, newTs
+		}
+		return adder(inter, in.new), true, max(ts, accTs)
+	})
+}
+
+// TableAggregate folds the rows of each group into an aggregate of type VA, kept in the
+// store named name (serialized with vs), as Kafka Streams' KGroupedTable.aggregate does
+// (KTableAggregate): a row leaving a group is removed with subtractor, then a row joining it
+// is added with adder, starting from init() for a group without an aggregate. An aggregate
+// is deleted only when the function that made it returned nil (for a nilable VA); a group
+// whose rows all left keeps what subtractor returned.
+//
+// Each update has the largest of the record's timestamp and the aggregate's previous one.
+func TableAggregate[K, V, VA any](g KGroupedTable[K, V], init func() VA, adder, subtractor func(key K, v V, acc VA) VA, vs serde.Serde[VA], name string, opts ...StoreOption) KTable[K, VA] {
+	return tableAggregate(g, "KTABLE-AGGREGATE", vs, name, opts, func(k K, in change[V], acc VA, had bool, accTs, ts int64) (VA, bool, int64) {
+		inter, interOK := acc, had
+		newTs := ts
+		if in.hasOld && had {
+			inter = subtractor(k, in.old, acc)
+			interOK = !isNil(inter)
+			newTs = max(ts, accTs)
+		}
+		if !in.hasNew {
+			return inter, interOK, newTs
+		}
+		if !interOK {
+			inter = init()
+		}
+		res := adder(k, in.new, inter)
+		if had {
+			newTs = max(ts, accTs)
+		}
+		return res, !isNil(res), newTs
+	})
+}
+
+// tableAggregate repartitions g's changes through "<name>-repartition" and aggregates them
+// into the store named name with step, which returns the new aggregate (ok false: none, the
+// key is deleted) and its timestamp.
+func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde.Serde[VA], name string, opts []StoreOption,
+	step func(k K, in change[V], acc VA, had bool, accTs, ts int64) (VA, bool, int64)) KTable[K, VA] {
+	b := g.b
+	if vs == nil {
+		b.errorf("%s %q: no value serde for the store: %w", prefix, name, ErrNoSerde)
+	}
+	var changes KStream[K, change[V]]
+	if g.ks != nil && g.vs != nil {
+		changes = KStream[K, change[V]]{b: b, n: g.n, ks: g.ks, vs: changeSerde[V]{g.vs}}.Repartition(name)
+	} else { // reported by TableGroupBy; build on so that every error shows
+		changes = KStream[K, change[V]]{b: b, n: g.n}
+	}
+	d := tableStoreDef(name, g.ks, vs, opts)
+	n := b.tableNode(genName(prefix, len(b.nodes)), changes.n)
+	b.addStore(d, n)
+	info := storedInfo()
+	n.instantiate = func(t *task) (any, error) {
+		st, err := taskTableStore[K, VA](t, name)
+		if err != nil {
+			return nil, err
+		}
+		return processorInstance(t, n, ProcessorFunc[K, change[V], K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, change[V]]) error {
+			acc, accTs, had, err := getTS(st, r.Key)
+			if err != nil {
+				return err
+			}
+			agg, ok, ts := step(r.Key, r.Value, acc, had, accTs, unixMs(r.Timestamp))
+			if err := putTS(st, r.Key, agg, ok, ts); err != nil {
+				return err
+			}
+			res := change[VA]{new: agg, hasNew: ok}
+			if !ok {
+				var zero VA
+				res.new = zero
+			}
+			if info.sendOld && had {
+				res.old, res.hasOld = acc, true
+			}
+			ctx.Forward(Record[K, change[VA]]{Key: r.Key, Value: res, Timestamp: msTime(ts), Headers: r.Headers})
+			return nil
+		}))
+	}
+	return KTable[K, VA]{b: b, n: n, ks: g.ks, vs: vs, store: name, info: info,
+		getter: storeGetter[K, VA](name), getterStores: []*storeDef{d}}
+}
