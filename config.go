@@ -41,6 +41,15 @@ type Config struct {
 	// stores), overriding the default $TMPDIR/kstream/<application id>. Two instances must not
 	// share one. This corresponds to state.dir.
 	StateDir string
+	// BlockCacheBytes is the size of the block cache of the one Pebble database that holds
+	// every persistent store of the process, overriding the default 64 MiB; MemTableBytes is
+	// the size of its memtables, overriding the default 32 MiB. However many tasks run, this
+	// is the engine's memory budget (Kafka Streams' rocksdb.config.setter with a shared cache).
+	BlockCacheBytes int64
+	MemTableBytes   uint64
+	// StoreCacheBytes bounds the read cache that each persistent store partition keeps of
+	// recently read and written keys, overriding the default 8 MiB; negative disables it.
+	StoreCacheBytes int
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
 	OffsetReset OffsetReset
@@ -203,6 +212,7 @@ func (c Config) runtimeConfig() runtime.Config {
 		rc.RestoreListener = c.RestoreListener
 	}
 	rc.NumStandbys = c.NumStandbys
+	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
 	rc.TransactionTimeout = c.TransactionTimeout
 	if c.StandbyListener != nil {

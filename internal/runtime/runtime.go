@@ -136,7 +136,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		parts:      map[topicPartition]*taskRun{},
 		internal:   map[string]bool{},
 		changelogs: map[string]bool{},
-		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger},
+		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger, cacheBytes: cfg.BlockCacheBytes, memTableBytes: cfg.MemTableBytes},
 		restorers:  map[TaskID]chan struct{}{},
 	}
 	r.standby = newStandbys(r)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -46,8 +47,10 @@ type RestoreListener interface {
 
 // stores holds the process's storage engines, opened on first use.
 type stores struct {
-	dir string
-	log *slog.Logger
+	dir           string
+	log           *slog.Logger
+	cacheBytes    int64
+	memTableBytes uint64
 
 	mu     sync.Mutex
 	mem    store.DB
@@ -64,7 +67,7 @@ func (s *stores) db(persistent bool) (store.DB, error) {
 		return s.mem, nil
 	}
 	if s.pebble == nil {
-		db, err := pebble.Open(filepath.Join(s.dir, "pebble"), pebble.Options{Logger: s.log})
+		db, err := pebble.Open(filepath.Join(s.dir, "pebble"), pebble.Options{Logger: s.log, CacheSize: s.cacheBytes, MemTableSize: s.memTableBytes})
 		if err != nil {
 			return nil, fmt.Errorf("kstream: opening the state directory %s: %w", s.dir, err)
 		}
@@ -110,7 +113,7 @@ type loggedStore struct {
 	written atomic.Bool  // a changelog write since the last checkpoint
 }
 
-// storeCacheBytes bounds the read cache of each persistent store partition.
+// storeCacheBytes is the default bound of the read cache of each persistent store partition.
 const storeCacheBytes = 8 << 20
 
 // flushBytes is the size of a store partition's buffered writes above which they are
@@ -297,7 +300,10 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		}
 		switch {
 		case spec.Persistent:
-			ls.buf = store.NewBuffer(raw).WithReadCache(storeCacheBytes)
+			ls.buf = store.NewBuffer(raw)
+			if r.cfg.StoreCacheBytes >= 0 {
+				ls.buf.WithReadCache(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes))
+			}
 		case r.cfg.ExactlyOnce:
 			// Writes must wait for their transaction to commit.
 			ls.buf = store.NewBuffer(raw)

@@ -199,6 +199,13 @@ type Config struct {
 	// ExactlyOnce turns on exactly-once v2 (see eos.go); CommitInterval then defaults to
 	// 100ms.
 	ExactlyOnce bool
+	// BlockCacheBytes and MemTableBytes size the Pebble database shared by every task
+	// (0: Pebble store defaults, 64 MiB and 32 MiB).
+	BlockCacheBytes int64
+	MemTableBytes   uint64
+	// StoreCacheBytes bounds the read cache of each persistent store partition (0: 8 MiB;
+	// negative: none).
+	StoreCacheBytes int
 	// TransactionTimeout is the producer's transaction timeout under exactly-once,
 	// overriding the default 10s (Kafka Streams' default under exactly-once).
 	TransactionTimeout time.Duration
