@@ -61,7 +61,9 @@ func TestTableJoinAndAggregateOnBroker(t *testing.T) {
 
 	cfg := testConfig(t)
 	cfg.StateDir = t.TempDir()
-	start(t, newApp(t, b, cfg))
+	app := newApp(t, b, cfg)
+	start(t, app)
+	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return app.State() == kstream.StateRunning })
 	cl := kafkatest.Client(t)
 	del := func(topic, key string, tsMs int) *kgo.Record {
 		r := rec(topic, key, "", tsMs)
