@@ -62,7 +62,7 @@ type Buffer struct {
 	// written by Flush, at most cacheMax bytes of keys and values. It mirrors the
 	// underlying backend as long as every write goes through the Buffer, so Discard keeps
 	// it.
-	clean     map[string]cleanEntry
+	clean     map[string]*cleanEntry
 	cleanSize int
 	cacheMax  int
 }
@@ -136,7 +136,7 @@ func (b *Buffer) Get(key []byte) ([]byte, bool, error) {
 func (b *Buffer) WithReadCache(maxBytes int) *Buffer {
 	b.cacheMax = maxBytes
 	if b.clean == nil {
-		b.clean = make(map[string]cleanEntry)
+		b.clean = make(map[string]*cleanEntry)
 	}
 	return b
 }
@@ -147,14 +147,19 @@ func (b *Buffer) CacheSize() int { return b.cleanSize }
 // cache records the underlying value of key (a copy of v), evicting entries (in map order,
 // which is arbitrary) when the cache outgrows its limit.
 func (b *Buffer) cache(key string, v []byte, absent bool) {
-	if old, ok := b.clean[key]; ok {
-		b.cleanSize -= len(key) + len(old.val)
+	c, ok := b.clean[key]
+	if ok {
+		b.cleanSize -= len(key) + len(c.val)
+	} else {
+		c = &cleanEntry{}
+		b.clean[key] = c
 	}
-	c := cleanEntry{absent: absent}
-	if !absent {
-		c.val = append([]byte(nil), v...)
+	c.absent = absent
+	if absent {
+		c.val = c.val[:0]
+	} else {
+		c.val = append(c.val[:0], v...) // reuses the cached value's storage when it fits
 	}
-	b.clean[key] = c
 	b.cleanSize += len(key) + len(c.val)
 	if b.cleanSize <= b.cacheMax {
 		return
