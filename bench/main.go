@@ -120,7 +120,19 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase of each scenario's first run to this file\n(with several scenarios: FILE with .<scenario> before its extension)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the random values (every scenario gets the same data)")
 	flag.IntVar(&o.warmup, "warmup", 100_000, "records of one untimed warm-up run of each scenario before the measured runs (0: none)")
+	var eos bool
+	var rate int
+	var latencyFor time.Duration
+	flag.BoolVar(&eos, "eos", false, "run the exactly-once benchmark instead: the count pipeline under at-least-once and exactly-once\n(100ms commits), throughput and ratio, then end-to-end latency at -rate records/s")
+	flag.IntVar(&rate, "rate", 10000, "-eos: input records/s of the latency runs")
+	flag.DurationVar(&latencyFor, "latency-for", 10*time.Second, "-eos: duration of each latency run")
 	flag.Parse()
+	if eos {
+		if err := runEOS(o.records, o.partitions, o.runs, rate, latencyFor); err != nil {
+			fatalf("%v", err)
+		}
+		return
+	}
 	if flag.NArg() > 0 {
 		fatalf("unexpected arguments: %v", flag.Args())
 	}
