@@ -2,234 +2,379 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"log/slog"
-	"os"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kstream-go/kstream"
-	"github.com/kstream-go/kstream/embedded"
-	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// runEOS is the -eos mode: the count pipeline (Pebble, countKeys keys, 100ms commits) under
-// at-least-once and under exactly-once in one process, each reading the same input, timed
-// until a read_committed consumer has seen one output record per input record; then the
-// end-to-end latency of each at a paced input rate.
-func runEOS(records, partitions, runs int, rate int, latencyFor time.Duration) error {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := embedded.Start(embedded.Logger(logger))
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	brokers := b.Brokers()
-	k, err := newKafka(brokers)
-	if err != nil {
-		return err
-	}
-	defer k.close()
-	ctx := context.Background()
-	stamp := time.Now().UnixNano()
-	in := fmt.Sprintf("bench-eos-%x-in", stamp)
-	if err := k.createTopics(ctx, int32(partitions), in); err != nil {
-		return err
-	}
-	// The input, written once: record i has key i%countKeys and a 100-byte value.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	val := make([]byte, 100)
-	for i := 0; i < records; i += 10000 {
-		recs := make([]*kgo.Record, 0, 10000)
-		for j := i; j < min(i+10000, records); j++ {
-			key := make([]byte, countKeyLen)
-			putCountKey(key, j)
-			recs = append(recs, &kgo.Record{Topic: in, Key: key, Value: val})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return err
-		}
-	}
-	fmt.Printf("kstream bench -eos: %d records, %d keys, %d partitions, commit interval 100ms for both guarantees, %d run(s)\n\n", records, countKeys, partitions, runs)
+// The exactly-once scenarios: the count-pebble pipeline under at-least-once and under
+// exactly-once, both with the commit interval commitInterval (100ms), for throughput
+// (count-alos, count-eos) and for the end-to-end latency at a paced input rate
+// (latency-alos, latency-eos). Their output is read by a read_committed consumer
+// (committedWatcher): under exactly-once the output's last offsets are transaction
+// markers, so the harness counts records, not offsets.
 
-	type outcome struct {
-		secs  float64
-		stats kstream.Stats
-	}
-	one := func(g kstream.Guarantee, run int) (outcome, error) {
-		name := fmt.Sprintf("bench-eos-%x-%s-%d", stamp, g, run)
-		out := name + "-out"
-		if err := k.createTopics(ctx, int32(partitions), out); err != nil {
-			return outcome{}, err
-		}
-		bld := kstream.NewBuilder()
-		kstream.Count(kstream.Stream(bld, in, serde.String(), serde.Bytes()).GroupByKey(), countStore).
-			ToStream().To(out, serde.String(), serde.Int64())
-		dir, err := os.MkdirTemp("", "kstream-bench-eos-")
-		if err != nil {
-			return outcome{}, err
-		}
-		defer os.RemoveAll(dir)
-		app, err := kstream.New(bld, kstream.Config{ApplicationID: name, Brokers: brokers, Guarantee: g,
-			CommitInterval: 100 * time.Millisecond, StateDir: dir, Logger: logger})
-		if err != nil {
-			return outcome{}, err
-		}
-		rc, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(out),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-		if err != nil {
-			return outcome{}, err
-		}
-		defer rc.Close()
-		actx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		start := time.Now()
-		go func() { done <- app.Run(actx) }()
-		var seen int
-		deadline := time.Now().Add(5 * time.Minute)
-		for seen < records {
-			pctx, pcancel := context.WithTimeout(ctx, time.Second)
-			fs := rc.PollFetches(pctx)
-			pcancel()
-			seen += fs.NumRecords()
-			if time.Now().After(deadline) {
-				cancel()
-				<-done
-				return outcome{}, fmt.Errorf("%s: %d of %d outputs after 5 minutes", g, seen, records)
-			}
-		}
-		secs := time.Since(start).Seconds()
-		st := app.Stats()
-		cancel()
-		if err := <-done; err != nil {
-			return outcome{}, err
-		}
-		return outcome{secs, st}, nil
-	}
-	var alos, eos []outcome
-	for r := range runs {
-		a, err := one(kstream.AtLeastOnce, r)
-		if err != nil {
-			return err
-		}
-		e, err := one(kstream.ExactlyOnce, r)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("  run %d: at-least-once %.3fs (%.0f rec/s)   exactly-once %.3fs (%.0f rec/s, %d transactions, %d aborted, commit p99 %v)\n",
-			r+1, a.secs, float64(records)/a.secs, e.secs, float64(records)/e.secs, e.stats.Commits, e.stats.TransactionsAborted, e.stats.CommitLatencyP99.Round(time.Microsecond))
-		alos, eos = append(alos, a), append(eos, e)
-	}
-	med := func(o []outcome) float64 {
-		s := make([]float64, len(o))
-		for i := range o {
-			s[i] = o[i].secs
-		}
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	ma, me := med(alos), med(eos)
-	verdict := "met"
-	if ma/me < 0.85 {
-		verdict = "MISSED"
-	}
-	fmt.Printf("\n  median: at-least-once %.0f rec/s, exactly-once %.0f rec/s: exactly-once/at-least-once = %.2fx (target >= 0.85x: %s)\n\n",
-		float64(records)/ma, float64(records)/me, ma/me, verdict)
+// eosScenarios are what -eos selects.
+var eosScenarios = []string{"count-alos", "count-eos", "latency-alos", "latency-eos"}
 
-	// Latency at a paced rate: input timestamp to output visible read_committed.
-	for _, g := range []kstream.Guarantee{kstream.AtLeastOnce, kstream.ExactlyOnce} {
-		lat, err := latency(ctx, k, brokers, logger, g, partitions, rate, latencyFor, stamp)
-		if err != nil {
-			return err
-		}
-		slices.Sort(lat)
-		if len(lat) == 0 {
-			return fmt.Errorf("%s: no latency samples", g)
-		}
-		q := func(f float64) time.Duration { return lat[min(len(lat)-1, int(f*float64(len(lat))))] }
-		fmt.Printf("  latency %-16s at %d rec/s for %v: p50 %v  p99 %v  max %v  (%d samples, the first second excluded)\n",
-			g, rate, latencyFor, q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat))
-	}
-	return nil
+// targetEOSVsALOS: count-eos should reach 0.85x the throughput of count-alos.
+const targetEOSVsALOS = 0.85
+
+func runCountALOS(ctx context.Context, env *runEnv) error {
+	return runStatefulApp(ctx, countTopology(env), env, nil, kstream.AtLeastOnce)
 }
 
-// latency runs the count pipeline under g while records arrive at rate per second (batches
-// every 10ms, timestamped when produced), and returns, for each output record seen by a
-// read_committed consumer after the first second, now minus its timestamp.
-func latency(ctx context.Context, k *kafka, brokers []string, logger *slog.Logger, g kstream.Guarantee, partitions, rate int, d time.Duration, stamp int64) ([]time.Duration, error) {
-	name := fmt.Sprintf("bench-lat-%x-%s", stamp, g)
-	in, out := name+"-in", name+"-out"
-	if err := k.createTopics(ctx, int32(partitions), in, out); err != nil {
-		return nil, err
-	}
-	bld := kstream.NewBuilder()
-	kstream.Count(kstream.Stream(bld, in, serde.String(), serde.Bytes()).GroupByKey(), countStore).
-		ToStream().To(out, serde.String(), serde.Int64())
-	dir, err := os.MkdirTemp("", "kstream-bench-lat-")
+func runCountEOS(ctx context.Context, env *runEnv) error {
+	return runStatefulApp(ctx, countTopology(env), env, nil, kstream.ExactlyOnce)
+}
+
+// committedWatcher consumes a topic read_committed from its start, keeping the control
+// records (transaction markers) so that it knows how far it has read in offsets, and counts
+// the data records. onRecord, if set, is called for every data record with the time the
+// poll returned.
+type committedWatcher struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	next     map[int32]int64 // partition: offset after the last record read, markers included
+	records  int64           // data records read
+	firstOut time.Time       // when the first data record was read
+	err      error           // first fetch error
+}
+
+func newCommittedWatcher(brokers []string, topic string, onRecord func(now time.Time, r *kgo.Record)) (*committedWatcher, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the read_committed consumer of %s: %w", topic, err)
 	}
-	defer os.RemoveAll(dir)
-	app, err := kstream.New(bld, kstream.Config{ApplicationID: name, Brokers: brokers, Guarantee: g,
-		CommitInterval: 100 * time.Millisecond, StateDir: dir, Logger: logger})
-	if err != nil {
-		return nil, err
-	}
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- app.Run(actx) }()
-	for app.State() != kstream.StateRunning {
-		time.Sleep(10 * time.Millisecond)
-	}
-	pcl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0))
-	if err != nil {
-		return nil, err
-	}
-	defer pcl.Close()
-	rc, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(out),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(10*time.Millisecond))
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	began := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &committedWatcher{cl: cl, cancel: cancel, done: make(chan struct{}), next: map[int32]int64{}}
 	go func() {
-		perTick := max(1, rate/100)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		i := 0
-		for time.Since(began) < d {
-			<-tick.C
-			now := time.Now()
-			for range perTick {
-				key := make([]byte, countKeyLen)
-				putCountKey(key, i)
-				i++
-				pcl.Produce(actx, &kgo.Record{Topic: in, Key: key, Value: []byte("v"), Timestamp: now}, nil)
+		defer close(w.done)
+		for {
+			fs := cl.PollFetches(ctx)
+			if fs.IsClientClosed() || ctx.Err() != nil {
+				return
 			}
+			now := time.Now()
+			w.mu.Lock()
+			fs.EachError(func(t string, p int32, err error) {
+				if w.err == nil && !errors.Is(err, context.Canceled) {
+					w.err = fmt.Errorf("consuming %s/%d read_committed: %w", t, p, err)
+				}
+			})
+			fs.EachRecord(func(r *kgo.Record) {
+				w.next[r.Partition] = r.Offset + 1
+				if r.Attrs.IsControl() {
+					return
+				}
+				w.records++
+				if w.firstOut.IsZero() {
+					w.firstOut = now
+				}
+				if onRecord != nil {
+					onRecord(now, r)
+				}
+			})
+			w.mu.Unlock()
 		}
 	}()
-	var lat []time.Duration
-	for time.Since(began) < d+2*time.Second {
-		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		fs := rc.PollFetches(pctx)
-		pcancel()
-		now := time.Now()
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Timestamp.Sub(began) > time.Second {
-				lat = append(lat, now.Sub(r.Timestamp))
+	return w, nil
+}
+
+func (w *committedWatcher) close() {
+	w.cancel()
+	<-w.done
+	w.cl.Close()
+}
+
+func (w *committedWatcher) count() (int64, time.Time, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.records, w.firstOut, w.err
+}
+
+// wait polls the watcher every 10ms until it has read want data records, like
+// kafka.waitForOutput: it returns how long after start the first one was read, and fails if
+// the run ends early (done receives), if more than want records appear, or when ctx expires.
+func (w *committedWatcher) wait(ctx context.Context, topic string, want int64, start time.Time, done <-chan error) (time.Duration, error) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n, first, err := w.count()
+		var firstOut time.Duration
+		if !first.IsZero() {
+			firstOut = first.Sub(start)
+		}
+		switch {
+		case err != nil:
+			return firstOut, err
+		case n == want:
+			return firstOut, nil
+		case n > want:
+			return firstOut, fmt.Errorf("output topic %s holds %d committed records, more than the %d expected", topic, n, want)
+		}
+		select {
+		case err := <-done:
+			return firstOut, fmt.Errorf("stopped after %v with %d of %d committed output records: %v", time.Since(start).Round(time.Millisecond), n, want, err)
+		case <-ctx.Done():
+			return firstOut, fmt.Errorf("output short: %d of %d committed records in %s after %v", n, want, topic, time.Since(start).Round(time.Millisecond))
+		case <-tick.C:
+		}
+	}
+}
+
+// settle waits until the watcher has read every partition of topic up to its end offset as
+// of now (after the app stopped, no transaction is open: the last stable offset is the end),
+// then returns the data records read in all.
+func (w *committedWatcher) settle(ctx context.Context, k *kafka, topic string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	offs, err := k.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("listing end offsets of %s: %w", topic, err)
+	}
+	if err := offs.Error(); err != nil {
+		return 0, fmt.Errorf("listing end offsets of %s: %w", topic, err)
+	}
+	end := map[int32]int64{}
+	for _, ps := range offs {
+		for p, o := range ps {
+			end[p] = o.Offset
+		}
+	}
+	for {
+		w.mu.Lock()
+		caught := true
+		for p, e := range end {
+			if w.next[p] < e {
+				caught = false
 			}
-		})
+		}
+		n, err := w.records, w.err
+		w.mu.Unlock()
+		if err != nil {
+			return n, err
+		}
+		if caught {
+			return n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return n, fmt.Errorf("the read_committed consumer of %s did not reach the end offsets %v within 30s (read %d records)", topic, end, n)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		return nil, err
+}
+
+// latencyResult is what a latency run measured.
+type latencyResult struct {
+	produced int64           // input records (= output records expected)
+	samples  []time.Duration // now - output timestamp, after the warm-up, sorted
+	rate     float64         // input records/s actually produced
+	lagMax   time.Duration   // how far the producer fell behind its schedule at most
+}
+
+// quantile is the nearest-rank q-quantile of the sorted samples.
+func (l *latencyResult) quantile(q float64) time.Duration {
+	n := len(l.samples)
+	if n == 0 {
+		return 0
 	}
-	return lat, nil
+	i := int(q*float64(n)+0.999999) - 1
+	return l.samples[min(max(i, 0), n-1)]
+}
+
+// runLatency runs a latency scenario: the count pipeline (s.run) on fresh, empty topics;
+// once it runs with every task, a producer writes o.rate records/s (a batch every 10ms,
+// each record timestamped with the time of its batch) for o.latencyFor, and a read_committed
+// consumer of the output records now - record timestamp for every output whose input was
+// produced after the first o.latencyWarmup. The run ends when every output is visible; a
+// missing or extra output fails it.
+func runLatency(k *kafka, o options, s scenario, env *runEnv) (res result, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap)
+	defer cancel()
+	resetPeakRSS()
+	if err := k.createTopics(ctx, int32(o.partitions), env.in, env.out); err != nil {
+		return res, err
+	}
+	defer func() {
+		if derr := k.cleanUp(env, true); derr != nil && err == nil {
+			err = derr
+		}
+	}()
+
+	appc := make(chan *kstream.App, 1)
+	env.onApp = func(a *kstream.App) { appc <- a }
+	appCtx, stopApp := context.WithCancel(ctx)
+	defer stopApp()
+	done := make(chan error, 1)
+	go func() { done <- s.run(appCtx, env) }()
+	stop := func() error {
+		stopApp()
+		select {
+		case rerr := <-done:
+			if rerr != nil && !errors.Is(rerr, context.Canceled) {
+				return fmt.Errorf("run returned an error at shutdown: %w", rerr)
+			}
+			return nil
+		case <-time.After(time.Minute):
+			return errors.New("did not stop within 1 minute of cancelling its context")
+		}
+	}
+
+	// Wait until the app runs with all its tasks, so that the group join is not measured.
+	var app *kstream.App
+	select {
+	case app = <-appc:
+	case rerr := <-done:
+		return res, fmt.Errorf("stopped before starting: %v", rerr)
+	}
+	for app.State() != kstream.StateRunning || len(app.Tasks()) != o.partitions {
+		select {
+		case rerr := <-done:
+			return res, fmt.Errorf("stopped before running: %v", rerr)
+		case <-ctx.Done():
+			return res, errors.New("not running with every task within the scenario cap")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	prod, err := kgo.NewClient(
+		kgo.SeedBrokers(env.brokers...),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), // murmur2 of the key, as in fill
+		kgo.ProducerLinger(0),                                // a batch leaves when it is produced: its timestamp is its send time
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	)
+	if err != nil {
+		_ = stop()
+		return res, err
+	}
+	defer prod.Close()
+
+	var (
+		latMu   sync.Mutex
+		samples []time.Duration
+	)
+	began := time.Now() // the producer's schedule starts here
+	// Record timestamps come back in whole milliseconds.
+	measureFrom := time.UnixMilli(began.Add(o.latencyWarmup).UnixMilli())
+	w, err := newCommittedWatcher(env.brokers, env.out, func(now time.Time, r *kgo.Record) {
+		if !r.Timestamp.Before(measureFrom) {
+			latMu.Lock()
+			samples = append(samples, now.Sub(r.Timestamp))
+			latMu.Unlock()
+		}
+	})
+	if err != nil {
+		_ = stop()
+		return res, err
+	}
+	defer w.close()
+
+	// The paced producer: every 10ms, the records due by then (rate x elapsed), all with the
+	// same timestamp, the time of the batch. A late tick produces what is due, so the rate
+	// holds on average; lagMax says how late a batch was at worst.
+	total := int64(float64(o.rate) * o.latencyFor.Seconds())
+	var (
+		prodMu  sync.Mutex
+		prodErr error
+	)
+	onProduced := func(_ *kgo.Record, err error) {
+		if err != nil {
+			prodMu.Lock()
+			if prodErr == nil {
+				prodErr = err
+			}
+			prodMu.Unlock()
+		}
+	}
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], o.seed)
+	rng := rand.NewChaCha8(seed)
+	var produced int64
+	var lagMax time.Duration
+	tick := time.NewTicker(10 * time.Millisecond)
+	for produced < total {
+		select {
+		case <-tick.C:
+		case rerr := <-done:
+			tick.Stop()
+			return res, fmt.Errorf("stopped while producing: %v", rerr)
+		}
+		now := time.Now()
+		due := min(total, int64(float64(o.rate)*now.Sub(began).Seconds()))
+		if due <= produced {
+			continue
+		}
+		// The batch was due when its first record was.
+		lagMax = max(lagMax, now.Sub(began.Add(time.Duration(float64(produced+1)/float64(o.rate)*float64(time.Second)))))
+		buf := make([]byte, int(due-produced)*(countKeyLen+o.valueSize))
+		for ; produced < due; produced++ {
+			key, val := buf[:countKeyLen:countKeyLen], buf[countKeyLen:countKeyLen+o.valueSize:countKeyLen+o.valueSize]
+			buf = buf[countKeyLen+o.valueSize:]
+			putCountKey(key, int(produced))
+			_, _ = rng.Read(val)
+			prod.Produce(ctx, &kgo.Record{Topic: env.in, Key: key, Value: val, Timestamp: now}, onProduced)
+		}
+	}
+	tick.Stop()
+	producedFor := time.Since(began)
+	if err := prod.Flush(ctx); err != nil {
+		_ = stop()
+		return res, fmt.Errorf("flushing the input: %w", err)
+	}
+	prodMu.Lock()
+	perr := prodErr
+	prodMu.Unlock()
+	if perr != nil {
+		_ = stop()
+		return res, fmt.Errorf("producing the input: %w", perr)
+	}
+
+	// Every input's output must become visible (30s after the last input at most).
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	_, werr := w.wait(wctx, env.out, total, began, done)
+	wcancel()
+	if werr != nil {
+		_ = stop()
+		return res, fmt.Errorf("missing output: %w", werr)
+	}
+	if err := stop(); err != nil {
+		return res, err
+	}
+	if got, err := w.settle(ctx, k, env.out); err != nil {
+		return res, err
+	} else if got != total {
+		return res, fmt.Errorf("output topic %s holds %d committed records after shutdown, want exactly %d", env.out, got, total)
+	}
+
+	latMu.Lock()
+	lr := &latencyResult{produced: total, samples: slices.Clone(samples), rate: float64(total) / producedFor.Seconds(), lagMax: lagMax}
+	latMu.Unlock()
+	slices.Sort(lr.samples)
+	if len(lr.samples) == 0 {
+		return res, fmt.Errorf("no latency samples after the %v warm-up", o.latencyWarmup)
+	}
+	res.seconds = producedFor.Seconds()
+	res.outRecords = total
+	res.lat = lr
+	res.stats = env.stats
+	res.peakRSS = readPeakRSS()
+	return res, nil
 }

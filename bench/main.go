@@ -26,6 +26,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/embedded"
 )
 
@@ -46,6 +47,11 @@ type options struct {
 	cpuProfile string
 	seed       uint64
 	warmup     int
+	// latency scenarios: input records/s, how long the input is produced, and how much of
+	// its start is left out of the figures
+	rate          int
+	latencyFor    time.Duration
+	latencyWarmup time.Duration
 }
 
 // scenario is one way of copying the input topic to the output topic.
@@ -60,6 +66,13 @@ type scenario struct {
 	countKeys bool
 	// stateful: the app has the store countStore, whose changelog is deleted in clean-up.
 	stateful bool
+	// readCommitted: the run is complete when a read_committed consumer of the output has
+	// read the expected number of records (counted, not summed end offsets: under
+	// exactly-once transaction markers take offsets too).
+	readCommitted bool
+	// latency: not a throughput run but runLatency: run processes a paced input on empty
+	// topics and the end-to-end latency is measured (no fill, no warm-up run).
+	latency bool
 
 	// after, if set, makes this a follow-up scenario: instead of copying a topic of its own
 	// it runs after each run of the scenario named after, on that run's topics (before they
@@ -74,6 +87,11 @@ type runEnv struct {
 	in, out string
 	group   string // consumer group / application id, fresh per run
 	logger  *slog.Logger
+
+	// onApp, if set, is given the app before it runs (stateful scenarios).
+	onApp func(*kstream.App)
+	// stats: the app's Stats when its Run returned (stateful scenarios).
+	stats *kstream.Stats
 }
 
 var scenarios = []scenario{
@@ -83,6 +101,10 @@ var scenarios = []scenario{
 	{name: "count-memory", keep: keepAll, run: runCountMemory, countKeys: true, stateful: true},
 	{name: "count-pebble", keep: keepAll, run: runCountPebble, countKeys: true, stateful: true},
 	{name: "restore-pebble", after: "count-pebble", follow: runRestorePebble},
+	{name: "count-alos", keep: keepAll, run: runCountALOS, countKeys: true, stateful: true, readCommitted: true},
+	{name: "count-eos", keep: keepAll, run: runCountEOS, countKeys: true, stateful: true, readCommitted: true},
+	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
+	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half
@@ -106,6 +128,10 @@ type result struct {
 	// restore scenarios: first OnRestoreStart to last OnRestoreEnd (firstOut is the time to
 	// the first OnRestoreStart, outRecords the records restored).
 	restorePhase time.Duration
+	// stateful scenarios: the app's commit figures when it stopped
+	stats *kstream.Stats
+	// latency scenarios
+	lat *latencyResult
 }
 
 func main() {
@@ -121,23 +147,25 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the random values (every scenario gets the same data)")
 	flag.IntVar(&o.warmup, "warmup", 100_000, "records of one untimed warm-up run of each scenario before the measured runs (0: none)")
 	var eos bool
-	var rate int
-	var latencyFor time.Duration
-	flag.BoolVar(&eos, "eos", false, "run the exactly-once benchmark instead: the count pipeline under at-least-once and exactly-once\n(100ms commits), throughput and ratio, then end-to-end latency at -rate records/s")
-	flag.IntVar(&rate, "rate", 10000, "-eos: input records/s of the latency runs")
-	flag.DurationVar(&latencyFor, "latency-for", 10*time.Second, "-eos: duration of each latency run")
+	flag.BoolVar(&eos, "eos", false, "select the exactly-once scenarios (with -only: in addition): "+strings.Join(eosScenarios, ","))
+	flag.IntVar(&o.rate, "rate", 10000, "latency-*: input records/s (a batch every 10ms)")
+	flag.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "latency-*: how long the input is produced")
+	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency-*: outputs of inputs produced in this first part of the run are not measured")
 	flag.Parse()
-	if eos {
-		if err := runEOS(o.records, o.partitions, o.runs, rate, latencyFor); err != nil {
-			fatalf("%v", err)
-		}
-		return
-	}
 	if flag.NArg() > 0 {
 		fatalf("unexpected arguments: %v", flag.Args())
 	}
 	if o.records <= 0 || o.valueSize <= 0 || o.partitions <= 0 || o.runs <= 0 || o.warmup < 0 {
 		fatalf("-records, -value-size, -partitions and -runs must be positive, -warmup not negative")
+	}
+	if o.rate <= 0 || o.latencyWarmup < 0 || o.latencyFor <= o.latencyWarmup {
+		fatalf("-rate must be positive, -latency-warmup not negative and -latency-for longer than -latency-warmup")
+	}
+	if eos {
+		if only != "" {
+			only += ","
+		}
+		only += strings.Join(eosScenarios, ",")
 	}
 	selected, err := selectScenarios(only)
 	if err != nil {
@@ -247,6 +275,9 @@ func run(o options, selected []scenario) error {
 			if s.after != "" {
 				continue // runs with its scenario
 			}
+			if s.latency {
+				continue // its first -latency-warmup is its warm-up
+			}
 			fus := followUps(selected, s)
 			res, err := runScenario(k, wo, s, newEnv(s, "warmup"), "", fus, nil)
 			if err != nil {
@@ -277,6 +308,18 @@ func run(o options, selected []scenario) error {
 	for r := range o.runs {
 		for i := range mains {
 			s := mains[(i+r)%len(mains)]
+			if s.latency {
+				res, err := runLatency(k, o, s, newEnv(s, fmt.Sprint(r)))
+				if err != nil {
+					return fmt.Errorf("scenario %s (run %d): %w", s.name, r+1, err)
+				}
+				results[s.name] = append(results[s.name], res)
+				l := res.lat
+				fmt.Printf("  %-17s run %d: %d records at %.0f rec/s in %.3fs, %d samples: p50 %s  p99 %s  max %s ms%s\n",
+					s.name, r+1, l.produced, l.rate, res.seconds, len(l.samples),
+					ms(l.quantile(0.50)), ms(l.quantile(0.99)), ms(l.samples[len(l.samples)-1]), statsNote(res.stats))
+				continue
+			}
 			fus := followUps(selected, s)
 			res, err := runScenario(k, o, s, newEnv(s, fmt.Sprint(r)), profileOf(r, s.name), fus,
 				func(name string) string { return profileOf(r, name) })
@@ -290,9 +333,9 @@ func run(o options, selected []scenario) error {
 				if sc.after != "" {
 					n, what = float64(res.outRecords), "first restore start"
 				}
-				fmt.Printf("  %-17s run %d: %8.3fs  %10.0f rec/s  %5.2f CPU s  %3d GCs  RSS %s, peak %s  (%s after %v)\n",
+				fmt.Printf("  %-17s run %d: %8.3fs  %10.0f rec/s  %5.2f CPU s  %3d GCs  RSS %s, peak %s  (%s after %v)%s\n",
 					sc.name, r+1, res.seconds, n/res.seconds, res.cpuSeconds, res.gcs, mib(res.rssAfter), mib(res.peakRSS),
-					what, res.firstOut.Round(time.Millisecond))
+					what, res.firstOut.Round(time.Millisecond), statsNote(res.stats))
 				if p := profileOf(r, sc.name); p != "" {
 					fmt.Printf("  %-17s CPU profile of the timed phase: %s\n", "", p)
 				}
@@ -356,6 +399,14 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 		return nil, fmt.Errorf("filling input topic %s: %w", env.in, err)
 	}
 	res.outRecords = want
+	var watcher *committedWatcher
+	if s.readCommitted {
+		// Started before the clock: it reads the (still empty) output from its start.
+		if watcher, err = newCommittedWatcher(env.brokers, env.out, nil); err != nil {
+			return nil, err
+		}
+		defer watcher.close()
+	}
 	runtime.GC()
 
 	if profile != "" {
@@ -377,7 +428,13 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	done := make(chan error, 1)
 	go func() { done <- s.run(appCtx, env) }()
 
-	firstOut, werr := k.waitForOutput(ctx, env.out, want, start, done)
+	var firstOut time.Duration
+	var werr error
+	if watcher != nil {
+		firstOut, werr = watcher.wait(ctx, env.out, want, start, done)
+	} else {
+		firstOut, werr = k.waitForOutput(ctx, env.out, want, start, done)
+	}
 	elapsed := time.Since(start)
 	cpu1 := cpuTime()
 	runtime.ReadMemStats(&ms1)
@@ -405,13 +462,19 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 		return nil, errors.New("did not stop within 1 minute of cancelling its context")
 	}
 	// Nothing may appear after the target was reached (duplicates would mean the count hid a gap).
-	got, err := k.countOutput(ctx, env.out)
+	var got int64
+	if watcher != nil {
+		got, err = watcher.settle(ctx, k, env.out) // committed records up to the end offsets
+	} else {
+		got, err = k.countOutput(ctx, env.out)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if got != want {
 		return nil, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, want)
 	}
+	res.stats = env.stats
 
 	res.seconds = elapsed.Seconds()
 	res.firstOut = firstOut
@@ -514,10 +577,12 @@ func peakRSS() string {
 	return "unknown"
 }
 
+// summary is a scenario's best and median run (by time).
+type summary struct {
+	best, median result
+}
+
 func printTable(o options, selected []scenario, results map[string][]result, embeddedBroker bool) {
-	type summary struct {
-		best, median result
-	}
 	sums := map[string]summary{}
 	for name, rs := range results {
 		sorted := slices.Clone(rs)
@@ -546,10 +611,18 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\trecords\tout\truns\tbest s\tmedian s\tbest rec/s\tmedian rec/s\tmedian MB/s\tvs base best\tvs base median\tvs pass best\tvs pass median\tCPU s\tallocs/rec\tB/rec\tfirst out\tRSS after\tpeak RSS\ttarget (median)\t")
-	var restores []scenario
+	var restores, latencies, withStats []scenario
+	alos, haveALOS := sums["count-alos"]
 	for _, s := range selected {
 		if s.after != "" {
 			restores = append(restores, s)
+			continue
+		}
+		if s.stateful {
+			withStats = append(withStats, s)
+		}
+		if s.latency {
+			latencies = append(latencies, s)
 			continue
 		}
 		sm := sums[s.name]
@@ -560,6 +633,13 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 			if havePass {
 				r := pass.median.seconds / m.seconds
 				target += fmt.Sprintf(": %s", metOrMissed(r >= targetPebbleVsPassthrough))
+			}
+		}
+		if s.name == "count-eos" {
+			target = fmt.Sprintf(">= %.2fx alos", targetEOSVsALOS)
+			if haveALOS {
+				r := alos.median.seconds / m.seconds
+				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetEOSVsALOS))
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.0f\t%v\t%s\t%s\t%s\t\n",
@@ -597,6 +677,22 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		fmt.Printf("to the first OnRestoreStart (group join, assignment); allocs/rec and B/rec per changelog record.\n\n")
 	}
 
+	if haveALOS {
+		if eos, ok := sums["count-eos"]; ok {
+			fmt.Printf("exactly-once / at-least-once (count-alos time / count-eos time): best %.2fx, median %.2fx (target >= %.2fx: %s);\n",
+				alos.best.seconds/eos.best.seconds, alos.median.seconds/eos.median.seconds, targetEOSVsALOS,
+				metOrMissed(alos.median.seconds/eos.median.seconds >= targetEOSVsALOS))
+			fmt.Printf("both count the output's committed records with a read_committed consumer, commit interval %v.\n\n", commitInterval)
+		}
+	}
+
+	if len(latencies) > 0 {
+		printLatencies(o, latencies, results)
+	}
+	if len(withStats) > 0 {
+		printStats(withStats, results, sums)
+	}
+
 	fmt.Println("records/s and MB/s count input records and input value bytes (MB = 1e6 bytes); vs base / vs pass = baseline /")
 	fmt.Println("passthrough time / scenario time (>1 is faster). CPU s, allocs/rec, B/rec, first out and RSS are of the median run")
 	fmt.Println("(RSS after: VmRSS at the end of the timed phase; peak RSS: VmHWM during the run, fill and follow-ups included); the first three cover")
@@ -623,4 +719,106 @@ func startProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+
+// statsNote is the commit figures of a run for its progress line ("" without them).
+func statsNote(st *kstream.Stats) string {
+	if st == nil {
+		return ""
+	}
+	what := "commits"
+	if st.ExactlyOnce {
+		what = "transactions"
+	}
+	return fmt.Sprintf("  [%d %s, %d aborted, commit p99 %s ms]", st.Commits, what, st.TransactionsAborted, ms(st.CommitLatencyP99))
+}
+
+// medianOf returns the median of f over rs.
+func medianOf(rs []result, f func(result) time.Duration) time.Duration {
+	v := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[(len(v)-1)/2]
+}
+
+// printLatencies prints the latency scenarios: each figure is the median over the runs of
+// that figure.
+func printLatencies(o options, latencies []scenario, results map[string][]result) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency\trecords\truns\trate rec/s\tsamples\tp50 ms\tp99 ms\tmax ms\tmax producer lag ms\t")
+	for _, s := range latencies {
+		rs := results[s.name]
+		lat := func(f func(*latencyResult) time.Duration) time.Duration {
+			return medianOf(rs, func(r result) time.Duration { return f(r.lat) })
+		}
+		rates := make([]float64, len(rs))
+		samples := make([]int, len(rs))
+		for i, r := range rs {
+			rates[i], samples[i] = r.lat.rate, len(r.lat.samples)
+		}
+		slices.Sort(rates)
+		slices.Sort(samples)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%d\t%s\t%s\t%s\t%s\t\n", s.name, rs[0].lat.produced, len(rs),
+			rates[(len(rates)-1)/2], samples[(len(samples)-1)/2],
+			ms(lat(func(l *latencyResult) time.Duration { return l.quantile(0.50) })),
+			ms(lat(func(l *latencyResult) time.Duration { return l.quantile(0.99) })),
+			ms(lat(func(l *latencyResult) time.Duration { return l.samples[len(l.samples)-1] })),
+			ms(lat(func(l *latencyResult) time.Duration { return l.lagMax })))
+	}
+	tw.Flush()
+	fmt.Printf("latency: %d records/s (a batch every 10ms, timestamped when produced) for %v into empty topics once the app runs\n", o.rate, o.latencyFor)
+	fmt.Printf("with every task; per output record read by a read_committed consumer: time read - record timestamp (the count\n")
+	fmt.Printf("keeps the input's timestamp; Kafka timestamps are whole milliseconds, so figures may be up to 1 ms high).\n")
+	fmt.Printf("Outputs of inputs of the first %v are left out; every figure is the median over the runs; producer lag: how\n", o.latencyWarmup)
+	fmt.Printf("late the producer's batches were against the schedule at worst (one 10ms tick is normal).\n\n")
+}
+
+// printStats prints the commit figures (App.Stats when Run returned) of the stateful
+// scenarios: of the median run, except for the aborted transactions, summed over all runs.
+func printStats(withStats []scenario, results map[string][]result, sums map[string]summary) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "commits\tguarantee\tcommits\taborted (all runs)\trecords/commit\tcommit avg ms\tcommit p99 ms\tcommit max ms\t")
+	for _, s := range withStats {
+		rs := results[s.name]
+		m := sums[s.name].median
+		if s.latency {
+			// the run with the median p99 latency
+			p99 := medianOf(rs, func(r result) time.Duration { return r.lat.quantile(0.99) })
+			for _, r := range rs {
+				if r.lat.quantile(0.99) == p99 {
+					m = r
+					break
+				}
+			}
+		}
+		if m.stats == nil {
+			continue
+		}
+		var aborted int64
+		for _, r := range rs {
+			if r.stats != nil {
+				aborted += r.stats.TransactionsAborted
+			}
+		}
+		st := m.stats
+		g := kstream.AtLeastOnce
+		if st.ExactlyOnce {
+			g = kstream.ExactlyOnce
+		}
+		perCommit := "-"
+		if st.Commits > 0 {
+			perCommit = fmt.Sprintf("%.0f", float64(m.outRecords)/float64(st.Commits))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", s.name, g, st.Commits, aborted, perCommit,
+			ms(st.CommitLatencyAvg), ms(st.CommitLatencyP99), ms(st.CommitLatencyMax))
+	}
+	tw.Flush()
+	fmt.Println("commits: App.Stats of the median run (latency-*: the run with the median p99) when Run returned, the final commit at")
+	fmt.Println("shutdown included (under exactly-once: transactions committed); aborted: summed over all runs, 0 expected in a clean")
+	fmt.Println("run; records/commit: input records / commits; commit p99 over the last 1024 commits.")
+	fmt.Println()
 }

@@ -51,16 +51,17 @@ func countTopology(env *runEnv, opts ...kstream.StoreOption) *kstream.Builder {
 }
 
 func runCountMemory(ctx context.Context, env *runEnv) error {
-	return runStatefulApp(ctx, countTopology(env, kstream.InMemory()), env, nil)
+	return runStatefulApp(ctx, countTopology(env, kstream.InMemory()), env, nil, kstream.AtLeastOnce)
 }
 
 func runCountPebble(ctx context.Context, env *runEnv) error {
-	return runStatefulApp(ctx, countTopology(env), env, nil)
+	return runStatefulApp(ctx, countTopology(env), env, nil, kstream.AtLeastOnce)
 }
 
-// runStatefulApp runs b like runApp, with a fresh, empty state directory that is removed
-// when Run returns.
-func runStatefulApp(ctx context.Context, b *kstream.Builder, env *runEnv, rl kstream.RestoreListener) error {
+// runStatefulApp runs b like runApp under the guarantee g, with a fresh, empty state
+// directory that is removed when Run returns. It hands the app to env.onApp (if set) before
+// running it, and leaves its final Stats in env.stats when Run has returned.
+func runStatefulApp(ctx context.Context, b *kstream.Builder, env *runEnv, rl kstream.RestoreListener, g kstream.Guarantee) error {
 	dir, err := os.MkdirTemp("", "kstream-bench-state-")
 	if err != nil {
 		return err
@@ -74,11 +75,18 @@ func runStatefulApp(ctx context.Context, b *kstream.Builder, env *runEnv, rl kst
 		Logger:          env.logger,
 		StateDir:        dir,
 		RestoreListener: rl,
+		Guarantee:       g,
 	})
 	if err != nil {
 		return err
 	}
-	return app.Run(ctx)
+	if env.onApp != nil {
+		env.onApp(app)
+	}
+	err = app.Run(ctx)
+	st := app.Stats()
+	env.stats = &st
+	return err
 }
 
 // restoreWatch is the RestoreListener of the restore scenario: it closes done once
@@ -168,7 +176,7 @@ func runRestorePebble(ctx context.Context, k *kafka, o options, env *runEnv, pro
 	appCtx, stopApp := context.WithCancel(ctx)
 	defer stopApp()
 	done := make(chan error, 1)
-	go func() { done <- runStatefulApp(appCtx, b, env, w) }()
+	go func() { done <- runStatefulApp(appCtx, b, env, w, kstream.AtLeastOnce) }()
 
 	var werr error
 	select {
