@@ -69,6 +69,12 @@ type Config struct {
 	RebalanceTimeout  time.Duration
 	// CloseTimeout bounds the final flush and commit at shutdown, overriding the default 30s.
 	CloseTimeout time.Duration
+	// GiveUpAfter bounds how long the application waits out a condition that heals by
+	// itself (an unreachable broker, a coordinator or partition leader that moved, a group
+	// that cannot be rejoined for a while) before Run stops with an error. The zero value
+	// waits for as long as the condition lasts, logging at warn what it waits for. This
+	// plays the part of Kafka Streams' task.timeout.ms.
+	GiveUpAfter time.Duration
 
 	// RestoreListener, if set, is told when a store's restoration from its changelog starts,
 	// progresses and ends, and likewise for each partition of a global table's topic while
@@ -204,6 +210,7 @@ func (c Config) runtimeConfig() runtime.Config {
 		HeartbeatInterval: c.HeartbeatInterval,
 		RebalanceTimeout:  c.RebalanceTimeout,
 		CloseTimeout:      c.CloseTimeout,
+		GiveUpAfter:       c.GiveUpAfter,
 		Logger:            c.Logger,
 		OnState:           c.StateListener,
 		StateDir:          c.StateDir,

@@ -36,6 +36,8 @@ type Runtime struct {
 	prodCancel context.CancelFunc
 	dlqGen     atomic.Int64 // bumped on every dead-letter write made from a produce callback
 
+	noise noise // bounds repeated warnings (retry.go)
+
 	fatalMu  sync.Mutex
 	fatalErr error
 	stop     context.CancelFunc // cancels the poll loop on a fatal error

@@ -209,6 +209,10 @@ type Config struct {
 	// TransactionTimeout is the producer's transaction timeout under exactly-once,
 	// overriding the default 10s (Kafka Streams' default under exactly-once).
 	TransactionTimeout time.Duration
+	// GiveUpAfter bounds how long the runtime retries a condition that heals by waiting
+	// (an unreachable broker, a coordinator or leader move) before it stops with an error;
+	// zero retries for as long as the condition lasts.
+	GiveUpAfter time.Duration
 }
 
 // State is the life-cycle state of a running application.
