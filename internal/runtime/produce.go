@@ -244,7 +244,7 @@ func produceError(f ProduceFailure) error {
 		for _, h := range f.Record.Headers {
 			size += len(h.Key) + len(h.Value)
 		}
-		msg += fmt.Sprintf(" a record of %d bytes (key, value and headers)", size)
+		msg += fmt.Sprintf(", a record of %d bytes (key, value and headers),", size)
 	}
 	if f.Source != nil {
 		msg += fmt.Sprintf(" for input topic %q partition %d offset %d", f.Source.Topic, f.Source.Partition, f.Source.Offset)
