@@ -92,8 +92,9 @@ func runBrokerRestart(t *testing.T, o brokerOutage, eos bool) {
 	if eos {
 		outputs.checkExact(t, want)
 	} else {
-		over := outputs.checkComplete(t, want)
-		t.Logf("%d of %d keys counted some records twice (at-least-once replays)", over, len(want))
+		over, back, deepest := outputs.checkComplete(t, want)
+		t.Logf("%d of %d keys counted some records twice (at-least-once replays); %d stepped back to counts already emitted (by up to %d)",
+			over, len(want), back, deepest)
 	}
 	if s := app.State(); s != kstream.StateRunning {
 		t.Errorf("state after the outage: %v, want RUNNING", s)
@@ -159,7 +160,9 @@ func (rb *restartableBroker) stop(t *testing.T) {
 	}
 }
 
-func (rb *restartableBroker) brokers() []string { return []string{fmt.Sprintf("127.0.0.1:%d", rb.port)} }
+func (rb *restartableBroker) brokers() []string {
+	return []string{fmt.Sprintf("127.0.0.1:%d", rb.port)}
+}
 
 // The in-process broker is closed in the middle of a run and started again 4s later on the
 // same port with the same data directory: under both guarantees the app rides through

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,7 +48,7 @@ type faultSpec struct {
 var faultPlan = []faultSpec{
 	{key: kmsg.Produce, err: 0.05, delay: 0.03, drop: 0.005,
 		errs: []*kerr.Error{kerr.NotLeaderForPartition, kerr.RequestTimedOut, kerr.NotEnoughReplicas}},
-	{key: kmsg.Fetch, err: 0.05, delay: 0.03, drop: 0.005,
+	{key: kmsg.Fetch, err: 0.10, delay: 0.05, drop: 0.01,
 		errs: []*kerr.Error{kerr.NotLeaderForPartition, kerr.UnknownLeaderEpoch, kerr.KafkaStorageError}},
 	{key: kmsg.ListOffsets, err: 0.15, delay: 0.05, drop: 0.01,
 		errs: []*kerr.Error{kerr.NotLeaderForPartition, kerr.LeaderNotAvailable, kerr.UnknownLeaderEpoch}},
@@ -89,6 +91,14 @@ type faultInjector struct {
 	counts map[string]int64      // "Key/delay", "Key/drop"
 	seen   map[string]int64      // requests seen per key while active
 	began  time.Time             // when start was called
+	byApp  int64                 // faults (picked, delayed, dropped) on requests other than...
+	byIn   int64                 // ...the input producers' (see boostInput)
+
+	// Produce requests that write only to the input topic (the test's input producers,
+	// whose retries cost the app nothing) get the Produce rates times inputBoost.
+	inputTopic string
+	inputID    [16]byte
+	inputBoost float64
 	events []string              // the last injections, for the report of a failure
 
 	handles []injectedErr
@@ -115,16 +125,72 @@ func injectFaults(cl *kfake.Cluster, seed uint64) *faultInjector {
 		counts: map[string]int64{},
 		seen:   map[string]int64{},
 	}
-	for _, s := range faultPlan {
+	for _, s := range activePlan() {
 		f.plan[int16(s.key)] = s
 	}
 	cl.Control(f.control)
 	return f
 }
 
+// EnvFaultsSkip leaves faults out of faultPlan, to isolate a failure: a comma-separated
+// list of request keys ("Metadata") or key/error pairs ("Produce/NOT_LEADER_FOR_PARTITION").
+const EnvFaultsSkip = "KSTREAM_TEST_FAULTS_SKIP"
+
+// EnvFaultsScale multiplies the rates of faultPlan (default 1).
+const EnvFaultsScale = "KSTREAM_TEST_FAULTS_SCALE"
+
+// activePlan is faultPlan without what EnvFaultsSkip leaves out.
+func activePlan() []faultSpec {
+	skip := map[string]bool{}
+	for _, s := range strings.Split(os.Getenv(EnvFaultsSkip), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			skip[s] = true
+		}
+	}
+	scale := 1.0
+	if v, err := strconv.ParseFloat(os.Getenv(EnvFaultsScale), 64); err == nil && v > 0 {
+		scale = v
+	}
+	var plan []faultSpec
+	for _, s := range faultPlan {
+		s.err, s.delay, s.drop = min(s.err*scale, 0.9), min(s.delay*scale, 0.9), min(s.drop*scale, 0.9)
+		if skip[s.key.Name()] {
+			continue
+		}
+		s.errs = slices.DeleteFunc(slices.Clone(s.errs), func(e *kerr.Error) bool { return skip[s.key.Name()+"/"+e.Message] })
+		if len(s.errs) == 0 {
+			s.err = 0
+		}
+		plan = append(plan, s)
+	}
+	return plan
+}
+
+// boostInput makes Produce requests to topic alone (the test's input) inputBoost times as
+// likely to be faulted: they raise the fault count without stalling the app.
+func (f *faultInjector) boostInput(topic string, id [16]byte, boost float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inputTopic, f.inputID, f.inputBoost = topic, id, boost
+}
+
+// isInput reports whether req is a Produce request to the input topic only; f.mu is held.
+func (f *faultInjector) isInput(req kmsg.Request) bool {
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok || f.inputTopic == "" || len(p.Topics) == 0 {
+		return false
+	}
+	for _, t := range p.Topics {
+		if t.Topic != f.inputTopic && t.TopicID != f.inputID {
+			return false
+		}
+	}
+	return true
+}
+
 // start begins injecting.
 func (f *faultInjector) start() {
-	for _, s := range faultPlan {
+	for _, s := range f.plan {
 		for _, e := range s.errs {
 			e := e
 			h := f.cl.Fault(kfake.Fault{
@@ -157,6 +223,13 @@ func (f *faultInjector) event(format string, args ...any) {
 	f.events = append(f.events, fmt.Sprintf("%7.3fs %s", at, fmt.Sprintf(format, args...)))
 }
 
+// onApp returns the faults picked on requests other than the input producers'.
+func (f *faultInjector) onApp() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byApp
+}
+
 // recent returns the last injections, oldest first.
 func (f *faultInjector) recent() string {
 	f.mu.Lock()
@@ -186,6 +259,14 @@ func (f *faultInjector) control(req kmsg.Request) (kmsg.Response, error, bool) {
 	f.mu.Lock()
 	f.seen[name]++
 	x := f.rng.Float64()
+	who := &f.byApp
+	if f.isInput(req) {
+		x /= f.inputBoost
+		who = &f.byIn
+	}
+	if x < s.drop+s.delay+s.err {
+		*who++
+	}
 	switch {
 	case x < s.drop:
 		f.counts[name+"/drop"]++
@@ -250,7 +331,9 @@ func (f *faultInjector) report() string {
 		byKey[key] = append(byKey[key], fmt.Sprintf("%s=%d", kind, n))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d faults injected\n", total)
+	f.mu.Lock()
+	fmt.Fprintf(&b, "%d faults injected (picked: %d on the app's requests and the output reader's, %d on the input producers')\n", total, f.byApp, f.byIn)
+	f.mu.Unlock()
 	keys := make([]string, 0, len(byKey))
 	for k := range byKey {
 		keys = append(keys, k)
@@ -296,7 +379,10 @@ func ownBroker(t *testing.T, opts ...embedded.Option) *embedded.Broker {
 // clientOn is a client of brokers, closed at the end of the test.
 func clientOn(t *testing.T, brokers []string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	// A moved leader is looked up again at once, not after kgo's default 5s, so that the
+	// test's own clients keep up under faults as the app's do.
+	base := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.MetadataMinAge(250 * time.Millisecond)}
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		t.Fatalf("kgo client: %v", err)
 	}
@@ -537,12 +623,13 @@ func eventuallyAlive(t *testing.T, r *running, d time.Duration, what string, con
 	t.Fatalf("timed out after %s waiting for %s", d, what)
 }
 
-// checkComplete is the at-least-once check: every key's counts are non-decreasing, cover
-// every value from 1 to the last (a replay after a failed commit counts some records again,
-// so the last may exceed the true count, and values may repeat after a rollback), and the
-// last is at least the true count: nothing was lost. It returns how many keys were counted
-// beyond their true count.
-func (c *outputCollector) checkComplete(t *testing.T, want map[string]int64) (over int) {
+// checkComplete is the at-least-once check that nothing was lost: every key's counts start
+// at 1, each count is the previous plus one or a step back to a count already emitted (a
+// replay from state older than what was emitted repeats those counts: at-least-once
+// duplicates, not loss), and the last is at least the true count. A count that skips ahead
+// would be an update whose output was lost. It returns how many keys were counted beyond
+// their true count, how many stepped back, and the largest step back.
+func (c *outputCollector) checkComplete(t *testing.T, want map[string]int64) (over, back int, deepest int64) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -550,6 +637,7 @@ func (c *outputCollector) checkComplete(t *testing.T, want map[string]int64) (ov
 	for k, n := range want {
 		s := c.seqs[k]
 		why := ""
+		stepped := false
 		switch {
 		case len(s) == 0:
 			why = "no output"
@@ -559,8 +647,15 @@ func (c *outputCollector) checkComplete(t *testing.T, want map[string]int64) (ov
 			why = fmt.Sprintf("first count %d", s[0])
 		default:
 			for i := 1; i < len(s); i++ {
-				if s[i] < s[i-1] || s[i] > s[i-1]+1 {
+				switch {
+				case s[i] == s[i-1]+1:
+				case s[i] >= 1 && s[i] <= s[i-1]:
+					stepped = true
+					deepest = max(deepest, s[i-1]-s[i]+1)
+				default:
 					why = fmt.Sprintf("count %d follows %d at output %d", s[i], s[i-1], i)
+				}
+				if why != "" {
 					break
 				}
 			}
@@ -571,6 +666,9 @@ func (c *outputCollector) checkComplete(t *testing.T, want map[string]int64) (ov
 			}
 			continue
 		}
+		if stepped {
+			back++
+		}
 		if s[len(s)-1] > n {
 			over++
 		}
@@ -578,12 +676,13 @@ func (c *outputCollector) checkComplete(t *testing.T, want map[string]int64) (ov
 	if bad > 0 {
 		t.Errorf("%d of %d keys lost or skipped counts", bad, len(want))
 	}
-	return over
+	return over, back, deepest
 }
 
 // faultRun is one run of the fault suite.
 type faultRun struct {
 	eos       bool
+	feeders   int           // concurrent input producers, 2,000 records/s each
 	minFaults int64         // inject at least this many faults...
 	minTime   time.Duration // ...over at least this long...
 	maxTime   time.Duration // ...but stop injecting after this long
@@ -595,11 +694,15 @@ func runFaults(t *testing.T, fr faultRun) {
 	if kafkatest.Tier() == "kafka" {
 		t.Skip("fault injection needs the in-process broker's request hooks")
 	}
+	if skip := os.Getenv(EnvFaultsSkip); skip != "" {
+		t.Logf("%s=%s: these faults are left out", EnvFaultsSkip, skip)
+	}
 	b := ownBroker(t)
 	brokers := b.Brokers()
 	inj := injectFaults(b.Cluster(), 42)
 	in := createTopicOn(t, brokers, "in", 4)
 	out := createTopicOn(t, brokers, "out", 4)
+	inj.boostInput(in, b.Cluster().TopicInfo(in).TopicID, 3)
 	cfg := testConfig(t)
 	cfg.Brokers = brokers
 	cfg.StateDir = t.TempDir()
@@ -608,18 +711,10 @@ func runFaults(t *testing.T, fr faultRun) {
 		cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
 		opts = append(opts, readCommitted)
 	}
+	cfg.HeartbeatInterval = 100 * time.Millisecond
 	app := newApp(t, faultCountTopology(in, out), cfg)
-	r := start(t, app)
-	outputs, prog := collectOn(t, brokers, out, opts...)
 
-	// Warm up without faults: the app runs and has produced output.
-	feed := feedOn(t, brokers, in, 500, 100, 50*time.Millisecond, 7)
-	eventuallyAlive(t, r, 60*time.Second, "the first output", func() bool {
-		outputs.mu.Lock()
-		defer outputs.mu.Unlock()
-		return outputs.n > 0 && app.State() == kstream.StateRunning
-	})
-
+	// Faults from the start: the app starts, joins, restores and runs under them.
 	began := time.Now()
 	inj.start()
 	defer func() {
@@ -628,20 +723,33 @@ func runFaults(t *testing.T, fr faultRun) {
 				time.Since(began).Round(time.Millisecond), inj.report(), inj.recent())
 		}
 	}()
+	r := start(t, app)
+	outputs, prog := collectOn(t, brokers, out, opts...)
+	var feeds []*feeder
+	for i := range fr.feeders {
+		feeds = append(feeds, feedOn(t, brokers, in, 500, 5, 5*time.Millisecond, uint64(7+i)))
+	}
 	for {
 		r.alive(t, "while injecting faults")
 		_, n := inj.injected()
 		el := time.Since(began)
-		if (n >= fr.minFaults && el >= fr.minTime) || el >= fr.maxTime {
+		if (n >= fr.minFaults && inj.onApp() >= fr.minFaults/10 && el >= fr.minTime) || el >= fr.maxTime {
 			break
 		}
 		time.Sleep(100 * time.Millisecond) // pacing the injection window, not waiting for a condition
 	}
 	inj.stop()
 	stopped := time.Now()
-	feed.halt()
-	want := feed.counts()
-	t.Logf("faults for %s, %d input records:\n%s", stopped.Sub(began).Round(time.Millisecond), feed.sent.Load(), inj.report())
+	want := map[string]int64{}
+	var sent int64
+	for _, f := range feeds {
+		f.halt()
+		for k, n := range f.counts() {
+			want[k] += n
+		}
+		sent += f.sent.Load()
+	}
+	t.Logf("faults for %s, %d input records:\n%s", stopped.Sub(began).Round(time.Millisecond), sent, inj.report())
 
 	// Faults stopped: every count must arrive.
 	eventuallyAlive(t, r, 120*time.Second, "every key's count", func() bool {
@@ -655,11 +763,15 @@ func runFaults(t *testing.T, fr faultRun) {
 	if _, n := inj.injected(); n < fr.minFaults {
 		t.Errorf("injected %d faults, want at least %d", n, fr.minFaults)
 	}
+	if n := inj.onApp(); n < fr.minFaults/10 {
+		t.Errorf("%d faults picked on the app's requests, want at least %d", n, fr.minFaults/10)
+	}
 	if fr.eos {
 		outputs.checkExact(t, want)
 	} else {
-		over := outputs.checkComplete(t, want)
-		t.Logf("%d of %d keys counted some records twice (at-least-once replays)", over, len(want))
+		over, back, deepest := outputs.checkComplete(t, want)
+		t.Logf("%d of %d keys counted some records twice (at-least-once replays); %d stepped back to counts already emitted (by up to %d)",
+			over, len(want), back, deepest)
 	}
 	if s := app.State(); s != kstream.StateRunning {
 		t.Errorf("state after the faults: %v, want RUNNING", s)
@@ -673,12 +785,12 @@ func runFaults(t *testing.T, fr faultRun) {
 // every key.
 func TestFaultsExactlyOnce(t *testing.T) {
 	t.Parallel()
-	runFaults(t, faultRun{eos: true, minFaults: 1000, minTime: 20 * time.Second, maxTime: 60 * time.Second})
+	runFaults(t, faultRun{eos: true, feeders: 8, minFaults: 1000, minTime: 25 * time.Second, maxTime: 60 * time.Second})
 }
 
 // At-least-once under the same faults: Run never returns, and nothing is lost: every key's
 // counts cover 1..n (a replay may count records again).
 func TestFaultsAtLeastOnce(t *testing.T) {
 	t.Parallel()
-	runFaults(t, faultRun{minFaults: 1000, minTime: 20 * time.Second, maxTime: 60 * time.Second})
+	runFaults(t, faultRun{feeders: 8, minFaults: 1000, minTime: 25 * time.Second, maxTime: 60 * time.Second})
 }
