@@ -99,7 +99,7 @@ type faultInjector struct {
 	inputTopic string
 	inputID    [16]byte
 	inputBoost float64
-	events []string              // the last injections, for the report of a failure
+	events     []string // the last injections, for the report of a failure
 
 	handles []injectedErr
 }
