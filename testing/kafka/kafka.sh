@@ -5,6 +5,10 @@
 #
 #   kafka.sh start    fetch jars once, format fresh storage, start, wait until ready
 #   kafka.sh stop     stop the broker (TERM, then KILL after 20 s); idempotent
+#   kafka.sh kill     kill the broker with SIGKILL (a crash), keeping its data; idempotent
+#   kafka.sh restart  kill the broker with SIGKILL if it runs, then start it again on its
+#                     existing data (formatting only storage that was never formatted) and
+#                     wait until ready
 #   kafka.sh status   print whether it runs; exit 0 if it does, 1 if not
 #   kafka.sh fetch    only fetch the jars into the cache
 #
@@ -33,7 +37,7 @@ PIDFILE=$CACHE/kafka.pid
 LOG=$CACHE/kafka.log
 PROPS=$CACHE/server.properties
 LOG4J=$HERE/log4j2.properties
-# Any valid 16-byte base64url id will do: the data dir is wiped on every start.
+# Any valid 16-byte base64url id will do: the data dir is wiped on every start (not on restart).
 CLUSTER_ID=GvF4CCRWT1ydfBY0zKpXrQ
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' pom.xml)
 
@@ -152,30 +156,49 @@ fail_start() {
   exit 1
 }
 
-do_start() {
-  local t0 pid deadline out
-  check_java
-  if pid=$(running_pid); then
-    log "a broker is already running (pid $pid); restarting it"
-    do_stop
+# do_kill: SIGKILL the broker, as a crash would; its data stays for restart.
+do_kill() {
+  local pid i
+  if ! pid=$(running_pid); then
+    rm -f "$PIDFILE"
+    log "not running"
+    return 0
   fi
-  rm -f "$PIDFILE"
-  fetch
-  for p in "$PORT" "$CONTROLLER_PORT"; do
-    port_open "$p" && die "port $HOST:$p is already in use by another process"
+  log "killing broker (pid $pid) with SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
   done
+  kill -0 "$pid" 2>/dev/null && die "broker (pid $pid) still alive 10 s after SIGKILL"
+  rm -f "$PIDFILE"
+  log "killed"
+}
 
-  t0=$(now)
+# format_storage: write the broker config and format fresh KRaft storage in $DATA.
+format_storage() {
+  local out
   rm -rf "$DATA"
   mkdir -p "$DATA"
-  sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@DATA_DIR@|$DATA|g" \
-    server.properties.in >"$PROPS"
+  write_props
   if ! out=$(tool kafka.tools.StorageTool format --standalone -t "$CLUSTER_ID" -c "$PROPS" 2>&1); then
     echo "$out" >&2
     die "formatting KRaft storage failed"
   fi
+}
 
-  : >"$LOG"
+write_props() {
+  sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@DATA_DIR@|$DATA|g" \
+    server.properties.in >"$PROPS"
+}
+
+# launch: start the broker on the storage in $DATA (its output appended to $LOG) and wait
+# until it serves clients.
+launch() {
+  local pid deadline
+  for p in "$PORT" "$CONTROLLER_PORT"; do
+    port_open "$p" && die "port $HOST:$p is already in use by another process"
+  done
   nohup "$JAVA" -Xms256m -Xmx"$HEAP" \
     -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
     -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
@@ -197,7 +220,40 @@ do_start() {
     (($(date +%s) < deadline)) || fail_start "broker did not answer on $HOST:$PORT within ${START_TIMEOUT}s"
     sleep 0.5
   done
+}
+
+do_start() {
+  local t0 pid
+  check_java
+  if pid=$(running_pid); then
+    log "a broker is already running (pid $pid); restarting it"
+    do_stop
+  fi
+  rm -f "$PIDFILE"
+  fetch
+  t0=$(now)
+  format_storage
+  : >"$LOG"
+  launch
   echo "kafka $KAFKA_VERSION ready on $HOST:$PORT (fetch ${FETCH_SECS}s, start $(elapsed "$t0")s)"
+}
+
+# do_restart: a crash and a restart: SIGKILL, then start again on the same data.
+do_restart() {
+  local t0
+  check_java
+  do_kill
+  fetch
+  t0=$(now)
+  if [[ -f $DATA/meta.properties ]]; then
+    write_props
+  else
+    log "no formatted storage in $DATA; formatting fresh storage"
+    format_storage
+  fi
+  echo "---- restart $(date -u +%FT%TZ) ----" >>"$LOG"
+  launch
+  echo "kafka $KAFKA_VERSION ready on $HOST:$PORT with its data kept (restart $(elapsed "$t0")s)"
 }
 
 do_status() {
@@ -226,10 +282,12 @@ with_lock() {
 case ${1:-} in
 start) with_lock do_start ;;
 stop) with_lock do_stop ;;
+kill) with_lock do_kill ;;
+restart) with_lock do_restart ;;
 status) do_status ;;
 fetch) with_lock fetch && echo "jars in $LIB (fetch ${FETCH_SECS}s)" ;;
 *)
-  echo "usage: $0 start|stop|status|fetch" >&2
+  echo "usage: $0 start|stop|kill|restart|status|fetch" >&2
   exit 2
   ;;
 esac
