@@ -100,9 +100,9 @@ func TestGroupSessionErrorsAreNotFatal(t *testing.T) {
 	}
 }
 
-// Coordinator errors on AddPartitionsToTxn and FindCoordinator under exactly-once only abort
-// the transaction (kgo recovers when it ends); they do not reach the production handler,
-// whose default would stop the app.
+// Transaction coordinator errors under exactly-once (on AddOffsetsToTxn, EndTxn and
+// TxnOffsetCommit) are retried or only abort the transaction; they do not reach the
+// production handler, whose default would stop the app.
 func TestExactlyOnceCoordinatorErrorsAreNotFatal(t *testing.T) {
 	t.Parallel()
 	in := kafkatest.CreateTopic(t, "in", 3, nil)
@@ -117,31 +117,35 @@ func TestExactlyOnceCoordinatorErrorsAreNotFatal(t *testing.T) {
 	produceCounts(t, in, 1000, 100, 1, want)
 	kafkatest.Eventually(t, 60*time.Second, "the first counts", func() bool { return outputs.reached(want) })
 	prefix := cfg.ApplicationID
-	add := injectN(t, kmsg.AddPartitionsToTxn, 4, func(req kmsg.Request) bool {
-		r := req.(*kmsg.AddPartitionsToTxnRequest)
-		if strings.HasPrefix(r.TransactionalID, prefix) {
-			return true
-		}
-		for _, tx := range r.Transactions {
-			if strings.HasPrefix(tx.TransactionalID, prefix) {
-				return true
-			}
-		}
-		return false
+	// With KIP-890 kgo adds partitions implicitly (Produce v12+), so the coordinator
+	// requests left are these; each is answered with a coordinator error a few times.
+	ours := func(id string) bool { return strings.HasPrefix(id, prefix) }
+	add := injectN(t, kmsg.AddOffsetsToTxn, 2, func(req kmsg.Request) bool {
+		return ours(req.(*kmsg.AddOffsetsToTxnRequest).TransactionalID)
 	}, func(req kmsg.Request) kmsg.Response {
-		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-		rq := req.(*kmsg.AddPartitionsToTxnRequest)
-		if req.GetVersion() >= 4 {
-			resp.ErrorCode = kerr.NotCoordinator.Code
-			return resp
-		}
+		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	})
+	end := injectN(t, kmsg.EndTxn, 2, func(req kmsg.Request) bool {
+		return ours(req.(*kmsg.EndTxnRequest).TransactionalID)
+	}, func(req kmsg.Request) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	})
+	toc := injectN(t, kmsg.TxnOffsetCommit, 2, func(req kmsg.Request) bool {
+		return ours(req.(*kmsg.TxnOffsetCommitRequest).TransactionalID)
+	}, func(req kmsg.Request) kmsg.Response {
+		rq := req.(*kmsg.TxnOffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, tp := range rq.Topics {
-			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
 			rt.Topic = tp.Topic
 			for _, p := range tp.Partitions {
-				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-				rp.Partition = p
-				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -157,7 +161,10 @@ func TestExactlyOnceCoordinatorErrorsAreNotFatal(t *testing.T) {
 		t.Fatalf("Run returned: %v", err)
 	}
 	outputs.checkExact(t, want)
-	t.Logf("injected %d AddPartitionsToTxn errors; stats %+v", add.Load(), app.Stats())
+	t.Logf("injected coordinator errors: %d AddOffsetsToTxn, %d EndTxn, %d TxnOffsetCommit; stats %+v", add.Load(), end.Load(), toc.Load(), app.Stats())
+	if add.Load()+end.Load()+toc.Load() == 0 {
+		t.Fatal("no error injected")
+	}
 }
 
 // bigValues maps values to themselves, except "big", which becomes a value of 5000 bytes:

@@ -188,6 +188,9 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.stores.sync(); err != nil {
+		return err
+	}
 	r.purgeRepartition(offsets)
 	return nil
 }
