@@ -128,7 +128,13 @@ func (r *Runtime) beginTxnLocked() error {
 		return nil
 	}
 	if err := r.sess.Begin(); err != nil {
-		return fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
+		// A transaction whose end failed may still be open in the client: end it, then
+		// begin again.
+		r.log.Warn("kstream: cannot begin a transaction; aborting the previous one first", "transactional_id", r.txnID, "err", err)
+		r.abortUntilEndedLocked(err)
+		if err := r.sess.Begin(); err != nil {
+			return fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
+		}
 	}
 	r.inTxn = true
 	return nil
@@ -155,7 +161,10 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	if r.txnFailed.Load() {
 		try = kgo.TryAbort
 	}
-	committed, err := r.sess.End(ctx, try)
+	committed, err := r.endTxnLocked(ctx, try)
+	if err != nil && !committed {
+		err = r.abortUntilEndedLocked(err)
+	}
 	r.inTxn = false
 	r.txnFailed.Store(false)
 	took := time.Since(began)
@@ -239,10 +248,84 @@ func (r *Runtime) afterRebalance(ctx context.Context) {
 	r.revoked = false
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CloseTimeout)
 	defer cancel()
-	if _, err := r.sess.End(cctx, kgo.TryAbort); err != nil && ctx.Err() == nil {
+	if _, err := r.endTxnLocked(cctx, kgo.TryAbort); err != nil && ctx.Err() == nil {
 		r.log.Warn("kstream: resetting the transactional session after a rebalance", "err", err)
 	}
 	r.abortedLocked()
+}
+
+// abortUntilEndedLocked makes sure that a transaction whose end failed (the broker went
+// away while its records were flushed, the coordinator moved) is over before the next one
+// begins: it aborts it, retrying with backoff while the cluster is unreachable, until the
+// abort succeeds, the instance shuts down, or the producer was fenced (fatal). kgo moves the
+// consumer back to the committed offsets, so the records are processed again.
+func (r *Runtime) abortUntilEndedLocked(cause error) error {
+	backoff := 100 * time.Millisecond
+	began := time.Now()
+	for attempt := 1; ; attempt++ {
+		if fencedError(cause) {
+			err := fmt.Errorf("kstream: transactional id %s was fenced by another producer with the same id: two instances must not share a state directory: %w", r.txnID, cause)
+			r.fail(err)
+			return err
+		}
+		ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+		_, err := r.endTxnLocked(ctx, kgo.TryAbort)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				r.log.Info("kstream: the failed transaction is aborted; processing goes on from the committed offsets", "transactional_id", r.txnID, "attempts", attempt, "took", time.Since(began).Round(time.Millisecond))
+			}
+			return cause
+		}
+		cause = err
+		if r.restoreCtx.Err() != nil || r.closing.Load() {
+			return err
+		}
+		if r.cfg.GiveUpAfter > 0 && time.Since(began) > r.cfg.GiveUpAfter {
+			err = fmt.Errorf("kstream: aborting the transaction of transactional id %s: gave up after %s (Config.GiveUpAfter): %w", r.txnID, r.cfg.GiveUpAfter, err)
+			r.fail(err)
+			return err
+		}
+		r.warnEvery("txn-abort", "kstream: the transaction could not end; aborting it, retrying while the cluster is unreachable", "transactional_id", r.txnID, "attempts", attempt, "err", err)
+		select {
+		case <-r.restoreCtx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// endGrace is how long an ending transaction may wait for the group before a rebalance
+// that waits for the loop is let through (see endTxnLocked).
+const endGrace = time.Second
+
+// endTxnLocked ends the session's transaction. The session may wait for the group (its
+// commit forces a heartbeat) while the group waits for the loop to allow a rebalance (kgo
+// runs the lost and revoked callbacks only between polls): when the group lost the session
+// that wait never ends by itself. So while the transaction ends, the group callbacks do not
+// take mu but set their partitions aside (deferDrop), which fails the transaction; and if
+// the end takes longer than endGrace while a rebalance waits, the rebalance is let
+// through. The partitions set aside are dropped here, after the end.
+func (r *Runtime) endTxnLocked(ctx context.Context, try kgo.TransactionEndTry) (bool, error) {
+	r.endMu.Lock()
+	r.ending, r.endBegan = true, time.Now()
+	r.endMu.Unlock()
+	timer := time.AfterFunc(endGrace, func() {
+		r.endMu.Lock()
+		defer r.endMu.Unlock()
+		if r.ending && r.blocked {
+			r.log.Info("kstream: a rebalance waits while the transaction ends; letting it through", "transactional_id", r.txnID)
+			r.consumer.AllowRebalance()
+		}
+	})
+	committed, err := r.sess.End(ctx, try)
+	timer.Stop()
+	r.endMu.Lock()
+	r.ending = false
+	r.endMu.Unlock()
+	r.dropDeferredLocked()
+	return committed, err
 }
 
 // txnAbortable reports whether a produce error means only that the transaction must abort
