@@ -105,16 +105,15 @@ type instance struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
-	// logName: the file of an in-process instance's log, or of a child's output, with
-	// KSTREAM_STORM_LOGDIR
-	logName string
-	joinNo  int
+	joinNo int // the instance's number, in the order of the joins
 }
 
 // start starts an instance in slot's state directory: a child process if child.
 func (s *storm) start(slot int, dir string, child bool) *instance {
 	s.mu.Lock()
 	inst := &instance{slot: slot, joinNo: s.joins}
+	s.joins++
+	s.up++
 	s.mu.Unlock()
 	if child {
 		inst.child = kafkatest.StartChild(s.t, "count-app", "APP_ID="+s.appID, "STATE_DIR="+dir,
@@ -126,15 +125,17 @@ func (s *storm) start(slot int, dir string, child bool) *instance {
 		if s.logDir != "" {
 			f, err := os.Create(filepath.Join(s.logDir, fmt.Sprintf("slot%d-%02d-inprocess.log", slot, inst.joinNo)))
 			if err != nil {
-				s.t.Fatalf("storm log: %v", err)
+				s.t.Errorf("storm log: %v", err)
+				s.notStarted()
+				return nil
 			}
 			s.t.Cleanup(func() { f.Close() })
 			cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			inst.logName = f.Name()
 		}
 		app, err := kstream.New(countTopology(s.in, s.out), cfg)
 		if err != nil {
 			s.t.Errorf("kstream.New: %v", err)
+			s.notStarted()
 			return nil
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -148,12 +149,16 @@ func (s *storm) start(slot int, dir string, child bool) *instance {
 	if child {
 		kind = "child"
 	}
-	s.mu.Lock()
-	s.joins++
-	s.up++
-	s.mu.Unlock()
 	s.event(slot, "join (%s)", kind)
 	return inst
+}
+
+// notStarted undoes start's counting for an instance that could not be started.
+func (s *storm) notStarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.joins--
+	s.up--
 }
 
 // exited reports whether the instance stopped by itself, with its error.
