@@ -43,12 +43,12 @@ const (
 )
 
 // stormRebalance is every instance's RebalanceTimeout. The in-process broker (kfake) never
-// arms the session timer of a member whose JoinGroup response could not be delivered (a
-// child killed while it waited in a join): such a dead member stays in the group until a
-// later rebalance gives up waiting for it after the rebalance timeout (kgo's default 60s),
-// where Kafka expires it after the session timeout. 10s bounds that; it also bounds how
-// long a member cancelled during a join waits in Run (kgo lets a join in flight finish
-// before it leaves).
+// arms the session timer of a new member whose first JoinGroup response could not be
+// delivered (a child killed while it waited in its first join): such a dead member stays in
+// the group until a later rebalance gives up waiting for it after the rebalance timeout
+// (kgo's default 60s), where Kafka expires it after the session timeout. 10s bounds that;
+// it also bounds how long a member cancelled during a join waits in Run (kgo lets a join in
+// flight finish before it leaves).
 const stormRebalance = 10 * time.Second
 
 var (
