@@ -32,9 +32,11 @@ func countTopology(in, out string) *kstream.Builder {
 }
 
 // runCountChild runs the counting app in a child process until it is killed. It is
-// configured by the environment: APP_ID, STATE_DIR, IN, OUT, NUM_STANDBYS.
+// configured by the environment: APP_ID, STATE_DIR, IN, OUT, NUM_STANDBYS, COMMIT_MS,
+// REBALANCE_MS, GUARANTEE=eos.
 func runCountChild() error {
 	standbys, _ := strconv.Atoi(os.Getenv("NUM_STANDBYS"))
+	rebalanceMs, _ := strconv.Atoi(os.Getenv("REBALANCE_MS"))
 	commitMs, _ := strconv.Atoi(os.Getenv("COMMIT_MS"))
 	if commitMs == 0 {
 		commitMs = 200
@@ -47,6 +49,7 @@ func runCountChild() error {
 		CommitInterval:    time.Duration(commitMs) * time.Millisecond,
 		SessionTimeout:    6 * time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
+		RebalanceTimeout:  time.Duration(rebalanceMs) * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		RestoreListener:   restorePrinter{},
 	}

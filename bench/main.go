@@ -52,6 +52,12 @@ type options struct {
 	rate          int
 	latencyFor    time.Duration
 	latencyWarmup time.Duration
+	// rss-pebble: the memory budget's parts in MiB (0: the library's defaults), and the file
+	// of a heap profile taken at the end of its timed phase
+	rssBlockCacheMiB int
+	rssMemTableMiB   int
+	rssStoreCacheMiB int
+	memProfile       string
 }
 
 // scenario is one way of copying the input topic to the output topic.
@@ -73,6 +79,9 @@ type scenario struct {
 	// latency: not a throughput run but runLatency: run processes a paced input on empty
 	// topics and the end-to-end latency is measured (no fill, no warm-up run).
 	latency bool
+	// rss: not a throughput run but runRSS: the count over distinct keys with the broker in
+	// a child process, measuring the resident set against the configured memory budget.
+	rss bool
 
 	// after, if set, makes this a follow-up scenario: instead of copying a topic of its own
 	// it runs after each run of the scenario named after, on that run's topics (before they
@@ -105,6 +114,7 @@ var scenarios = []scenario{
 	{name: "count-eos", keep: keepAll, run: runCountEOS, countKeys: true, stateful: true, readCommitted: true},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
+	{name: "rss-pebble", rss: true},
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half
@@ -135,6 +145,9 @@ type result struct {
 }
 
 func main() {
+	if os.Getenv(envBrokerChild) != "" {
+		runBrokerChild() // a broker child process of rss-pebble; does not return
+	}
 	var o options
 	var only, brokers string
 	flag.IntVar(&o.records, "records", 1_000_000, "input records per scenario")
@@ -151,6 +164,10 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 10000, "latency-*: input records/s (a batch every 10ms)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "latency-*: how long the input is produced")
 	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency-*: outputs of inputs produced in this first part of the run are not measured")
+	flag.IntVar(&o.rssBlockCacheMiB, "rss-block-cache", 0, "rss-pebble: Config.BlockCacheBytes in MiB (default: the library's 64)")
+	flag.IntVar(&o.rssMemTableMiB, "rss-memtable", 0, "rss-pebble: Config.MemTableBytes in MiB (default: the library's 32)")
+	flag.IntVar(&o.rssStoreCacheMiB, "rss-store-cache", 0, "rss-pebble: Config.StoreCacheBytes in MiB (default: the library's 8; -1 disables the store read cache)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "rss-pebble: write a heap profile at the end of its timed phase (state still open) to this file")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fatalf("unexpected arguments: %v", flag.Args())
@@ -231,7 +248,10 @@ func run(o options, selected []scenario) error {
 
 	brokers := o.brokers
 	where := "external cluster " + strings.Join(brokers, ",")
-	if len(brokers) == 0 {
+	onlyRSS := !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss })
+	if len(brokers) == 0 && onlyRSS {
+		where = "embedded broker in a child process (rss-pebble)"
+	} else if len(brokers) == 0 {
 		b, err := embedded.Start(embedded.Logger(logger))
 		if err != nil {
 			return fmt.Errorf("starting the embedded broker: %w", err)
@@ -244,11 +264,14 @@ func run(o options, selected []scenario) error {
 		brokers = b.Brokers()
 		where = "embedded broker (in this process) at " + b.Addr()
 	}
-	k, err := newKafka(brokers)
-	if err != nil {
-		return err
+	var k *kafka // the harness's client of the shared broker (none when only rss-pebble runs)
+	if !onlyRSS {
+		var err error
+		if k, err = newKafka(brokers); err != nil {
+			return err
+		}
+		defer k.close()
 	}
-	defer k.close()
 
 	fmt.Printf("kstream bench: %s, GOMAXPROCS=%d, NumCPU=%d, %s/%s\n", runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	fmt.Printf("broker: %s\n", where)
@@ -275,8 +298,8 @@ func run(o options, selected []scenario) error {
 			if s.after != "" {
 				continue // runs with its scenario
 			}
-			if s.latency {
-				continue // its first -latency-warmup is its warm-up
+			if s.latency || s.rss {
+				continue // latency: its first -latency-warmup is its warm-up; rss: measures memory, not time
 			}
 			fus := followUps(selected, s)
 			res, err := runScenario(k, wo, s, newEnv(s, "warmup"), "", fus, nil)
@@ -308,6 +331,19 @@ func run(o options, selected []scenario) error {
 	for r := range o.runs {
 		for i := range mains {
 			s := mains[(i+r)%len(mains)]
+			if s.rss {
+				profile := ""
+				if r == 0 {
+					profile = o.memProfile
+				}
+				rr, err := runRSS(o, newEnv(s, fmt.Sprint(r)), profile)
+				if err != nil {
+					return fmt.Errorf("scenario %s (run %d): %w", s.name, r+1, err)
+				}
+				printRSS(rr)
+				results[s.name] = append(results[s.name], result{seconds: rr.seconds, outRecords: int64(rr.keys), peakRSS: rr.peakKB})
+				continue
+			}
 			if s.latency {
 				res, err := runLatency(k, o, s, newEnv(s, fmt.Sprint(r)))
 				if err != nil {
@@ -583,6 +619,9 @@ type summary struct {
 }
 
 func printTable(o options, selected []scenario, results map[string][]result, embeddedBroker bool) {
+	if !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss }) {
+		return // rss-pebble alone: printed after its runs (printRSS)
+	}
 	sums := map[string]summary{}
 	for name, rs := range results {
 		sorted := slices.Clone(rs)
@@ -624,6 +663,9 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		if s.latency {
 			latencies = append(latencies, s)
 			continue
+		}
+		if s.rss {
+			continue // printed after each run (printRSS)
 		}
 		sm := sums[s.name]
 		m := sm.median

@@ -1,0 +1,436 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/embedded"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The memory scenario rss-pebble: the count-pebble topology over -records distinct keys
+// (every key once, so the store ends with -records entries), with the broker in a child
+// process so that the resident set measured is the application's (and the harness's small
+// admin client), not the broker's copy of the topics. It prints the peak RSS (VmHWM of the
+// timed phase) and the RSS sampled every 100ms against the configured memory budget:
+// BlockCacheBytes + MemTableBytes + StoreCacheBytes x store partitions.
+
+// envBrokerChild makes the bench binary run only an embedded broker (see runBrokerChild).
+const envBrokerChild = "KSTREAM_BENCH_BROKER_CHILD"
+
+// rssKeyLen is the length of an rss-pebble key: "k" and 7 digits.
+const rssKeyLen = 8
+
+// putRSSKey writes the key of record i, "k%07d", into dst (rssKeyLen bytes).
+func putRSSKey(dst []byte, i int) {
+	dst[0] = 'k'
+	for j := rssKeyLen - 1; j >= 1; j-- {
+		dst[j] = byte('0' + i%10)
+		i /= 10
+	}
+}
+
+// runBrokerChild runs an embedded broker, prints "ADDR <host:port>" on stdout and serves
+// until its stdin is closed (the parent closes it, or dies), then closes the broker.
+func runBrokerChild() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := embedded.Start(embedded.Logger(logger))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench broker child:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("ADDR %s\n", b.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := b.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench broker child: closing:", err)
+	}
+	os.Exit(0)
+}
+
+// brokerChild is an embedded broker in a child process of this binary.
+type brokerChild struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	addr  string
+}
+
+func startBrokerChild() (*brokerChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to start the broker child: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envBrokerChild+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the broker child: %w", err)
+	}
+	c := &brokerChild{cmd: cmd, stdin: stdin}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR "); ok && err == nil {
+		c.addr = addr
+		return c, nil
+	}
+	c.close()
+	return nil, fmt.Errorf("the broker child printed %q, want ADDR <host:port> (%v)", line, err)
+}
+
+// peakKB is the child's VmHWM in kB (0 if unknown).
+func (c *brokerChild) peakKB() int64 {
+	return statusKB(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid), "VmHWM")
+}
+
+func (c *brokerChild) close() {
+	_ = c.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// statusKB returns a "<field>: N kB" value of a /proc status file, 0 if unknown.
+func statusKB(path, field string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				return kb
+			}
+		}
+	}
+	return 0
+}
+
+// rssSample is one sample of the process's memory during the run.
+type rssSample struct {
+	at       time.Duration
+	rssKB    int64
+	heapKB   int64 // Go heap in use (HeapInuse)
+	goSysKB  int64 // memory the Go runtime obtained from the OS (Sys)
+	released int64 // kB of Go heap returned to the OS (HeapReleased)
+}
+
+// rssResult is what an rss-pebble run measured.
+type rssResult struct {
+	keys        int
+	seconds     float64
+	budget      int64 // bytes
+	blockCache  int64
+	memTable    uint64
+	storeCache  int
+	partitions  int
+	baselineKB  int64 // VmRSS before the app started (harness, Go runtime, after the fill's memory was released)
+	peakKB      int64 // VmHWM of the timed phase (0 if it could not be reset)
+	samples     []rssSample
+	brokerPeak  int64 // the broker child's VmHWM (kB), 0 if it ran elsewhere
+	heapProfile string
+}
+
+func (r *rssResult) maxSample() rssSample {
+	var m rssSample
+	for _, s := range r.samples {
+		if s.rssKB > m.rssKB {
+			m = s
+		}
+	}
+	return m
+}
+
+// rssBudget returns the configured budget and its parts, the library's defaults filled in.
+func rssBudget(o options) (blockCache int64, memTable uint64, storeCache int, total int64) {
+	blockCache, memTable, storeCache = 64<<20, 32<<20, 8<<20
+	if o.rssBlockCacheMiB > 0 {
+		blockCache = int64(o.rssBlockCacheMiB) << 20
+	}
+	if o.rssMemTableMiB > 0 {
+		memTable = uint64(o.rssMemTableMiB) << 20
+	}
+	switch {
+	case o.rssStoreCacheMiB > 0:
+		storeCache = o.rssStoreCacheMiB << 20
+	case o.rssStoreCacheMiB < 0:
+		storeCache = -1 // disabled
+	}
+	return blockCache, memTable, storeCache, blockCache + int64(memTable) + int64(max(storeCache, 0))*int64(o.partitions)
+}
+
+// runRSS runs rss-pebble: with no -brokers, a broker child process is started for it alone.
+// The input (o.records distinct keys) is written and the harness's memory released before
+// the clock starts; the peak RSS is reset then, and the RSS is sampled every 100ms until the
+// app has counted every key and stopped.
+func runRSS(o options, env *runEnv, heapProfile string) (res rssResult, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap)
+	defer cancel()
+	brokers := o.brokers
+	var child *brokerChild
+	if len(brokers) == 0 {
+		if child, err = startBrokerChild(); err != nil {
+			return res, err
+		}
+		defer child.close()
+		brokers = []string{child.addr}
+	}
+	env.brokers = brokers
+	k, err := newKafka(brokers)
+	if err != nil {
+		return res, err
+	}
+	defer k.close()
+	if err := k.createTopics(ctx, int32(o.partitions), env.in, env.out); err != nil {
+		return res, err
+	}
+	defer func() {
+		if derr := k.cleanUp(env, true); derr != nil && err == nil {
+			err = derr
+		}
+	}()
+	if err := fillDistinct(ctx, k, env.in, o); err != nil {
+		return res, fmt.Errorf("filling input topic %s: %w", env.in, err)
+	}
+
+	res.keys, res.partitions = o.records, o.partitions
+	res.blockCache, res.memTable, res.storeCache, res.budget = rssBudget(o)
+	// The fill's buffers are garbage now: give them back, then start a new peak period.
+	runtime.GC()
+	debug.FreeOSMemory()
+	res.baselineKB = currentRSS()
+	resetPeakRSS()
+
+	began := time.Now()
+	var (
+		smu     sync.Mutex
+		samples []rssSample
+	)
+	sample := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		s := rssSample{at: time.Since(began), rssKB: currentRSS(), heapKB: int64(ms.HeapInuse >> 10), goSysKB: int64(ms.Sys >> 10), released: int64(ms.HeapReleased >> 10)}
+		smu.Lock()
+		samples = append(samples, s)
+		smu.Unlock()
+	}
+	sctx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			sample()
+			select {
+			case <-sctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	defer func() { stopSampling(); <-sampled }()
+
+	appCtx, stopApp := context.WithCancel(ctx)
+	defer stopApp()
+	done := make(chan error, 1)
+	cfg := kstream.Config{
+		ApplicationID:   env.group,
+		Brokers:         brokers,
+		CommitInterval:  commitInterval,
+		CloseTimeout:    shutdownTimeout,
+		Logger:          env.logger,
+		BlockCacheBytes: res.blockCache,
+		MemTableBytes:   res.memTable,
+		StoreCacheBytes: res.storeCache,
+	}
+	go func() { done <- runConfiguredApp(appCtx, countTopology(env), cfg) }()
+	if _, err := k.waitForOutput(ctx, env.out, int64(o.records), began, done); err != nil {
+		return res, err
+	}
+	res.seconds = time.Since(began).Seconds()
+	if heapProfile != "" {
+		// The state is still open: the heap holds the store caches at their fullest.
+		runtime.GC()
+		f, err := os.Create(heapProfile)
+		if err != nil {
+			return res, err
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			f.Close()
+			return res, err
+		}
+		if err := f.Close(); err != nil {
+			return res, err
+		}
+		res.heapProfile = heapProfile
+	}
+	sample()
+	stopApp()
+	select {
+	case rerr := <-done:
+		if rerr != nil && !errors.Is(rerr, context.Canceled) {
+			return res, fmt.Errorf("run returned an error at shutdown: %w", rerr)
+		}
+	case <-time.After(time.Minute):
+		return res, errors.New("did not stop within 1 minute of cancelling its context")
+	}
+	stopSampling()
+	<-sampled
+	res.peakKB = readPeakRSS()
+	if got, err := k.countOutput(ctx, env.out); err != nil {
+		return res, err
+	} else if got != int64(o.records) {
+		return res, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, o.records)
+	}
+	smu.Lock()
+	res.samples = slices.Clone(samples)
+	smu.Unlock()
+	if child != nil {
+		res.brokerPeak = child.peakKB()
+	}
+	return res, nil
+}
+
+// runConfiguredApp runs b with cfg and a fresh state directory, removed when Run returns.
+func runConfiguredApp(ctx context.Context, b *kstream.Builder, cfg kstream.Config) error {
+	dir, err := os.MkdirTemp("", "kstream-bench-state-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.StateDir = dir
+	app, err := kstream.New(b, cfg)
+	if err != nil {
+		return err
+	}
+	return app.Run(ctx)
+}
+
+// fillDistinct writes o.records records with the distinct keys "k%07d" (partitioned by the
+// key's murmur2 hash, as the library's producer does) and o.valueSize random bytes.
+func fillDistinct(ctx context.Context, k *kafka, topic string, o options) error {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(k.brokers...),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(100_000),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], o.seed)
+	rng := rand.NewChaCha8(seed)
+	var (
+		mu      sync.Mutex
+		prodErr error
+	)
+	const slab = 4096
+	var buf []byte
+	for i := range o.records {
+		if len(buf) < rssKeyLen+o.valueSize {
+			buf = make([]byte, slab*(rssKeyLen+o.valueSize))
+		}
+		key, val := buf[:rssKeyLen:rssKeyLen], buf[rssKeyLen:rssKeyLen+o.valueSize:rssKeyLen+o.valueSize]
+		buf = buf[rssKeyLen+o.valueSize:]
+		putRSSKey(key, i)
+		_, _ = rng.Read(val)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: val}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if prodErr == nil {
+					prodErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if prodErr != nil {
+		return prodErr
+	}
+	n, err := k.countOutput(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if n != int64(o.records) {
+		return fmt.Errorf("input topic holds %d records, want %d", n, o.records)
+	}
+	return nil
+}
+
+// printRSS prints an rss-pebble run.
+func printRSS(r rssResult) {
+	mb := func(kb int64) string { return fmt.Sprintf("%.0f MiB", float64(kb)/1024) }
+	budgetKB := r.budget >> 10
+	fmt.Printf("  rss-pebble: %d distinct keys counted in %.3fs (%.0f keys/s)\n", r.keys, r.seconds, float64(r.keys)/r.seconds)
+	storeCache := mb(int64(r.storeCache) >> 10)
+	if r.storeCache < 0 {
+		storeCache = "0 (disabled)"
+	}
+	fmt.Printf("    budget %s = BlockCacheBytes %s + MemTableBytes %s + StoreCacheBytes %s x %d store partitions\n",
+		mb(budgetKB), mb(r.blockCache>>10), mb(int64(r.memTable>>10)), storeCache, r.partitions)
+	m := r.maxSample()
+	peak := "?"
+	if r.peakKB > 0 {
+		peak = fmt.Sprintf("%s (app: %s over the baseline = %.2fx budget)", mb(r.peakKB), mb(r.peakKB-r.baselineKB), float64(r.peakKB-r.baselineKB)/float64(budgetKB))
+	}
+	fmt.Printf("    RSS before the app (harness and Go runtime): %s; peak RSS (VmHWM) of the run: %s\n", mb(r.baselineKB), peak)
+	fmt.Printf("    sampled RSS (every 100ms, %d samples): max %s at %v (app: %s = %.2fx budget; Go heap in use %s, Go runtime total %s, outside the Go runtime ~%s)\n",
+		len(r.samples), mb(m.rssKB), m.at.Round(100*time.Millisecond), mb(m.rssKB-r.baselineKB), float64(m.rssKB-r.baselineKB)/float64(budgetKB),
+		mb(m.heapKB), mb(m.goSysKB), mb(max(0, m.rssKB-(m.goSysKB-m.released))))
+	var series []string
+	step := max(1, len(r.samples)/20)
+	for i := 0; i < len(r.samples); i += step {
+		s := r.samples[i]
+		series = append(series, fmt.Sprintf("%.1fs:%d", s.at.Seconds(), s.rssKB>>10))
+	}
+	if n := len(r.samples); n > 0 && (n-1)%step != 0 {
+		s := r.samples[n-1]
+		series = append(series, fmt.Sprintf("%.1fs:%d", s.at.Seconds(), s.rssKB>>10))
+	}
+	fmt.Printf("    RSS over time (s:MiB): %s\n", strings.Join(series, " "))
+	if r.brokerPeak > 0 {
+		fmt.Printf("    the broker (a child process, not counted above) peaked at %s\n", mb(r.brokerPeak))
+	}
+	if r.heapProfile != "" {
+		fmt.Printf("    heap profile at the end of the timed phase (state still open): %s (go tool pprof -sample_index=inuse_space -top %s)\n", r.heapProfile, r.heapProfile)
+	}
+	fmt.Println()
+}
