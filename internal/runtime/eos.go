@@ -136,8 +136,17 @@ func (r *Runtime) beginTxnLocked() error {
 			return fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
 		}
 	}
-	r.inTxn = true
+	r.inTxn, r.txnBegan = true, time.Now()
 	return nil
+}
+
+// txnEndBy is when the open transaction must be over: a margin before the broker aborts it
+// for outliving TransactionTimeout (which bumps the producer epoch and fences this
+// producer). A commit that cannot finish by then (kgo holds the offset commit back while
+// the group joins and syncs) gives up and aborts instead.
+func (r *Runtime) txnEndBy() time.Time {
+	margin := max(r.cfg.TransactionTimeout/5, time.Second)
+	return r.txnBegan.Add(max(r.cfg.TransactionTimeout-margin, r.cfg.TransactionTimeout/2))
 }
 
 // commitTxnLocked ends the open transaction: changelog records of the buffered store
@@ -161,7 +170,9 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	if r.txnFailed.Load() {
 		try = kgo.TryAbort
 	}
-	committed, err := r.endTxnLocked(ctx, try)
+	ectx, cancel := context.WithDeadline(ctx, r.txnEndBy())
+	committed, err := r.endTxnLocked(ectx, try)
+	cancel()
 	if err != nil && !committed {
 		err = r.abortUntilEndedLocked(err)
 	}
@@ -267,7 +278,7 @@ func (r *Runtime) abortUntilEndedLocked(cause error) error {
 	began := time.Now()
 	for attempt := 1; ; attempt++ {
 		if fencedError(cause) {
-			err := fmt.Errorf("kstream: transactional id %s was fenced by another producer with the same id: two instances must not share a state directory: %w", r.txnID, cause)
+			err := fencedErr(r.txnID, r.cfg.TransactionTimeout, cause)
 			r.fail(err)
 			return err
 		}
@@ -329,6 +340,13 @@ func (r *Runtime) endTxnLocked(ctx context.Context, try kgo.TransactionEndTry) (
 	r.endMu.Unlock()
 	r.dropDeferredLocked()
 	return committed, err
+}
+
+// fencedErr explains a fenced producer: another producer with the same transactional id
+// (an instance started on a copy of this state directory), or a transaction the broker
+// aborted because it outlived the transaction timeout.
+func fencedErr(txnID string, timeout time.Duration, err error) error {
+	return fmt.Errorf("kstream: the producer with transactional id %s was fenced: either another instance uses the same id (a copy of this state directory), or a transaction outlived Config.TransactionTimeout (%s) and the broker aborted it: %w", txnID, timeout, err)
 }
 
 // txnAbortable reports whether a produce error means only that the transaction must abort

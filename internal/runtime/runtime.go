@@ -79,6 +79,7 @@ type Runtime struct {
 	sess      *kgo.GroupTransactSession
 	txnID     string
 	inTxn     bool
+	txnBegan  time.Time // when the open transaction began
 	revoked   bool // partitions were revoked or lost since the session's last End
 	txnFailed atomic.Bool
 	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
@@ -1081,7 +1082,7 @@ func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 		r.txnFailed.Store(true)
 		switch {
 		case fencedError(err):
-			r.fail(fmt.Errorf("kstream: transactional id %s was fenced by another producer with the same id: two instances must not share a state directory: %w", r.txnID, err))
+			r.fail(fencedErr(r.txnID, r.cfg.TransactionTimeout, err))
 		case recordError(err):
 			r.failedInTxn(f)
 		default:
