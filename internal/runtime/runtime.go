@@ -80,7 +80,7 @@ type Runtime struct {
 	txnID     string
 	inTxn     bool
 	txnBegan  time.Time // when the open transaction began
-	revoked   bool // partitions were revoked or lost since the session's last End
+	revoked   bool      // partitions were revoked or lost since the session's last End
 	txnFailed atomic.Bool
 	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
 	stats     commitStats
