@@ -1041,7 +1041,18 @@ func (r *Runtime) shutdown(loopErr error) {
 	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
 		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)
 	}
-	r.consumer.CloseAllowingRebalance()
+	// Closing waits for a group join in flight, which kgo does not cancel: bound the wait
+	// by the close timeout, as Kafka Streams' close(timeout) does.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		r.consumer.CloseAllowingRebalance()
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		r.log.Warn("kstream: the consumer did not close within the close timeout (a group join is in flight); it finishes closing in the background", "app", r.cfg.ApplicationID)
+	}
 	if r.fatal() == nil && r.sess == nil {
 		if err := r.flush(ctx); err != nil {
 			r.log.Warn("kstream: flushing at shutdown", "err", err)
