@@ -108,6 +108,11 @@ type Config struct {
 	// rejects, overriding the default LogAndFail. This corresponds to
 	// production.exception.handler.
 	ProductionErrorHandler ErrorHandler
+	// DeadLetterTopics are dead-letter topics that custom error handlers may write to with
+	// DeadLetter(topic). Run checks at start that they exist, as it checks sink topics and
+	// the topics of DeadLetterQueue handlers, so that a missing one fails the start rather
+	// than the first bad record.
+	DeadLetterTopics []string
 
 	// ClientOptions are franz-go options applied to every client the application creates
 	// (the escape hatch for dialers, timeouts, metrics hooks). ConsumerOptions and
