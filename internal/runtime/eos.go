@@ -155,7 +155,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	if r.txnFailed.Load() {
 		try = kgo.TryAbort
 	}
-	committed, err := r.sess.End(ctx, try)
+	committed, err := r.endTxnLocked(ctx, try)
 	r.inTxn = false
 	r.txnFailed.Store(false)
 	took := time.Since(began)
@@ -239,10 +239,42 @@ func (r *Runtime) afterRebalance(ctx context.Context) {
 	r.revoked = false
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CloseTimeout)
 	defer cancel()
-	if _, err := r.sess.End(cctx, kgo.TryAbort); err != nil && ctx.Err() == nil {
+	if _, err := r.endTxnLocked(cctx, kgo.TryAbort); err != nil && ctx.Err() == nil {
 		r.log.Warn("kstream: resetting the transactional session after a rebalance", "err", err)
 	}
 	r.abortedLocked()
+}
+
+// endGrace is how long an ending transaction may wait for the group before a rebalance
+// that waits for the loop is let through (see endTxnLocked).
+const endGrace = time.Second
+
+// endTxnLocked ends the session's transaction. The session may wait for the group (its
+// commit forces a heartbeat) while the group waits for the loop to allow a rebalance (kgo
+// runs the lost and revoked callbacks only between polls): when the group lost the session
+// that wait never ends by itself. So while the transaction ends, the group callbacks do not
+// take mu but set their partitions aside (deferDrop), which fails the transaction; and if
+// the end takes longer than endGrace while a rebalance waits, the rebalance is let
+// through. The partitions set aside are dropped here, after the end.
+func (r *Runtime) endTxnLocked(ctx context.Context, try kgo.TransactionEndTry) (bool, error) {
+	r.endMu.Lock()
+	r.ending, r.endBegan = true, time.Now()
+	r.endMu.Unlock()
+	timer := time.AfterFunc(endGrace, func() {
+		r.endMu.Lock()
+		defer r.endMu.Unlock()
+		if r.ending && r.blocked {
+			r.log.Info("kstream: a rebalance waits while the transaction ends; letting it through", "transactional_id", r.txnID)
+			r.consumer.AllowRebalance()
+		}
+	})
+	committed, err := r.sess.End(ctx, try)
+	timer.Stop()
+	r.endMu.Lock()
+	r.ending = false
+	r.endMu.Unlock()
+	r.dropDeferredLocked()
+	return committed, err
 }
 
 // txnAbortable reports whether a produce error means only that the transaction must abort

@@ -36,7 +36,20 @@ type Runtime struct {
 	prodCancel context.CancelFunc
 	dlqGen     atomic.Int64 // bumped on every dead-letter write made from a produce callback
 
-	noise noise // bounds repeated warnings (retry.go)
+	noise  noise    // bounds repeated warnings (retry.go)
+	replay replays  // handler decisions for records of aborted transactions (produce.go)
+	limits sync.Map // topic -> max.message.bytes when below the default (produce.go)
+	// Exactly-once commits and the group's callbacks (see commitTxnLocked): while the
+	// session ends a transaction, lost or revoked partitions are set aside in deferred and
+	// dropped by the loop once the transaction has ended.
+	endMu      sync.Mutex
+	ending     bool
+	endBegan   time.Time
+	blocked    bool // a rebalance waits for the loop to allow it
+	deferred   []map[string][]int32
+	topicCheck chan struct{} // wakes the topic watcher (watch.go)
+	// sessionLost is when the group session was lost (zero while a member); see fetchError.
+	sessionLost atomic.Int64
 
 	fatalMu  sync.Mutex
 	fatalErr error
@@ -239,6 +252,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		r.setState(StateError)
 		return err
 	}
+	r.learnLimits(runCtx, r.outputTopics())
 	// Global stores bootstrap before the consumer exists, so no task starts before.
 	defer r.stopGlobal() // before the stores close
 	if err := r.startGlobal(runCtx); err != nil {
@@ -252,6 +266,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	r.setState(StateRebalancing)
+	r.watchTopics(runCtx)
 
 	loopErr := r.loop(runCtx)
 	r.shutdown(loopErr)
@@ -268,7 +283,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 }
 
 func (r *Runtime) clientOpts(extra ...kgo.Opt) []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(r.cfg.Brokers...), kgo.WithLogger(slogAdapter{r.log})}
+	opts := []kgo.Opt{kgo.SeedBrokers(r.cfg.Brokers...), kgo.WithLogger(slogAdapter{r.log}),
+		// A leader or coordinator that moved is looked up again at once, not after kgo's
+		// default 5s between metadata refreshes: one retriable error costs a round trip.
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}
 	opts = append(opts, r.cfg.ClientOpts...)
 	return append(opts, extra...)
 }
@@ -280,6 +299,7 @@ func (r *Runtime) openProducer() error {
 		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs}),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.UnknownTopicRetries(3),
+		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
 	)
 	opts = append(opts, r.cfg.ProducerOpts...)
 	cl, err := kgo.NewClient(opts...)
@@ -311,6 +331,7 @@ func (r *Runtime) openConsumer() error {
 		kgo.OnPartitionsAssigned(r.onAssigned),
 		kgo.OnPartitionsRevoked(r.onRevoked),
 		kgo.OnPartitionsLost(r.onLost),
+		kgo.OnPartitionsCallbackBlocked(r.onBlocked),
 		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
 	)
 	if r.cfg.SessionTimeout > 0 {
@@ -351,6 +372,7 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs}),
 		kgo.ProducerLinger(0),
 		kgo.UnknownTopicRetries(3),
+		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
 	)
 	opts = append(opts, r.cfg.ProducerOpts...)
 	sess, err := kgo.NewGroupTransactSession(opts...)
@@ -405,25 +427,30 @@ func (r *Runtime) loop(ctx context.Context) error {
 			r.consumer.AllowRebalance()
 			return nil
 		}
+		errs := 0
 		fetches.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return
+			if r.fetchError(topic, p, err) {
+				errs++
 			}
-			var dl *kgo.ErrDataLoss
-			if errors.As(err, &dl) {
-				r.log.Warn("kstream: data loss detected, consuming from the reset offset", "topic", topic, "partition", p, "err", err)
-				return
-			}
-			var ke *kerr.Error
-			if errors.As(err, &ke) && ke.Retriable {
-				r.log.Warn("kstream: retriable fetch error", "topic", topic, "partition", p, "err", err)
-				return
-			}
-			r.fail(fmt.Errorf("kstream: fetching topic %q partition %d: %w", topic, p, err))
 		})
 		if r.fatal() != nil {
 			r.consumer.AllowRebalance()
 			return nil
+		}
+		if errs > 0 && fetches.NumRecords() == 0 {
+			// Only errors (an unreachable broker, a deleted topic): do not spin; let a
+			// rebalance through meanwhile.
+			r.mu.Lock()
+			allow := r.sess == nil || !r.inTxn
+			r.mu.Unlock()
+			if allow {
+				r.allowRebalance()
+				r.afterRebalance(ctx)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
 
 		r.mu.Lock()
@@ -441,12 +468,93 @@ func (r *Runtime) loop(ctx context.Context) error {
 		allow := r.sess == nil || !r.inTxn
 		r.mu.Unlock()
 		if allow {
-			r.consumer.AllowRebalance()
+			r.allowRebalance()
 			r.afterRebalance(ctx)
 		}
 		if r.fatal() != nil {
 			return nil
 		}
+	}
+}
+
+// fetchError decides what a poll's error means. Conditions that heal by waiting (an
+// unreachable broker, a leader or coordinator that moved, a group session that kgo is
+// rejoining) are logged at warn, at most once per interval, and waited out; only an
+// authorization failure, or Config.GiveUpAfter passing, stops the application. A deleted
+// source topic is decided by the topic watcher (watch.go), which this wakes. It reports
+// whether err is an error at all (a poll that only timed out is not).
+func (r *Runtime) fetchError(topic string, p int32, err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var dl *kgo.ErrDataLoss
+	if errors.As(err, &dl) {
+		r.log.Warn("kstream: data loss detected, consuming from the reset offset", "topic", topic, "partition", p, "err", err)
+		return true
+	}
+	if authError(err) {
+		where := fmt.Sprintf("topic %q partition %d", topic, p)
+		if topic == "" {
+			where = fmt.Sprintf("group %q", r.cfg.ApplicationID)
+		}
+		r.fail(fmt.Errorf("kstream: consuming %s: not authorized: %w", where, err))
+		return true
+	}
+	var gs *kgo.ErrGroupSession
+	if errors.As(err, &gs) || topic == "" {
+		// kgo reports a lost group session (a broker that went away, a heartbeat that
+		// failed, a generation that moved on) and rejoins by itself, with backoff. The
+		// partitions were given up in onLost; they come back with the next assignment.
+		now := time.Now().UnixNano()
+		r.sessionLost.CompareAndSwap(0, now)
+		if !r.closing.Load() {
+			r.setState(StateRebalancing)
+		}
+		since := time.Duration(now - r.sessionLost.Load())
+		if r.cfg.GiveUpAfter > 0 && since > r.cfg.GiveUpAfter {
+			r.fail(fmt.Errorf("kstream: group %q: not a member for %s (Config.GiveUpAfter %s): %w", r.cfg.ApplicationID, since.Round(time.Millisecond), r.cfg.GiveUpAfter, err))
+			return true
+		}
+		r.warnEvery("group", "kstream: not a member of the group; waiting for the cluster and rejoining", "group", r.cfg.ApplicationID, "waited", since.Round(time.Millisecond), "err", err)
+		return true
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+		r.checkTopicsSoon()
+	}
+	r.warnEvery("fetch "+topic, "kstream: fetch error; retrying", "topic", topic, "partition", p, "err", err)
+	return true
+}
+
+// authError reports whether err is an authorization or authentication failure: it does not
+// heal by waiting.
+func authError(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+}
+
+// allowRebalance lets a waiting rebalance through (the loop holds no records and, under
+// exactly-once, no open transaction).
+func (r *Runtime) allowRebalance() {
+	r.endMu.Lock()
+	r.blocked = false
+	r.endMu.Unlock()
+	r.consumer.AllowRebalance()
+}
+
+// onBlocked is called (on its own goroutine) when kgo wants to run a rebalance callback but
+// the loop has not allowed rebalances. While an exactly-once commit has been ending its
+// transaction for endGrace, the rebalance is let through: the session may be waiting for the
+// group (a heartbeat that the lost session will never answer), and the group for the loop.
+// The callbacks then only set their partitions aside (deferDrop), and the transaction
+// aborts (see endTxnLocked).
+func (r *Runtime) onBlocked(context.Context, *kgo.Client) {
+	r.endMu.Lock()
+	defer r.endMu.Unlock()
+	r.blocked = true
+	if r.ending && time.Since(r.endBegan) >= endGrace {
+		r.log.Info("kstream: a rebalance waits while the transaction ends; letting it through", "transactional_id", r.txnID)
+		r.consumer.AllowRebalance()
 	}
 }
 
@@ -674,6 +782,9 @@ func (r *Runtime) flush(ctx context.Context) error {
 }
 
 func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if r.sessionLost.Swap(0) != 0 {
+		r.log.Info("kstream: member of the group again", "app", r.cfg.ApplicationID)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var created []string
@@ -807,6 +918,9 @@ func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 	if !r.closing.Load() {
 		r.setState(StateRebalancing)
 	}
+	if r.deferDrop(revoked) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fatal() == nil {
@@ -825,7 +939,13 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 	if len(lost) == 0 {
 		return
 	}
-	r.log.Warn("kstream: partitions lost without a chance to commit", "app", r.cfg.ApplicationID, "partitions", lost)
+	r.log.Warn("kstream: partitions lost without a chance to commit; they are processed again from the last commit", "app", r.cfg.ApplicationID, "partitions", lost)
+	if !r.closing.Load() {
+		r.setState(StateRebalancing)
+	}
+	if r.deferDrop(lost) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sess != nil && r.inTxn {
@@ -835,6 +955,35 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 	r.dropLocked(lost)
 	r.revoked = true
 	r.reconcileStandbysLocked()
+}
+
+// deferDrop sets partitions aside when an exactly-once commit is ending its transaction
+// (the loop holds mu, and may wait for the group): the transaction then aborts, and the loop
+// drops them once it has ended. It reports whether it did.
+func (r *Runtime) deferDrop(parts map[string][]int32) bool {
+	r.endMu.Lock()
+	defer r.endMu.Unlock()
+	if !r.ending {
+		return false
+	}
+	r.txnFailed.Store(true)
+	r.deferred = append(r.deferred, parts)
+	return true
+}
+
+// dropDeferredLocked drops the partitions set aside while a transaction ended.
+func (r *Runtime) dropDeferredLocked() {
+	r.endMu.Lock()
+	deferred := r.deferred
+	r.deferred = nil
+	r.endMu.Unlock()
+	for _, parts := range deferred {
+		r.dropLocked(parts)
+		r.revoked = true
+	}
+	if len(deferred) > 0 {
+		r.reconcileStandbysLocked()
+	}
 }
 
 // dropLocked forgets partitions and closes the tasks left without any.
@@ -878,6 +1027,17 @@ func (r *Runtime) shutdown(loopErr error) {
 			r.log.Warn("kstream: final commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
 		}
 	}
+	if r.sess != nil && r.inTxn {
+		// A fatal error left the transaction open: abort it now rather than let it block
+		// read_committed readers until it times out.
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := r.endTxnLocked(actx, kgo.TryAbort); err != nil {
+			r.log.Warn("kstream: aborting the open transaction at shutdown", "transactional_id", r.txnID, "err", err)
+		}
+		acancel()
+		r.inTxn = false
+		r.abortedLocked()
+	}
 	all := map[string][]int32{}
 	for tp := range r.parts {
 		all[tp.topic] = append(all[tp.topic], tp.partition)
@@ -885,6 +1045,8 @@ func (r *Runtime) shutdown(loopErr error) {
 	r.dropLocked(all)
 	r.mu.Unlock()
 	r.standby.close()
+	// Nothing is processed any more: let a waiting rebalance (and leaving) through.
+	r.allowRebalance()
 	// Leave the group now so the remaining members take over at once.
 	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
 		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)
@@ -899,6 +1061,9 @@ func (r *Runtime) shutdown(loopErr error) {
 
 // Produce implements TaskEnv.
 func (r *Runtime) Produce(o *OutRecord) {
+	if r.replayed(o) {
+		return
+	}
 	o.ctx = r.prodCtx
 	o.Record.Context = o
 	r.producer.Produce(r.prodCtx, &o.Record, r.promise)
@@ -922,17 +1087,20 @@ func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 		f.Operator, f.Source = o.Operator, o.Source
 	}
 	if r.sess != nil {
-		// A failed record fails its transaction, which then aborts.
-		if !r.txnFailed.Swap(true) {
-			r.log.Warn("kstream: a record of the open transaction failed; the transaction will abort", "topic", rec.Topic, "partition", rec.Partition, "err", err)
-		}
+		// A failed record fails its transaction, which then aborts; its records are
+		// processed again from the committed offsets.
+		r.txnFailed.Store(true)
 		switch {
-		case txnAbortable(err):
-			return // fenced by a rebalance or a transaction timeout: abort and go on
-		case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		case fencedError(err):
 			r.fail(fmt.Errorf("kstream: transactional id %s was fenced by another producer with the same id: two instances must not share a state directory: %w", r.txnID, err))
-			return
+		case recordError(err):
+			r.failedInTxn(f)
+		default:
+			// A coordinator or leader that moved, a timeout, a transaction the broker
+			// aborted: kgo recovers when the transaction ends.
+			r.warnEvery("txn-produce", "kstream: a record of the open transaction failed; the transaction will abort and its records are processed again", "topic", rec.Topic, "partition", rec.Partition, "transactional_id", r.txnID, "err", err)
 		}
+		return
 	}
 	r.produceFailed(f)
 }
@@ -968,25 +1136,12 @@ func (r *Runtime) produceFailed(f ProduceFailure) {
 		r.log.Warn("kstream: production error; writing to the dead-letter topic", "dead_letter_topic", d.DeadLetterTopic, "err", err)
 		r.dlqGen.Add(1)
 		dl := r.cfg.DeadLetter(d.DeadLetterTopic, f)
-		r.producer.TryProduce(r.prodCtx, dl, func(dl *kgo.Record, derr error) {
-			if derr != nil {
-				r.fail(fmt.Errorf("kstream: writing to dead-letter topic %q after %v: %w", dl.Topic, err, derr))
-			}
-		})
+		r.producer.TryProduce(r.prodCtx, dl, r.onDeadLetterProduced)
 	case d.Continue:
 		r.log.Warn("kstream: production error; skipping the record", "err", err)
 	default:
 		r.fail(err)
 	}
-}
-
-// produceError names everything known about a failed output record.
-func produceError(f ProduceFailure) error {
-	msg := fmt.Sprintf("kstream: producing to topic %q partition %d (operator %s)", f.Record.Topic, f.Record.Partition, f.Operator)
-	if f.Source != nil {
-		msg += fmt.Sprintf(" for input topic %q partition %d offset %d", f.Source.Topic, f.Source.Partition, f.Source.Offset)
-	}
-	return fmt.Errorf("%s: %w", msg, f.Err)
 }
 
 // partitioner places changelog records on the partition the task set (the task's own), and
