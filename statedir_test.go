@@ -287,3 +287,110 @@ func TestStaleGlobalStoreTopicRecreated(t *testing.T) {
 		t.Fatal("no warning saying that the global topic's id changed")
 	}
 }
+
+// A second instance on a state directory in use fails at once, before it joins the group
+// (the first instance never rebalances), with an error that says another instance, and
+// which, holds the directory.
+func TestStateDirInUse(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	var mu sync.Mutex
+	var states []kstream.State
+	cfg.StateListener = func(_, s kstream.State) {
+		mu.Lock()
+		states = append(states, s)
+		mu.Unlock()
+	}
+	first := start(t, countApp(t, cfg, in, out))
+	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return first.app.State() == kstream.StateRunning })
+	mu.Lock()
+	before := len(states)
+	mu.Unlock()
+
+	cfg2 := cfg
+	cfg2.StateListener = nil
+	began := time.Now()
+	second := start(t, countApp(t, cfg2, in, out))
+	err, done := second.wait(10 * time.Second)
+	if !done {
+		t.Fatal("the second instance did not fail within 10s")
+	}
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "is in use") || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) ||
+		!strings.Contains(err.Error(), cfg.StateDir) {
+		t.Fatalf("second instance: got %v, want an error saying that pid %d holds %s", err, os.Getpid(), cfg.StateDir)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the second instance took %s to fail, want at once", took)
+	}
+	t.Logf("second instance failed after %s: %v", took.Round(time.Millisecond), err)
+	// The first one never rebalanced, and goes on counting.
+	feedKeys(t, in, "a", "a")
+	if got := newReader(t, out).next(2); !slices.Equal(got, []string{"a=1", "a=2"}) {
+		t.Fatalf("counts: %v", got)
+	}
+	mu.Lock()
+	after := slices.Clone(states[before:])
+	mu.Unlock()
+	if len(after) != 0 {
+		t.Fatalf("the first instance changed state %v while the second one tried to start", after)
+	}
+}
+
+// CleanUp deletes the local state: a restart then restores every store from its changelog
+// and counts on exactly. CleanUp fails while the app runs, and while another instance holds
+// the directory.
+func TestCleanUp(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	results := newReader(t, out)
+
+	app := countApp(t, cfg, in, out)
+	if err := app.CleanUp(); err != nil { // nothing to delete yet
+		t.Fatalf("CleanUp before the first run: %v", err)
+	}
+	r := start(t, app)
+	feedKeys(t, in, "a", "b", "a")
+	if got := results.next(3); !slices.Equal(got, []string{"a=1", "b=1", "a=2"}) {
+		t.Fatalf("counts: %v", got)
+	}
+	if err := app.CleanUp(); !errors.Is(err, kstream.ErrRunning) {
+		t.Fatalf("CleanUp while running: got %v, want ErrRunning", err)
+	}
+	// Another App on the same directory is refused too: the directory is locked.
+	if err := countApp(t, cfg, in, out).CleanUp(); err == nil || !strings.Contains(err.Error(), "is in use") {
+		t.Fatalf("CleanUp of another instance while the first runs: got %v, want an error saying the directory is in use", err)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "pebble")); err != nil {
+		t.Fatalf("no Pebble database after the run: %v", err)
+	}
+	if err := app.CleanUp(); err != nil {
+		t.Fatalf("CleanUp after the run: %v", err)
+	}
+	if _, err := os.Stat(cfg.StateDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the state directory is still there after CleanUp: %v", err)
+	}
+
+	rc := &restoreCounter{}
+	cfg.RestoreListener = rc
+	r = start(t, countApp(t, cfg, in, out))
+	feedKeys(t, in, "a", "c", "b")
+	if got := results.next(3); !slices.Equal(got, []string{"a=3", "c=1", "b=2"}) {
+		t.Fatalf("counts after CleanUp and restart: %v", got)
+	}
+	if n := sumEnds(t, cfg.ApplicationID+"-counts-changelog"); rc.total("counts") < 2 || rc.total("counts") > n {
+		t.Fatalf("restored %d records, want every key of the changelog (%d records)", rc.total("counts"), n)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
