@@ -1,6 +1,8 @@
 package kstream_test
 
 import (
+	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -8,7 +10,9 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/embedded"
 	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -153,5 +157,72 @@ func TestMissingDeadLetterTopic(t *testing.T) {
 	}
 	if err, done := r.wait(0); done {
 		t.Fatalf("Run returned: %v", err)
+	}
+}
+
+// Run started while the broker is down waits for it (logging what it waits for) instead of
+// failing at once, and processes once the broker is up.
+func TestRunWaitsForBrokerAtStart(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there until the broker starts below
+	logs := &logCapture{t: t}
+	cfg := testConfig(t)
+	cfg.Brokers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
+	cfg.StateDir, cfg.Logger = t.TempDir(), logs.logger()
+	const in, out = "in", "out"
+	r := start(t, countApp(t, cfg, in, out))
+	if err, done := r.wait(3 * time.Second); done {
+		t.Fatalf("Run returned while the broker was down: %v", err)
+	}
+	if st := r.app.State(); st != kstream.StateCreated {
+		t.Fatalf("state %v while the broker is down, want CREATED", st)
+	}
+	if !logs.has("waiting for the cluster", "reading metadata of topics") {
+		t.Fatal("no warning saying what Run waits for")
+	}
+
+	b, err := embedded.Start(embedded.Port(port), embedded.Topics(1, in, out))
+	if err != nil {
+		t.Fatalf("starting the broker on port %d: %v", port, err)
+	}
+	defer func() {
+		if err := r.stop(); err != nil { // before the broker goes
+			t.Errorf("stopping the app: %v", err)
+		}
+		if err := b.Close(); err != nil {
+			t.Errorf("closing the broker: %v", err)
+		}
+	}()
+	began := time.Now()
+	kafkatest.Eventually(t, 60*time.Second, "running", func() bool {
+		if err, done := r.wait(0); done {
+			t.Fatalf("Run returned: %v", err)
+		}
+		return r.app.State() == kstream.StateRunning
+	})
+	t.Logf("RUNNING %s after the broker started", time.Since(began).Round(time.Millisecond))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := kafkatest.Context(t, 30*time.Second)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: in, Key: []byte("a"), Value: []byte("v")}, &kgo.Record{Topic: in, Key: []byte("a"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 2 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+			n, _ := serde.Int64().Deserialize(rec.Value)
+			got = append(got, fmt.Sprintf("%s=%d", rec.Key, n))
+		})
+	}
+	if !slices.Equal(got, []string{"a=1", "a=2"}) {
+		t.Fatalf("counts: %v", got)
 	}
 }

@@ -54,7 +54,11 @@ func (c *logCapture) has(subs ...string) bool {
 }
 
 func (c *logCapture) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(c, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lvl := slog.LevelWarn
+	if os.Getenv("KSTREAM_TEST_DEBUG") != "" {
+		lvl = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(c, &slog.HandlerOptions{Level: lvl}))
 }
 
 // countApp counts the records of in per key into the store "counts" and writes each new
