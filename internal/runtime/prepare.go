@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // prepare checks that the topics the topology reads and writes exist, creates the internal
@@ -193,27 +195,38 @@ func (e *errNotReady) Unwrap() error { return kerr.LeaderNotAvailable }
 // awaitTopic waits until topic is in the metadata with all its partitions, each with a
 // leader (a real cluster answers CreateTopics before every broker knows the topic, and
 // lists partitions before they are led), and checks the count. It waits as long as the
-// cluster needs (bounded by Config.GiveUpAfter).
+// cluster needs (bounded by Config.GiveUpAfter). It asks the cluster each time (kadm's
+// ListTopics may answer from a cache for a few seconds).
 func (r *Runtime) awaitTopic(ctx context.Context, topic string, partitions int32) error {
 	return r.retry(ctx, fmt.Sprintf("waiting for internal topic %q to have %d partitions, each with a leader", topic, partitions), func(ctx context.Context) error {
-		details, err := r.admin.ListTopics(ctx, topic)
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r.producer)
 		if err != nil {
 			return fmt.Errorf("kstream: reading metadata of internal topic %q: %w", topic, err)
 		}
-		d, ok := details[topic]
-		switch n := len(d.Partitions); {
-		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		i := slices.IndexFunc(resp.Topics, func(t kmsg.MetadataResponseTopic) bool { return t.Topic != nil && *t.Topic == topic })
+		if i < 0 {
 			return &errNotReady{fmt.Sprintf("kstream: internal topic %q is not in the metadata yet", topic)}
-		case d.Err != nil:
-			return fmt.Errorf("kstream: reading metadata of internal topic %q: %w", topic, d.Err)
+		}
+		d := resp.Topics[i]
+		switch n, terr := len(d.Partitions), kerr.ErrorForCode(d.ErrorCode); {
+		case errors.Is(terr, kerr.UnknownTopicOrPartition):
+			return &errNotReady{fmt.Sprintf("kstream: internal topic %q is not in the metadata yet", topic)}
+		case terr != nil:
+			return fmt.Errorf("kstream: reading metadata of internal topic %q: %w", topic, terr)
 		case n > 0 && n != int(partitions):
 			return fmt.Errorf("kstream: internal topic %q exists with %d partitions, want %d", topic, n, partitions)
 		case n == 0:
 			return &errNotReady{fmt.Sprintf("kstream: internal topic %q has no partitions in the metadata yet", topic)}
 		}
-		for _, pd := range d.Partitions.Sorted() {
-			if pd.Err != nil {
-				return fmt.Errorf("kstream: internal topic %q partition %d: %w", topic, pd.Partition, pd.Err)
+		for _, pd := range d.Partitions {
+			// An offline follower (REPLICA_NOT_AVAILABLE, from older brokers) does not
+			// keep a led partition from being used.
+			if err := kerr.ErrorForCode(pd.ErrorCode); err != nil && (pd.Leader < 0 || !errors.Is(err, kerr.ReplicaNotAvailable)) {
+				return fmt.Errorf("kstream: internal topic %q partition %d: %w", topic, pd.Partition, err)
 			}
 			if pd.Leader < 0 {
 				return &errNotReady{fmt.Sprintf("kstream: internal topic %q partition %d has no leader yet", topic, pd.Partition)}
