@@ -49,6 +49,7 @@ type Config struct {
 	MemTableBytes   uint64
 	// StoreCacheBytes bounds the read cache that each persistent store partition keeps of
 	// recently read and written keys, overriding the default 8 MiB; negative disables it.
+	// The bound is on heap: keys, values and about 80 bytes of bookkeeping per entry.
 	StoreCacheBytes int
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
