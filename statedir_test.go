@@ -398,3 +398,48 @@ func TestCleanUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A standby whose local state lies beyond its (recreated) changelog's end wipes it before it
+// follows the changelog: when it is promoted, counts start from the changelog's, not from
+// the stale state.
+func TestStaleStateStandby(t *testing.T) {
+	t.Parallel()
+	logs := &logCapture{t: t}
+	cfg := testConfig(t)
+	cfg.NumStandbys = 1
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	changelog := cfg.ApplicationID + "-counts-changelog"
+	cfgA, cfgB := cfg, cfg
+	cfgA.StateDir = t.TempDir()
+	cfgB.StateDir, cfgB.Logger = t.TempDir(), logs.logger()
+
+	// B alone: a=2, b=1 in its state.
+	runCount(t, cfgB, in, out, newReader(t, out), []string{"a", "a", "b"}, "a=1", "a=2", "b=1")
+	applicationReset(t, cfg.ApplicationID, []string{changelog}, in, out)
+
+	// A takes the task; B, started second, keeps its standby.
+	results := newReader(t, out)
+	a := start(t, countApp(t, cfgA, in, out))
+	kafkatest.Eventually(t, 60*time.Second, "A running", func() bool { return a.app.State() == kstream.StateRunning })
+	b := start(t, countApp(t, cfgB, in, out))
+	kafkatest.Eventually(t, 60*time.Second, "B keeping the standby", func() bool {
+		return b.app.State() == kstream.StateRunning && len(b.app.StandbyTasks()) == 1 && len(a.app.Tasks()) == 1
+	})
+	feedKeys(t, in, "c", "b")
+	if got := results.next(2); !slices.Equal(got, []string{"c=1", "b=1"}) {
+		t.Fatalf("counts of A: %v", got)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "the standby wiped", func() bool {
+		return logs.has("local state does not match its changelog", "task_role=standby", "beyond the end offset")
+	})
+	// A leaves: B is promoted.
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "B active", func() bool { return len(b.app.Tasks()) == 1 && b.app.State() == kstream.StateRunning })
+	feedKeys(t, in, "a", "b", "c")
+	if got := results.next(3); !slices.Equal(got, []string{"a=1", "b=2", "c=2"}) {
+		t.Fatalf("counts after the standby was promoted: %v", got)
+	}
+}
