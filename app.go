@@ -91,10 +91,16 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 		{"Config.ProductionErrorHandler", h.prod},
 	} {
 		if d, ok := dh.h.(deadLetterTopicer); ok {
+			if d.deadLetterTopic() == "" {
+				return nil, nil, runtime.Config{}, fmt.Errorf("kstream: %s is DeadLetterQueue with an empty topic name", dh.name)
+			}
 			rc.DeadLetterTopics = append(rc.DeadLetterTopics, runtime.DeadLetterTopic{Topic: d.deadLetterTopic(), Handler: dh.name + " (DeadLetterQueue)"})
 		}
 	}
 	for _, t := range cfg.DeadLetterTopics {
+		if t == "" {
+			return nil, nil, runtime.Config{}, errors.New("kstream: Config.DeadLetterTopics holds an empty topic name")
+		}
 		rc.DeadLetterTopics = append(rc.DeadLetterTopics, runtime.DeadLetterTopic{Topic: t, Handler: "Config.DeadLetterTopics"})
 	}
 	rc.OnProduceError = func(f runtime.ProduceFailure) runtime.Decision {
