@@ -178,13 +178,17 @@ func (r *Runtime) CleanUp() error {
 	if err != nil {
 		return fmt.Errorf("kstream: cleaning up: %w", err)
 	}
-	// Everything but the lock first, then the lock file and the directory while the lock
-	// is still held (lockPath makes sure a lock taken meanwhile is on a file that exists).
+	// Everything but the lock first; then, where the lock is a flock, the lock file and the
+	// directory while the lock is still held (lockPath makes sure a lock taken meanwhile is
+	// on a file that exists); elsewhere after the release, which removes the lock file.
 	err = wipeDir(dir, lockFileName)
-	if err == nil {
+	if err == nil && removeWhileLocked {
 		err = os.RemoveAll(dir)
 	}
 	rerr := l.release()
+	if err == nil && !removeWhileLocked {
+		err = os.RemoveAll(dir)
+	}
 	if err != nil {
 		return fmt.Errorf("kstream: cleaning up the state directory %s: %w", dir, err)
 	}

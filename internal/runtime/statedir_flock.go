@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// removeWhileLocked: the lock file may be removed while its flock is held.
+const removeWhileLocked = true
+
 // lockPath opens path (creating it) and takes an exclusive flock on it without waiting; it
 // returns errDirHeld if another open file (of this process or another) holds it. The lock
 // goes with the process: a crashed instance leaves no stale lock behind.

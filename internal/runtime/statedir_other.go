@@ -7,6 +7,10 @@ import (
 	"os"
 )
 
+// removeWhileLocked: an open file cannot be removed on Windows, so CleanUp removes the
+// directory after releasing the lock.
+const removeWhileLocked = false
+
 // lockPath creates path exclusively (O_EXCL) and keeps it open; it returns errDirHeld if the
 // file exists and cannot be removed. A lock file left by a crashed instance is removed
 // first: on Windows a file open in another process cannot be removed, so only a stale one
