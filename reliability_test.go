@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,9 +100,9 @@ func TestGroupSessionErrorsAreNotFatal(t *testing.T) {
 	}
 }
 
-// Coordinator errors on AddPartitionsToTxn and FindCoordinator under exactly-once only abort
-// the transaction (kgo recovers when it ends); they do not reach the production handler,
-// whose default would stop the app.
+// Transaction coordinator errors under exactly-once (on AddOffsetsToTxn, EndTxn and
+// TxnOffsetCommit) are retried or only abort the transaction; they do not reach the
+// production handler, whose default would stop the app.
 func TestExactlyOnceCoordinatorErrorsAreNotFatal(t *testing.T) {
 	t.Parallel()
 	in := kafkatest.CreateTopic(t, "in", 3, nil)
@@ -116,31 +117,35 @@ func TestExactlyOnceCoordinatorErrorsAreNotFatal(t *testing.T) {
 	produceCounts(t, in, 1000, 100, 1, want)
 	kafkatest.Eventually(t, 60*time.Second, "the first counts", func() bool { return outputs.reached(want) })
 	prefix := cfg.ApplicationID
-	add := injectN(t, kmsg.AddPartitionsToTxn, 4, func(req kmsg.Request) bool {
-		r := req.(*kmsg.AddPartitionsToTxnRequest)
-		if strings.HasPrefix(r.TransactionalID, prefix) {
-			return true
-		}
-		for _, tx := range r.Transactions {
-			if strings.HasPrefix(tx.TransactionalID, prefix) {
-				return true
-			}
-		}
-		return false
+	// With KIP-890 kgo adds partitions implicitly (Produce v12+), so the coordinator
+	// requests left are these; each is answered with a coordinator error a few times.
+	ours := func(id string) bool { return strings.HasPrefix(id, prefix) }
+	add := injectN(t, kmsg.AddOffsetsToTxn, 2, func(req kmsg.Request) bool {
+		return ours(req.(*kmsg.AddOffsetsToTxnRequest).TransactionalID)
 	}, func(req kmsg.Request) kmsg.Response {
-		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-		rq := req.(*kmsg.AddPartitionsToTxnRequest)
-		if req.GetVersion() >= 4 {
-			resp.ErrorCode = kerr.NotCoordinator.Code
-			return resp
-		}
+		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp
+	})
+	end := injectN(t, kmsg.EndTxn, 2, func(req kmsg.Request) bool {
+		return ours(req.(*kmsg.EndTxnRequest).TransactionalID)
+	}, func(req kmsg.Request) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	})
+	toc := injectN(t, kmsg.TxnOffsetCommit, 2, func(req kmsg.Request) bool {
+		return ours(req.(*kmsg.TxnOffsetCommitRequest).TransactionalID)
+	}, func(req kmsg.Request) kmsg.Response {
+		rq := req.(*kmsg.TxnOffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, tp := range rq.Topics {
-			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
 			rt.Topic = tp.Topic
 			for _, p := range tp.Partitions {
-				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-				rp.Partition = p
-				rp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -156,7 +161,10 @@ func TestExactlyOnceCoordinatorErrorsAreNotFatal(t *testing.T) {
 		t.Fatalf("Run returned: %v", err)
 	}
 	outputs.checkExact(t, want)
-	t.Logf("injected %d AddPartitionsToTxn errors; stats %+v", add.Load(), app.Stats())
+	t.Logf("injected coordinator errors: %d AddOffsetsToTxn, %d EndTxn, %d TxnOffsetCommit; stats %+v", add.Load(), end.Load(), toc.Load(), app.Stats())
+	if add.Load()+end.Load()+toc.Load() == 0 {
+		t.Fatal("no error injected")
+	}
 }
 
 // bigValues maps values to themselves, except "big", which becomes a value of 5000 bytes:
@@ -359,4 +367,136 @@ func TestSourcePartitionsAdded(t *testing.T) {
 			t.Fatalf("error %v does not say that the partition count of %s changed", err, in)
 		}
 	})
+}
+
+// longestPause samples the collector every 50ms until stop is closed and returns the
+// longest time its record count did not grow.
+func longestPause(c *outputCollector, stop <-chan struct{}) <-chan time.Duration {
+	res := make(chan time.Duration, 1)
+	go func() {
+		var longest time.Duration
+		last, lastN := time.Now(), -1
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				res <- longest
+				return
+			case <-tick.C:
+			}
+			c.mu.Lock()
+			n := c.n
+			c.mu.Unlock()
+			if n != lastN {
+				last, lastN = time.Now(), n
+			}
+			longest = max(longest, time.Since(last))
+		}
+	}()
+	return res
+}
+
+// Under exactly-once, a member that loses its group session while a transaction ends (the
+// heartbeat says UNKNOWN_MEMBER_ID) aborts that transaction and rejoins within seconds.
+// Before, the commit held the runtime lock while the session waited for a heartbeat that the
+// lost session never answered, and processing stalled for the whole close timeout.
+func TestExactlyOnceSessionLostDuringCommit(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 3, nil)
+	out := kafkatest.CreateTopic(t, "out", 3, nil)
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	cfg.CloseTimeout = 40 * time.Second
+	app := newApp(t, countTopology(in, out), cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	kafkatest.Eventually(t, 60*time.Second, "RUNNING", func() bool { return app.State() == kstream.StateRunning })
+	var mu sync.Mutex
+	want := map[string]int64{}
+	done := make(chan struct{})
+	go func() { defer close(done); feed(t, in, 12000, 300, 300*time.Millisecond, 5, &mu, want) }()
+	stop := make(chan struct{})
+	pause := longestPause(outputs, stop)
+	group := cfg.ApplicationID
+	var armed atomic.Bool
+	lost := injectN(t, kmsg.Heartbeat, 6, func(req kmsg.Request) bool {
+		return armed.Load() && req.(*kmsg.HeartbeatRequest).Group == group
+	}, func(req kmsg.Request) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp
+	})
+	time.Sleep(2 * time.Second)
+	armed.Store(true)
+	<-done
+	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
+	close(stop)
+	longest := <-pause
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.checkExact(t, want)
+	t.Logf("%d heartbeats answered UNKNOWN_MEMBER_ID; longest pause in the output %s; stats %+v", lost.Load(), longest.Round(time.Millisecond), app.Stats())
+	if lost.Load() == 0 {
+		t.Fatal("no error injected")
+	}
+	if longest > cfg.CloseTimeout/2 {
+		t.Fatalf("the output paused %s, as long as the close timeout: a commit waited for the lost session", longest)
+	}
+}
+
+// One retriable error on a produce request (NOT_LEADER_FOR_PARTITION) costs a metadata round
+// trip, not kgo's default 5 s between metadata refreshes.
+func TestRetriableProduceErrorIsCheap(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	b := kstream.NewBuilder()
+	strs(b, in).To(out, nil, nil)
+	r := start(t, newApp(t, b, testConfig(t)))
+	kafkatest.Produce(t, kafkatest.Client(t), rec(in, "a", "1", 1))
+	kafkatest.Consume(t, out, 1, 30*time.Second)
+	details, err := kadm.NewClient(kafkatest.Client(t)).ListTopics(kafkatest.Context(t, 10*time.Second), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outID := details[out].ID
+	injected := injectN(t, kmsg.Produce, 1, func(req kmsg.Request) bool {
+		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+			if tp.Topic == out || tp.TopicID == outID {
+				return true
+			}
+		}
+		return false
+	}, func(req kmsg.Request) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, tp := range req.(*kmsg.ProduceRequest).Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	})
+	began := time.Now()
+	kafkatest.Produce(t, kafkatest.Client(t), rec(in, "b", "2", 2))
+	kafkatest.Consume(t, out, 2, 30*time.Second)
+	took := time.Since(began)
+	t.Logf("a record whose produce request failed once reached the output in %s", took.Round(time.Millisecond))
+	if injected.Load() != 1 {
+		t.Fatalf("injected %d errors, want 1", injected.Load())
+	}
+	if took > 4*time.Second {
+		t.Fatalf("one retriable produce error cost %s; want well under kgo's default 5s metadata refresh", took)
+	}
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
 }

@@ -33,6 +33,13 @@ type DB interface {
 	Close() error
 }
 
+// Syncer is implemented by a [DB] whose commits can be buffered in the process (Pebble's
+// write-ahead log keeps its last partial block in memory until a sync): Sync makes every
+// commit so far durable, so that even a killed process keeps them.
+type Syncer interface {
+	Sync() error
+}
+
 // Backend is one store partition: an ordered map of byte keys to byte values with a
 // checkpoint. Its methods may be called from one goroutine at a time (the task's).
 //

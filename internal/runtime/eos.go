@@ -128,7 +128,13 @@ func (r *Runtime) beginTxnLocked() error {
 		return nil
 	}
 	if err := r.sess.Begin(); err != nil {
-		return fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
+		// A transaction whose end failed may still be open in the client: end it, then
+		// begin again.
+		r.log.Warn("kstream: cannot begin a transaction; aborting the previous one first", "transactional_id", r.txnID, "err", err)
+		r.abortUntilEndedLocked(err)
+		if err := r.sess.Begin(); err != nil {
+			return fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
+		}
 	}
 	r.inTxn = true
 	return nil
@@ -156,6 +162,9 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 		try = kgo.TryAbort
 	}
 	committed, err := r.endTxnLocked(ctx, try)
+	if err != nil && !committed {
+		err = r.abortUntilEndedLocked(err)
+	}
 	r.inTxn = false
 	r.txnFailed.Store(false)
 	took := time.Since(began)
@@ -178,6 +187,9 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if err := r.stores.sync(); err != nil {
+		return err
 	}
 	r.purgeRepartition(offsets)
 	return nil
@@ -243,6 +255,48 @@ func (r *Runtime) afterRebalance(ctx context.Context) {
 		r.log.Warn("kstream: resetting the transactional session after a rebalance", "err", err)
 	}
 	r.abortedLocked()
+}
+
+// abortUntilEndedLocked makes sure that a transaction whose end failed (the broker went
+// away while its records were flushed, the coordinator moved) is over before the next one
+// begins: it aborts it, retrying with backoff while the cluster is unreachable, until the
+// abort succeeds, the instance shuts down, or the producer was fenced (fatal). kgo moves the
+// consumer back to the committed offsets, so the records are processed again.
+func (r *Runtime) abortUntilEndedLocked(cause error) error {
+	backoff := 100 * time.Millisecond
+	began := time.Now()
+	for attempt := 1; ; attempt++ {
+		if fencedError(cause) {
+			err := fmt.Errorf("kstream: transactional id %s was fenced by another producer with the same id: two instances must not share a state directory: %w", r.txnID, cause)
+			r.fail(err)
+			return err
+		}
+		ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+		_, err := r.endTxnLocked(ctx, kgo.TryAbort)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				r.log.Info("kstream: the failed transaction is aborted; processing goes on from the committed offsets", "transactional_id", r.txnID, "attempts", attempt, "took", time.Since(began).Round(time.Millisecond))
+			}
+			return cause
+		}
+		cause = err
+		if r.restoreCtx.Err() != nil || r.closing.Load() {
+			return err
+		}
+		if r.cfg.GiveUpAfter > 0 && time.Since(began) > r.cfg.GiveUpAfter {
+			err = fmt.Errorf("kstream: aborting the transaction of transactional id %s: gave up after %s (Config.GiveUpAfter): %w", r.txnID, r.cfg.GiveUpAfter, err)
+			r.fail(err)
+			return err
+		}
+		r.warnEvery("txn-abort", "kstream: the transaction could not end; aborting it, retrying while the cluster is unreachable", "transactional_id", r.txnID, "attempts", attempt, "err", err)
+		select {
+		case <-r.restoreCtx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
 }
 
 // endGrace is how long an ending transaction may wait for the group before a rebalance

@@ -732,6 +732,9 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.stores.sync(); err != nil {
+		return err
+	}
 	r.stats.observe(time.Since(began), true, records)
 	r.purgeRepartition(offsets)
 	return nil

@@ -83,6 +83,19 @@ func (s *stores) hasMemory() bool {
 	return s.mem != nil
 }
 
+// sync makes the commits of the persistent stores durable (see [store.Syncer]). It runs
+// once per commit, after every store's checkpoint: a killed instance then restores at
+// most what was written since the last commit, not whatever its engine had buffered.
+func (s *stores) sync() error {
+	s.mu.Lock()
+	db := s.pebble
+	s.mu.Unlock()
+	if sy, ok := db.(store.Syncer); ok && db != nil {
+		return sy.Sync()
+	}
+	return nil
+}
+
 func (s *stores) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

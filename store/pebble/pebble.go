@@ -256,6 +256,20 @@ func (d *db) namespaceID(name string, partition int32, create bool) (uint32, err
 // its checkpoint, in one batch. Backends already open on the namespace stay usable and see
 // it empty; iterators already open keep their view. The space is reclaimed by later
 // compactions.
+// Sync implements [store.Syncer]: every commit made so far reaches the disk, also those
+// made without [Options.Sync] (Pebble keeps the last partial block of its write-ahead log
+// in memory until a sync, so a killed process would lose them).
+func (d *db) Sync() error {
+	if !d.rlock() {
+		return fmt.Errorf("pebble store: sync: %w", store.ErrClosed)
+	}
+	defer d.mu.RUnlock()
+	if err := d.pdb.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("pebble store: sync: %w", err)
+	}
+	return nil
+}
+
 func (d *db) Drop(name string, partition int32) error {
 	if !d.rlock() {
 		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, store.ErrClosed)
