@@ -185,8 +185,8 @@ func (s *standbys) add(id TaskID) error {
 }
 
 // check checks the stores of t against their changelogs, then makes them follow, unless t
-// was removed meanwhile. A failure is logged: the standby stays idle until the next
-// assignment.
+// was removed meanwhile. A failure is logged and drops the standby, which the next
+// assignment starts again.
 func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
 	from := make([]int64, len(t.stores))
 	for i, ss := range t.stores {
@@ -195,6 +195,11 @@ func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
 			if ctx.Err() == nil {
 				s.r.log.Warn("kstream: starting a standby task", "task", t.id.String(), "store", ss.spec.Name, "err", err)
 			}
+			s.mu.Lock()
+			if s.tasks[t.id] == t {
+				delete(s.tasks, t.id)
+			}
+			s.mu.Unlock()
 			return
 		}
 		from[i] = max(lc.from, 0)
