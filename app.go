@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kstream-go/kstream/internal/hook"
@@ -20,6 +21,9 @@ type App struct {
 	rt      *runtime.Runtime
 	started atomic.Bool
 	state   atomic.Int32
+	// runMu orders Run and CleanUp: running is set while Run runs.
+	runMu   sync.Mutex
+	running bool
 }
 
 // ErrAlreadyRun is returned by [App.Run] when it is called a second time.
@@ -78,6 +82,27 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 		}
 	}
 	rc := cfg.runtimeConfig()
+	for _, dh := range []struct {
+		name string
+		h    ErrorHandler
+	}{
+		{"Config.DeserializationErrorHandler", h.deser},
+		{"Config.ProcessingErrorHandler", h.proc},
+		{"Config.ProductionErrorHandler", h.prod},
+	} {
+		if d, ok := dh.h.(deadLetterTopicer); ok {
+			if d.deadLetterTopic() == "" {
+				return nil, nil, runtime.Config{}, fmt.Errorf("kstream: %s is DeadLetterQueue with an empty topic name", dh.name)
+			}
+			rc.DeadLetterTopics = append(rc.DeadLetterTopics, runtime.DeadLetterTopic{Topic: d.deadLetterTopic(), Handler: dh.name + " (DeadLetterQueue)"})
+		}
+	}
+	for _, t := range cfg.DeadLetterTopics {
+		if t == "" {
+			return nil, nil, runtime.Config{}, errors.New("kstream: Config.DeadLetterTopics holds an empty topic name")
+		}
+		rc.DeadLetterTopics = append(rc.DeadLetterTopics, runtime.DeadLetterTopic{Topic: t, Handler: "Config.DeadLetterTopics"})
+	}
 	rc.OnProduceError = func(f runtime.ProduceFailure) runtime.Decision {
 		if f.Operator == deadLetterOperator {
 			return runtime.Decision{} // a dead-letter write that fails stops the app
@@ -126,10 +151,37 @@ func produceErrorContext(f runtime.ProduceFailure) ErrorContext {
 // past the last successful commit, so nothing is lost, and returns the error. Run may be
 // called once.
 func (a *App) Run(ctx context.Context) error {
+	a.runMu.Lock()
 	if !a.started.CompareAndSwap(false, true) {
+		a.runMu.Unlock()
 		return ErrAlreadyRun
 	}
+	a.running = true
+	a.runMu.Unlock()
+	defer func() {
+		a.runMu.Lock()
+		a.running = false
+		a.runMu.Unlock()
+	}()
 	return a.rt.Run(ctx)
+}
+
+// ErrRunning is returned by [App.CleanUp] while [App.Run] runs.
+var ErrRunning = errors.New("kstream: the application is running; CleanUp may be called before Run or after it returned")
+
+// CleanUp deletes this instance's local state: its state directory (Config.StateDir) with
+// the Pebble database of its persistent stores and its process id, as Kafka Streams'
+// KafkaStreams.cleanUp does. The next Run restores every store from its changelog and,
+// under exactly-once, uses a new transactional id. Call it before Run or after Run
+// returned: it returns [ErrRunning] while Run runs, and an error naming the holder when
+// another instance holds the directory's lock.
+func (a *App) CleanUp() error {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	if a.running {
+		return ErrRunning
+	}
+	return a.rt.CleanUp()
 }
 
 // State returns the instance's current state.

@@ -126,6 +126,9 @@ func (b *Builder) Build() (*Topology, error) {
 		if d.global && b.stores[d.name+runtime.GlobalOffsetsSuffix] != nil {
 			errs = append(errs, fmt.Errorf("kstream: store name %q is reserved for the positions of global store %q", d.name+runtime.GlobalOffsetsSuffix, d.name))
 		}
+		if b.stores[d.name+runtime.TopicIDSuffix] != nil {
+			errs = append(errs, fmt.Errorf("kstream: store name %q is reserved for the changelog topic id of store %q", d.name+runtime.TopicIDSuffix, d.name))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -49,6 +49,7 @@ type Config struct {
 	MemTableBytes   uint64
 	// StoreCacheBytes bounds the read cache that each persistent store partition keeps of
 	// recently read and written keys, overriding the default 8 MiB; negative disables it.
+	// The bound is on heap: keys, values and about 80 bytes of bookkeeping per entry.
 	StoreCacheBytes int
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
@@ -108,6 +109,11 @@ type Config struct {
 	// rejects, overriding the default LogAndFail. This corresponds to
 	// production.exception.handler.
 	ProductionErrorHandler ErrorHandler
+	// DeadLetterTopics are dead-letter topics that custom error handlers may write to with
+	// DeadLetter(topic). Run checks at start that they exist, as it checks sink topics and
+	// the topics of DeadLetterQueue handlers, so that a missing one fails the start rather
+	// than the first bad record.
+	DeadLetterTopics []string
 
 	// ClientOptions are franz-go options applied to every client the application creates
 	// (the escape hatch for dialers, timeouts, metrics hooks). ConsumerOptions and

@@ -100,10 +100,22 @@ func LogAndContinue() ErrorHandler {
 //	kstream.error.operator   the operator that failed
 //	kstream.error.sink.topic the output topic (production errors only)
 //
-// The dead-letter topic must exist; a failure to write to it stops the application.
-func DeadLetterQueue(topic string) ErrorHandler {
-	return ErrorHandlerFunc(func(ErrorContext) ErrorResponse { return DeadLetter(topic) })
-}
+// The dead-letter topic must exist: [App.Run] checks it at start, as it checks sink topics,
+// and fails naming the topic and the handler if it does not. A failure to write to it stops
+// the application.
+func DeadLetterQueue(topic string) ErrorHandler { return deadLetterQueue{topic} }
+
+// deadLetterQueue is the handler of [DeadLetterQueue].
+type deadLetterQueue struct{ topic string }
+
+func (d deadLetterQueue) HandleError(ErrorContext) ErrorResponse { return DeadLetter(d.topic) }
+
+// deadLetterTopic names the topic a handler writes to, so that Run checks it at start.
+func (d deadLetterQueue) deadLetterTopic() string { return d.topic }
+
+// deadLetterTopicer is implemented by the handlers whose dead-letter topic is known before
+// the first failure. Custom handlers list theirs in Config.DeadLetterTopics.
+type deadLetterTopicer interface{ deadLetterTopic() string }
 
 // Header keys of dead-letter records.
 const (

@@ -58,13 +58,19 @@ type Buffer struct {
 	flushBatch Batch  // the underlying batch Flush reuses, created on the first flush
 	scratch    []byte // Flush's key buffer
 
-	// clean is a read cache of the underlying backend: values (or absences) read by Get or
-	// written by Flush, at most cacheMax bytes of keys and values. It mirrors the
-	// underlying backend as long as every write goes through the Buffer, so Discard keeps
-	// it.
-	clean     map[string]*cleanEntry
-	cleanSize int
-	cacheMax  int
+	// clean and cleanOld are a read cache of the underlying backend: values (or absences)
+	// read by Get or written by Flush, at most cacheMax bytes of heap (keys, values and the
+	// overhead of each entry, see cleanCost). They are two generations of at most
+	// cacheMax/2 each: entries go to clean; when clean is full, it becomes cleanOld, and the
+	// previous cleanOld is dropped whole. An entry of cleanOld that is read or written again
+	// moves to clean, so that recently used keys stay. Dropping whole maps, rather than
+	// deleting entries from one, matters: a Go map never shrinks, and the slots deletions
+	// leave make it grow, so a map with entries evicted one by one holds far more heap than
+	// its entries. The cache mirrors the underlying backend as long as every write goes
+	// through the Buffer, so Discard keeps it.
+	clean, cleanOld    map[string]*cleanEntry
+	cleanSize, oldSize int
+	cacheMax           int
 }
 
 // cleanEntry is a cached value of the underlying backend; absent records a missing key.
@@ -117,7 +123,7 @@ func (b *Buffer) Get(key []byte) ([]byte, bool, error) {
 	if b.cacheMax <= 0 {
 		return b.under.Get(key)
 	}
-	if c, ok := b.clean[string(key)]; ok {
+	if c := b.cached(key); c != nil {
 		if c.absent {
 			return nil, false, nil
 		}
@@ -141,18 +147,63 @@ func (b *Buffer) WithReadCache(maxBytes int) *Buffer {
 	return b
 }
 
-// CacheSize returns the bytes of keys and values in the read cache.
-func (b *Buffer) CacheSize() int { return b.cleanSize }
+// cached returns the read cache's entry of key, or nil. An entry of the old generation
+// moves to the new one.
+func (b *Buffer) cached(key []byte) *cleanEntry {
+	if c, ok := b.clean[string(key)]; ok {
+		return c
+	}
+	c, ok := b.cleanOld[string(key)]
+	if !ok {
+		return nil
+	}
+	k := string(key)
+	delete(b.cleanOld, k)
+	cost := cleanCost(k, c.val)
+	b.oldSize -= cost
+	b.admit(k, c, cost)
+	return c
+}
 
-// cache records the underlying value of key (a copy of v), evicting entries (in map order,
-// which is arbitrary) when the cache outgrows its limit.
+// CacheSize returns the heap the read cache is accounted to hold: its keys and values and
+// the per-entry overhead of its index.
+func (b *Buffer) CacheSize() int { return b.cleanSize + b.oldSize }
+
+// cleanEntryOverhead is the heap a read cache entry costs beyond its key and value bytes:
+// the cleanEntry (32 bytes) and its share of the map (a 24-byte slot and a control byte,
+// at the map's load factor, which is between 7/16 and 7/8), measured with
+// TestBufferReadCacheHeapWithinBound.
+const cleanEntryOverhead = 80
+
+// cleanCost is the heap that a read cache entry of key with value storage val costs: the
+// allocations of key and value, rounded up as the allocator does, and the overhead.
+func cleanCost(key string, val []byte) int {
+	return allocSize(len(key)) + cap(val) + cleanEntryOverhead
+}
+
+// allocSize approximates the size of a heap allocation of n bytes (Go's small size classes
+// are multiples of 16 above 16 bytes).
+func allocSize(n int) int {
+	switch {
+	case n == 0:
+		return 0
+	case n <= 8:
+		return 8
+	default:
+		return (n + 15) &^ 15
+	}
+}
+
+// cache records the underlying value of key (a copy of v) in the read cache.
 func (b *Buffer) cache(key string, v []byte, absent bool) {
 	c, ok := b.clean[key]
 	if ok {
-		b.cleanSize -= len(key) + len(c.val)
+		b.cleanSize -= cleanCost(key, c.val)
+	} else if c, ok = b.cleanOld[key]; ok {
+		delete(b.cleanOld, key)
+		b.oldSize -= cleanCost(key, c.val)
 	} else {
 		c = &cleanEntry{}
-		b.clean[key] = c
 	}
 	c.absent = absent
 	if absent {
@@ -160,17 +211,25 @@ func (b *Buffer) cache(key string, v []byte, absent bool) {
 	} else {
 		c.val = append(c.val[:0], v...) // reuses the cached value's storage when it fits
 	}
-	b.cleanSize += len(key) + len(c.val)
-	if b.cleanSize <= b.cacheMax {
+	if ok && b.clean[key] == c {
+		delete(b.clean, key) // admit puts it back, turning the generations if needed
+	}
+	b.admit(key, c, cleanCost(key, c.val))
+}
+
+// admit adds c, of the given cost, to the new generation as key's entry, turning the
+// generations first if it would not fit. An entry above half the bound is not cached.
+func (b *Buffer) admit(key string, c *cleanEntry, cost int) {
+	half := b.cacheMax / 2
+	if cost > half {
 		return
 	}
-	for k, e := range b.clean {
-		if b.cleanSize <= b.cacheMax*3/4 {
-			break
-		}
-		delete(b.clean, k)
-		b.cleanSize -= len(k) + len(e.val)
+	if b.cleanSize+cost > half {
+		b.cleanOld, b.oldSize = b.clean, b.cleanSize
+		b.clean, b.cleanSize = make(map[string]*cleanEntry), 0
 	}
+	b.clean[key] = c
+	b.cleanSize += cost
 }
 
 // Set implements [Backend]: key = value becomes pending. It never fails.

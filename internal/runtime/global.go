@@ -147,41 +147,61 @@ func (r *Runtime) openGlobal(ctx context.Context, g *globalRunner) (map[string]m
 	for _, spec := range r.topo.GlobalStores {
 		topics = append(topics, spec.Topic)
 	}
-	details, err := r.admin.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, fmt.Errorf("kstream: reading metadata of the global topics %v: %w", topics, err)
-	}
-	for _, spec := range r.topo.GlobalStores {
-		d, ok := details[spec.Topic]
-		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			return nil, fmt.Errorf("kstream: topic %q of global store %s does not exist", spec.Topic, spec.Name)
-		}
-		if d.Err != nil {
-			return nil, fmt.Errorf("kstream: reading metadata of topic %q of global store %s: %w", spec.Topic, spec.Name, d.Err)
-		}
-	}
 	// Reads are read_committed, so the end is the last stable offset. The log start and
-	// high watermark tell whether a checkpoint still fits the topic.
-	var starts, lsos, hwms kadm.ListedOffsets
-	for _, l := range []struct {
-		what string
-		fn   func(context.Context, ...string) (kadm.ListedOffsets, error)
-		into *kadm.ListedOffsets
-	}{
-		{"start", r.admin.ListStartOffsets, &starts},
-		{"last stable", r.admin.ListCommittedOffsets, &lsos},
-		{"end", r.admin.ListEndOffsets, &hwms},
-	} {
-		if *l.into, err = l.fn(ctx, topics...); err != nil {
-			return nil, fmt.Errorf("kstream: listing the %s offsets of the global topics %v: %w", l.what, topics, err)
-		}
-	}
+	// high watermark tell whether a checkpoint still fits the topic. A partition without a
+	// leader yet, or a broker down, is waited out; a missing topic is fatal at once.
+	var (
+		details            kadm.TopicDetails
+		starts, lsos, hwms kadm.ListedOffsets
+	)
 	lookup := func(lo kadm.ListedOffsets, what, topic string, p int32) (int64, error) {
 		o, ok := lo.Lookup(topic, p)
-		if !ok || o.Err != nil {
-			return 0, fmt.Errorf("kstream: %s offset of global topic %q partition %d: %v", what, topic, p, errors.Join(o.Err, errIf(!ok, "not listed")))
+		if !ok {
+			return 0, fmt.Errorf("kstream: %s offset of global topic %q partition %d: not listed: %w", what, topic, p, kerr.UnknownTopicOrPartition)
+		}
+		if o.Err != nil {
+			return 0, fmt.Errorf("kstream: %s offset of global topic %q partition %d: %w", what, topic, p, o.Err)
 		}
 		return o.Offset, nil
+	}
+	err := r.retry(ctx, fmt.Sprintf("reading the metadata and offsets of the global topics %v", topics), func(ctx context.Context) error {
+		var err error
+		if details, err = r.admin.ListTopics(ctx, topics...); err != nil {
+			return fmt.Errorf("reading metadata of the global topics %v: %w", topics, err)
+		}
+		for _, spec := range r.topo.GlobalStores {
+			d, ok := details[spec.Topic]
+			if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+				return topicMissing("kstream: topic %q of global store %s does not exist", spec.Topic, spec.Name)
+			}
+			if d.Err != nil {
+				return fmt.Errorf("kstream: reading metadata of topic %q of global store %s: %w", spec.Topic, spec.Name, d.Err)
+			}
+		}
+		for _, l := range []struct {
+			what string
+			fn   func(context.Context, ...string) (kadm.ListedOffsets, error)
+			into *kadm.ListedOffsets
+		}{
+			{"start", r.admin.ListStartOffsets, &starts},
+			{"last stable", r.admin.ListCommittedOffsets, &lsos},
+			{"end", r.admin.ListEndOffsets, &hwms},
+		} {
+			if *l.into, err = l.fn(ctx, topics...); err != nil {
+				return fmt.Errorf("kstream: listing the %s offsets of the global topics %v: %w", l.what, topics, err)
+			}
+			for _, spec := range r.topo.GlobalStores {
+				for p := range details[spec.Topic].Partitions {
+					if _, err := lookup(*l.into, l.what, spec.Topic, p); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, asMissing(err)
 	}
 
 	offsets := map[string]map[int32]kgo.Offset{}
@@ -196,6 +216,14 @@ func (r *Runtime) openGlobal(ctx context.Context, g *globalRunner) (map[string]m
 		}
 		gs := &globalStore{spec: spec, data: data, batch: data.NewBatch(), parts: map[int32]*globalPart{}}
 		stale := ""
+		idb, recorded, haveID, err := recordedTopicID(db, spec.Name, GlobalDataPartition)
+		if err != nil {
+			return nil, err
+		}
+		topicID := details[spec.Topic].ID
+		if haveID && topicID != (kadm.TopicID{}) && recorded != topicID {
+			stale = fmt.Sprintf("topic %q was deleted and recreated: its topic id is %s, the store was built from topic id %s", spec.Topic, topicID, recorded)
+		}
 		for _, pd := range details[spec.Topic].Partitions.Sorted() {
 			p := pd.Partition
 			ob, err := db.Open(spec.Name+GlobalOffsetsSuffix, p)
@@ -238,6 +266,11 @@ func (r *Runtime) openGlobal(ctx context.Context, g *globalRunner) (map[string]m
 					return nil, fmt.Errorf("kstream: wiping the positions of global store %s: %w", spec.Name, err)
 				}
 				part.from, part.checkpointed = store.NoCheckpoint, store.NoCheckpoint
+			}
+		}
+		if topicID != (kadm.TopicID{}) && (!haveID || recorded != topicID) {
+			if err := idb.Set(topicIDKey, topicID[:]); err != nil {
+				return nil, fmt.Errorf("kstream: recording the topic id of %q for global store %s: %w", spec.Topic, spec.Name, err)
 			}
 		}
 		offsets[spec.Topic] = map[int32]kgo.Offset{}
@@ -308,12 +341,12 @@ func (r *Runtime) followGlobal(ctx context.Context, cl *kgo.Client, g *globalRun
 				return
 			}
 			var dl *kgo.ErrDataLoss
-			var ke *kerr.Error
 			switch {
 			case errors.As(err, &dl):
 				r.log.Warn("kstream: data loss detected in a global topic, consuming from the reset offset", "topic", topic, "partition", p, "err", err)
-			case errors.As(err, &ke) && ke.Retriable:
-				r.log.Warn("kstream: retriable fetch error in a global topic", "topic", topic, "partition", p, "err", err)
+			case retriable(err):
+				// kgo retries the fetch by itself.
+				r.warnEvery(fmt.Sprintf("global-fetch %s %d", topic, p), "kstream: global store: fetch error; retrying", "topic", topic, "partition", p, "err", err)
 			default:
 				if ferr == nil {
 					ferr = fmt.Errorf("kstream: global store: fetching topic %q partition %d: %w", topic, p, err)

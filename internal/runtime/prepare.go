@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // prepare checks that the topics the topology reads and writes exist, creates the internal
@@ -36,21 +37,35 @@ func (r *Runtime) prepare(ctx context.Context) error {
 			external = append(external, s.Topic)
 		}
 	}
+	for _, d := range r.cfg.DeadLetterTopics {
+		if internal[d.Topic] == nil && !seen[d.Topic] {
+			seen[d.Topic] = true
+			external = append(external, d.Topic)
+		}
+	}
 	counts := map[string]int32{}
 	if len(external) > 0 {
-		details, err := r.admin.ListTopics(ctx, external...)
+		// While the cluster cannot be reached the instance waits; a missing topic or a
+		// missing permission fails at once.
+		err := r.retry(ctx, fmt.Sprintf("reading metadata of topics %v", external), func(ctx context.Context) error {
+			details, err := r.admin.ListTopics(ctx, external...)
+			if err != nil {
+				return fmt.Errorf("kstream: reading metadata of topics %v: %w", external, err)
+			}
+			for _, t := range external {
+				d, ok := details[t]
+				if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+					return r.missingTopic(t)
+				}
+				if d.Err != nil {
+					return fmt.Errorf("kstream: reading metadata of topic %q: %w", t, d.Err)
+				}
+				counts[t] = int32(len(d.Partitions))
+			}
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("kstream: reading metadata of topics %v: %w", external, err)
-		}
-		for _, t := range external {
-			d, ok := details[t]
-			if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-				return r.missingTopic(t)
-			}
-			if d.Err != nil {
-				return fmt.Errorf("kstream: reading metadata of topic %q: %w", t, d.Err)
-			}
-			counts[t] = int32(len(d.Partitions))
+			return asMissing(err)
 		}
 	}
 
@@ -117,62 +132,108 @@ func (r *Runtime) prepare(ctx context.Context) error {
 	return nil
 }
 
+// missingTopic is the error for an external topic t that does not exist, naming what needs
+// it. It is never retried.
 func (r *Runtime) missingTopic(t string) error {
 	for _, st := range r.topo.SubTopologies {
 		for _, src := range st.Sources {
 			if src.Topic == t {
-				return fmt.Errorf("kstream: source topic %q (sub-topology %d) does not exist", t, st.ID)
+				return topicMissing("kstream: source topic %q (sub-topology %d) does not exist", t, st.ID)
 			}
 		}
 	}
 	for _, s := range r.topo.SinkTopics {
 		if s.Topic == t {
-			return fmt.Errorf("kstream: sink topic %q (operator %s) does not exist; create it before starting the application", t, s.Operator)
+			return topicMissing("kstream: sink topic %q (operator %s) does not exist; create it before starting the application", t, s.Operator)
 		}
 	}
-	return fmt.Errorf("kstream: topic %q does not exist", t)
+	for _, d := range r.cfg.DeadLetterTopics {
+		if d.Topic == t {
+			return topicMissing("kstream: dead-letter topic %q (%s) does not exist; create it before starting the application", t, d.Handler)
+		}
+	}
+	return topicMissing("kstream: topic %q does not exist", t)
 }
 
 func (r *Runtime) createInternal(ctx context.Context, it InternalTopic, partitions int32) error {
-	resp, err := r.admin.CreateTopic(ctx, partitions, r.cfg.ReplicationFactor, it.Configs, it.Name)
-	if err == nil {
-		err = resp.Err
+	created := false
+	err := r.retry(ctx, fmt.Sprintf("creating internal topic %q", it.Name), func(ctx context.Context) error {
+		resp, err := r.admin.CreateTopic(ctx, partitions, r.cfg.ReplicationFactor, it.Configs, it.Name)
+		if err == nil {
+			err = resp.Err
+		}
+		switch {
+		case err == nil:
+			created = true
+			return nil
+		case errors.Is(err, kerr.TopicAlreadyExists):
+			return nil
+		case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
+			return fmt.Errorf("kstream: creating internal topic %q: not authorized; the application's principal needs CREATE permission on it (or create it yourself with %d partitions): %w", it.Name, partitions, err)
+		default:
+			return fmt.Errorf("kstream: creating internal topic %q with %d partitions: %w", it.Name, partitions, err)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	switch {
-	case err == nil:
+	if created {
 		r.log.Info("kstream: created internal topic", "topic", it.Name, "partitions", partitions)
-		return r.awaitTopic(ctx, it.Name, partitions)
-	case errors.Is(err, kerr.TopicAlreadyExists):
-		return r.awaitTopic(ctx, it.Name, partitions)
-	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed):
-		return fmt.Errorf("kstream: creating internal topic %q: not authorized; the application's principal needs CREATE permission on it (or create it yourself with %d partitions): %w", it.Name, partitions, err)
-	default:
-		return fmt.Errorf("kstream: creating internal topic %q with %d partitions: %w", it.Name, partitions, err)
 	}
+	return r.awaitTopic(ctx, it.Name, partitions)
 }
 
-// awaitTopic waits until topic is visible in the metadata with all its partitions (a real
-// cluster answers CreateTopics before every broker knows the topic), and checks the count.
+// errNotReady is a topic that is not usable yet: not in the metadata, or a partition
+// without a leader. It heals by waiting.
+type errNotReady struct{ msg string }
+
+func (e *errNotReady) Error() string { return e.msg }
+
+// Unwrap makes it retriable.
+func (e *errNotReady) Unwrap() error { return kerr.LeaderNotAvailable }
+
+// awaitTopic waits until topic is in the metadata with all its partitions, each with a
+// leader (a real cluster answers CreateTopics before every broker knows the topic, and
+// lists partitions before they are led), and checks the count. It waits as long as the
+// cluster needs (bounded by Config.GiveUpAfter). It asks the cluster each time (kadm's
+// ListTopics may answer from a cache for a few seconds).
 func (r *Runtime) awaitTopic(ctx context.Context, topic string, partitions int32) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		details, err := r.admin.ListTopics(ctx, topic)
-		if err == nil {
-			d := details[topic]
-			switch n := len(d.Partitions); {
-			case d.Err == nil && n == int(partitions):
-				return nil
-			case d.Err == nil && n > 0 && n != int(partitions):
-				return fmt.Errorf("kstream: internal topic %q exists with %d partitions, want %d", topic, n, partitions)
+	return r.retry(ctx, fmt.Sprintf("waiting for internal topic %q to have %d partitions, each with a leader", topic, partitions), func(ctx context.Context) error {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r.producer)
+		if err != nil {
+			return fmt.Errorf("kstream: reading metadata of internal topic %q: %w", topic, err)
+		}
+		i := slices.IndexFunc(resp.Topics, func(t kmsg.MetadataResponseTopic) bool { return t.Topic != nil && *t.Topic == topic })
+		if i < 0 {
+			return &errNotReady{fmt.Sprintf("kstream: internal topic %q is not in the metadata yet", topic)}
+		}
+		d := resp.Topics[i]
+		switch n, terr := len(d.Partitions), kerr.ErrorForCode(d.ErrorCode); {
+		case errors.Is(terr, kerr.UnknownTopicOrPartition):
+			return &errNotReady{fmt.Sprintf("kstream: internal topic %q is not in the metadata yet", topic)}
+		case terr != nil:
+			return fmt.Errorf("kstream: reading metadata of internal topic %q: %w", topic, terr)
+		case n > 0 && n != int(partitions):
+			return fmt.Errorf("kstream: internal topic %q exists with %d partitions, want %d", topic, n, partitions)
+		case n == 0:
+			return &errNotReady{fmt.Sprintf("kstream: internal topic %q has no partitions in the metadata yet", topic)}
+		}
+		for _, pd := range d.Partitions {
+			// An offline follower (REPLICA_NOT_AVAILABLE, from older brokers) does not
+			// keep a led partition from being used.
+			if err := kerr.ErrorForCode(pd.ErrorCode); err != nil && (pd.Leader < 0 || !errors.Is(err, kerr.ReplicaNotAvailable)) {
+				return fmt.Errorf("kstream: internal topic %q partition %d: %w", topic, pd.Partition, err)
+			}
+			if pd.Leader < 0 {
+				return &errNotReady{fmt.Sprintf("kstream: internal topic %q partition %d has no leader yet", topic, pd.Partition)}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kstream: internal topic %q did not appear in the metadata with %d partitions: %w", topic, partitions, errors.Join(ctx.Err(), err))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // slogAdapter sends franz-go's logs to slog, one level below ours so they stay quiet.

@@ -222,6 +222,20 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	defer r.prodCancel()
 	r.restoreCtx = runCtx
 
+	// Claim the state directory before anything else (statedir.go); released last, after
+	// the stores close.
+	lock, err := r.claimStateDir()
+	if err != nil {
+		r.fail(err)
+		r.setState(StateError)
+		return err
+	}
+	defer func() {
+		if lerr := lock.release(); lerr != nil && err == nil {
+			err = lerr
+		}
+	}()
+
 	if err := r.openProducer(); err != nil {
 		r.fail(err)
 		r.setState(StateError)

@@ -64,6 +64,12 @@ type standbys struct {
 type standbyTask struct {
 	id     TaskID
 	stores []*standbyStore
+	// The stores follow their changelogs once checked against them (checkLocal, which may
+	// wipe them): following is set then. cancel stops the check; checked is closed when it
+	// ended.
+	following bool
+	cancel    context.CancelFunc
+	checked   chan struct{}
 }
 
 type standbyStore struct {
@@ -123,7 +129,9 @@ func (s *standbys) offsetSum(id TaskID) (int64, bool) {
 	return sum, true
 }
 
-// add starts a standby for id, following each logged store's changelog from its checkpoint.
+// add starts a standby for id: each logged store is checked against its changelog (and
+// wiped if it cannot come from it, see checkLocal) in the background, then follows the
+// changelog from its checkpoint.
 func (s *standbys) add(id TaskID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,8 +156,8 @@ func (s *standbys) add(id TaskID) error {
 		s.cl, s.cancel, s.done = cl, cancel, make(chan struct{})
 		go s.follow(ctx, cl, s.done)
 	}
-	t := &standbyTask{id: id}
-	add := map[string]map[int32]kgo.Offset{}
+	t := &standbyTask{id: id, checked: make(chan struct{})}
+	dbs := make([]store.DB, 0, len(specs))
 	for _, spec := range specs {
 		db, err := s.r.stores.db(spec.Persistent)
 		if err != nil {
@@ -163,42 +171,85 @@ func (s *standbys) add(id TaskID) error {
 		if err != nil {
 			return fmt.Errorf("kstream: reading the checkpoint of standby store %s partition %d: %w", spec.Name, id.Partition, err)
 		}
-		from = max(from, 0)
-		ss := &standbyStore{spec: spec, partition: id.Partition, raw: raw, pos: from}
-		t.stores = append(t.stores, ss)
-		s.byTP[topicPartition{spec.Changelog, id.Partition}] = ss
-		if add[spec.Changelog] == nil {
-			add[spec.Changelog] = map[int32]kgo.Offset{}
-		}
-		add[spec.Changelog][id.Partition] = kgo.NewOffset().At(from)
-		if l := s.r.cfg.StandbyListener; l != nil {
-			l.OnUpdateStart(spec.Name, spec.Changelog, id.Partition, from)
-		}
+		t.stores = append(t.stores, &standbyStore{spec: spec, partition: id.Partition, raw: raw, pos: max(from, 0)})
+		dbs = append(dbs, db)
 	}
+	ctx, cancel := context.WithCancel(s.r.restoreCtx)
+	t.cancel = cancel
 	s.tasks[id] = t
-	s.cl.AddConsumePartitions(add)
-	s.r.log.Info("kstream: standby task started", "task", id.String(), "stores", len(t.stores))
+	s.r.bg.Go(func() {
+		defer close(t.checked)
+		s.check(ctx, t, dbs)
+	})
 	return nil
 }
 
-// remove stops the standby of id. When it returns, no more writes reach its stores.
-func (s *standbys) remove(id TaskID, reason SuspendReason) {
+// check checks the stores of t against their changelogs, then makes them follow, unless t
+// was removed meanwhile. A failure is logged and drops the standby, which the next
+// assignment starts again.
+func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
+	from := make([]int64, len(t.stores))
+	for i, ss := range t.stores {
+		lc, err := s.r.checkLocal(ctx, dbs[i], ss.spec, ss.partition, ss.raw, "standby")
+		if err != nil {
+			if ctx.Err() == nil {
+				s.r.log.Warn("kstream: starting a standby task", "task", t.id.String(), "store", ss.spec.Name, "err", err)
+			}
+			s.mu.Lock()
+			if s.tasks[t.id] == t {
+				delete(s.tasks, t.id)
+			}
+			s.mu.Unlock()
+			return
+		}
+		from[i] = max(lc.from, 0)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed || s.tasks[t.id] != t {
+		return // removed while checking
+	}
+	add := map[string]map[int32]kgo.Offset{}
+	for i, ss := range t.stores {
+		ss.pos = from[i]
+		s.byTP[topicPartition{ss.spec.Changelog, ss.partition}] = ss
+		if add[ss.spec.Changelog] == nil {
+			add[ss.spec.Changelog] = map[int32]kgo.Offset{}
+		}
+		add[ss.spec.Changelog][ss.partition] = kgo.NewOffset().At(ss.pos)
+		if l := s.r.cfg.StandbyListener; l != nil {
+			l.OnUpdateStart(ss.spec.Name, ss.spec.Changelog, ss.partition, ss.pos)
+		}
+	}
+	t.following = true
+	s.cl.AddConsumePartitions(add)
+	s.r.log.Info("kstream: standby task started", "task", t.id.String(), "stores", len(t.stores))
+}
+
+// remove stops the standby of id. When it returns, no more writes reach its stores (its
+// check, which may wipe them, has ended too).
+func (s *standbys) remove(id TaskID, reason SuspendReason) {
+	s.mu.Lock()
 	t := s.tasks[id]
 	if t == nil {
+		s.mu.Unlock()
 		return
 	}
 	delete(s.tasks, id)
-	rm := map[string][]int32{}
-	for _, ss := range t.stores {
-		delete(s.byTP, topicPartition{ss.spec.Changelog, ss.partition})
-		rm[ss.spec.Changelog] = append(rm[ss.spec.Changelog], ss.partition)
-		if l := s.r.cfg.StandbyListener; l != nil {
-			l.OnUpdateSuspended(ss.spec.Name, ss.spec.Changelog, ss.partition, ss.pos, reason)
+	if t.following {
+		rm := map[string][]int32{}
+		for _, ss := range t.stores {
+			delete(s.byTP, topicPartition{ss.spec.Changelog, ss.partition})
+			rm[ss.spec.Changelog] = append(rm[ss.spec.Changelog], ss.partition)
+			if l := s.r.cfg.StandbyListener; l != nil {
+				l.OnUpdateSuspended(ss.spec.Name, ss.spec.Changelog, ss.partition, ss.pos, reason)
+			}
 		}
+		s.cl.RemoveConsumePartitions(rm)
 	}
-	s.cl.RemoveConsumePartitions(rm)
+	s.mu.Unlock()
+	t.cancel()
+	<-t.checked
 	s.r.log.Info("kstream: standby task stopped", "task", id.String(), "reason", reason.String())
 }
 
@@ -231,7 +282,14 @@ func (s *standbys) follow(ctx context.Context, cl *kgo.Client, done chan struct{
 			if errors.Is(err, context.Canceled) {
 				return
 			}
-			s.r.log.Warn("kstream: standby fetch error", "topic", t, "partition", p, "err", err)
+			// kgo retries the fetch by itself; a standby is best effort, so even an error
+			// that does not heal only leaves it behind (its task restores the rest when
+			// it becomes active).
+			msg := "kstream: standby: fetch error; retrying"
+			if !retriable(err) {
+				msg = "kstream: standby: fetch error"
+			}
+			s.r.warnEvery(fmt.Sprintf("standby-fetch %s %d", t, p), msg, "topic", t, "partition", p, "err", err)
 		})
 		if err := s.apply(fetches); err != nil {
 			s.r.fail(err)

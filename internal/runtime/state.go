@@ -307,7 +307,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r}
 		ls.acked.Store(-1)
 		if spec.Changelog != "" {
-			if err := r.restore(ctx, ls); err != nil {
+			if err := r.restore(ctx, db, ls); err != nil {
 				return nil, err
 			}
 		}
@@ -327,29 +327,20 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 }
 
 // restore replays the committed records of the changelog partition of ls from its
-// checkpoint to the end (last stable) offset measured now. The end is reached when the consumer's position reaches that offset, not
-// when a record at end-1 is seen: a partition may end in transaction markers, be empty, or
-// have offsets removed by compaction.
-func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
+// checkpoint to the end (last stable) offset measured now. Local state that cannot have been
+// built from this changelog is wiped first (checkLocal). The end is reached when the
+// consumer's position reaches that offset, not when a record at end-1 is seen: a partition
+// may end in transaction markers, be empty, or have offsets removed by compaction.
+// Conditions that heal by waiting (no leader yet, a broker down) are retried.
+func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) error {
 	topic, p := ls.spec.Changelog, ls.partition
-	from, err := ls.raw.Checkpoint()
-	if err != nil {
-		return fmt.Errorf("kstream: reading the checkpoint of store %s partition %d: %w", ls.spec.Name, p, err)
-	}
 	// Restoration reads read_committed, so its end is the last stable offset: aborted
 	// writes of a zombie never reach a store, and an open transaction is not waited for.
-	ends, err := r.admin.ListCommittedOffsets(ctx, topic)
+	lc, err := r.checkLocal(ctx, db, ls.spec, p, ls.raw, "active")
 	if err != nil {
-		return fmt.Errorf("kstream: listing the end offsets of changelog %q: %w", topic, err)
+		return err
 	}
-	endOff, ok := ends.Lookup(topic, p)
-	if !ok || endOff.Err != nil {
-		return fmt.Errorf("kstream: end offset of changelog %q partition %d: %v", topic, p, errors.Join(endOff.Err))
-	}
-	end := endOff.Offset
-	if from < 0 {
-		from = 0
-	}
+	from, end := max(lc.from, 0), lc.end
 	ls.acked.Store(end)
 	if from >= end {
 		r.log.Info("kstream: store is up to date", "store", ls.spec.Name, "partition", p, "checkpoint", from, "end", end)
@@ -373,17 +364,37 @@ func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
 	var restored int64
 	pos := from
 	lastLog := began
+	var failingSince time.Time // first of the retriable fetch errors in a row
 	for pos < end {
 		fetches := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("kstream: restoring store %s from %q partition %d at offset %d: %w", ls.spec.Name, topic, p, pos, err)
 		}
-		var ferr error
+		var ferr, retry error
 		fetches.EachError(func(t string, pp int32, err error) {
-			ferr = fmt.Errorf("kstream: restoring store %s: fetching %q partition %d at offset %d: %w", ls.spec.Name, t, pp, pos, err)
+			err = fmt.Errorf("kstream: restoring store %s: fetching %q partition %d at offset %d: %w", ls.spec.Name, t, pp, pos, err)
+			var dl *kgo.ErrDataLoss
+			switch {
+			case retriable(err) || errors.As(err, &dl):
+				retry = err
+			case ferr == nil:
+				ferr = err
+			}
 		})
 		if ferr != nil {
 			return ferr
+		}
+		if retry != nil {
+			// kgo retries the fetch by itself; the error is reported, not fatal.
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if g := r.cfg.GiveUpAfter; g > 0 && time.Since(failingSince) >= g {
+				return fmt.Errorf("kstream: gave up after %s (Config.GiveUpAfter): %w", g, retry)
+			}
+			r.warnEvery("restore-fetch "+topic, "kstream: restoring: fetch error; retrying", "store", ls.spec.Name, "topic", topic, "partition", p, "offset", pos, "err", retry)
+		} else {
+			failingSince = time.Time{}
 		}
 		b := ls.raw.NewBatch()
 		n := 0
@@ -404,6 +415,9 @@ func (r *Runtime) restore(ctx context.Context, ls *loggedStore) error {
 				pos = min(fp.LogStartOffset, end)
 			}
 		})
+		if n == 0 && b.Len() == 0 && retry != nil {
+			continue
+		}
 		b.SetCheckpoint(pos)
 		if err := b.Commit(); err != nil {
 			return fmt.Errorf("kstream: restoring store %s partition %d: writing a batch: %w", ls.spec.Name, p, err)

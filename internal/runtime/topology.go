@@ -213,6 +213,16 @@ type Config struct {
 	// (an unreachable broker, a coordinator or leader move) before it stops with an error;
 	// zero retries for as long as the condition lasts.
 	GiveUpAfter time.Duration
+	// DeadLetterTopics are the dead-letter topics the error handlers write to, which must
+	// exist at start, like sink topics.
+	DeadLetterTopics []DeadLetterTopic
+}
+
+// DeadLetterTopic is a dead-letter topic and the handler (or setting) that names it, for
+// the error when it is missing.
+type DeadLetterTopic struct {
+	Topic   string
+	Handler string
 }
 
 // State is the life-cycle state of a running application.
