@@ -555,6 +555,7 @@ func TestRebalanceStorm(t *testing.T) {
 		t.Errorf("an instance stopped by itself: %s", f)
 	}
 	if !finished {
+		outputs.checkExact(t, want) // says which keys are behind or wrong
 		t.Fatalf("not every count was reached within 120s of the storm's end (%d of %d outputs read)", outputs.records(), produced.Load())
 	}
 	outputs.checkExact(t, want)

@@ -6,6 +6,7 @@ package kafkatest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -75,6 +76,7 @@ func Embedded(t testing.TB) *embedded.Broker {
 // In a child process started by [StartChild], Main runs the registered child instead.
 func Main(m *testing.M) {
 	runChild()
+	raiseParallel()
 	code := m.Run()
 	mu.Lock()
 	if shared != nil {
@@ -91,6 +93,24 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// parallelDefault is how many parallel tests run at once when -test.parallel is not given.
+// Integration tests spend most of their time waiting for a broker (a session timeout, a
+// child process that restarts, a commit interval), not on a CPU: go test's default of one
+// per core would leave the machine idle while they wait.
+const parallelDefault = 8
+
+// raiseParallel sets -test.parallel to parallelDefault unless the command line set it.
+func raiseParallel() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", fmt.Sprint(parallelDefault))
+	}
 }
 
 // Context returns a context that ends after d or at the end of the test.

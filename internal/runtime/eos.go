@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Exactly-once (v2, KIP-447) runs the group member and its producer in one franz-go
@@ -140,6 +141,43 @@ func (r *Runtime) beginTxnLocked() error {
 	return nil
 }
 
+// errTxnTooOld stops a commit that would be issued after txnEndBy.
+var errTxnTooOld = errors.New("the transaction is about to outlive the transaction timeout; aborting it instead of committing")
+
+// cutBeforeCommit returns the context of a commit's End: it is canceled at txnEndBy if the
+// offsets have not been sent by then (kgo holds them back while the group joins and syncs,
+// and the flush may wait for a broker), so that End gives up and the transaction aborts
+// before the broker aborts it and fences the producer. Once the offsets are sent it is not
+// canceled any more: cutting a commit in flight would leave its outcome unknown.
+func (r *Runtime) cutBeforeCommit(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	sent, late := false, false
+	ctx = kgo.PreTxnCommitFnContext(ctx, func(*kmsg.TxnOffsetCommitRequest) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if late {
+			return errTxnTooOld
+		}
+		sent = true
+		return nil
+	})
+	began := r.txnBegan
+	timer := time.AfterFunc(time.Until(r.txnEndBy()), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !sent {
+			late = true
+			r.log.Warn("kstream: the transaction cannot commit before it outlives the transaction timeout; aborting it", "transactional_id", r.txnID, "age", time.Since(began).Round(time.Millisecond))
+			cancel()
+		}
+	})
+	return ctx, func() {
+		timer.Stop()
+		cancel()
+	}
+}
+
 // txnEndBy is when the open transaction must be over: a margin before the broker aborts it
 // for outliving TransactionTimeout (which bumps the producer epoch and fences this
 // producer). A commit that cannot finish by then (kgo holds the offset commit back while
@@ -170,7 +208,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	if r.txnFailed.Load() {
 		try = kgo.TryAbort
 	}
-	ectx, cancel := context.WithDeadline(ctx, r.txnEndBy())
+	ectx, cancel := r.cutBeforeCommit(ctx)
 	committed, err := r.endTxnLocked(ectx, try)
 	cancel()
 	if err != nil && !committed {
