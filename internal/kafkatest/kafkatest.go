@@ -99,7 +99,7 @@ func Main(m *testing.M) {
 // Integration tests spend most of their time waiting for a broker (a session timeout, a
 // child process that restarts, a commit interval), not on a CPU: go test's default of one
 // per core would leave the machine idle while they wait.
-const parallelDefault = 8
+const parallelDefault = 4
 
 // raiseParallel sets -test.parallel to parallelDefault unless the command line set it.
 func raiseParallel() {
