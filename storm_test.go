@@ -65,6 +65,7 @@ type stormEvent struct {
 
 // storm is the shared state of a rebalance storm.
 type storm struct {
+	brokers []string // the storm's own in-process broker, or the real cluster
 	t       *testing.T
 	began   time.Time
 	appID   string
@@ -117,6 +118,7 @@ func (s *storm) start(slot int, dir string, child bool) *instance {
 	s.mu.Unlock()
 	if child {
 		inst.child = kafkatest.StartChild(s.t, "count-app", "APP_ID="+s.appID, "STATE_DIR="+dir,
+			kafkatest.EnvBrokers+"="+strings.Join(s.brokers, ","),
 			"IN="+s.in, "OUT="+s.out, "GUARANTEE=eos", "COMMIT_MS=100",
 			fmt.Sprintf("REBALANCE_MS=%d", stormRebalance.Milliseconds()))
 	} else {
@@ -239,10 +241,10 @@ type committedCollector struct {
 	next map[int32]int64 // under outputCollector.mu
 }
 
-func collectCommitted(t *testing.T, topic string) *committedCollector {
+func collectCommitted(t *testing.T, brokers []string, topic string) *committedCollector {
 	t.Helper()
 	c := &committedCollector{outputCollector: &outputCollector{seqs: map[string][]int64{}}, next: map[int32]int64{}}
-	cl := kafkatest.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	cl := clientOn(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		readCommitted, kgo.KeepControlRecords())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -312,7 +314,7 @@ type progressSampler struct {
 
 func sampleProgress(ctx context.Context, t *testing.T, s *storm, outputs *committedCollector, produced *atomic.Int64) (*progressSampler, chan struct{}) {
 	ps := &progressSampler{worstOut: stall{partition: -1}, partStalls: map[int32]time.Duration{}}
-	adm := kadm.NewClient(kafkatest.Client(t))
+	adm := kadm.NewClient(clientOn(t, s.brokers))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -398,13 +400,21 @@ func TestRebalanceStorm(t *testing.T) {
 	}
 	t.Logf("storm of %v, seed %d (KSTREAM_STORM_SEED replays the schedule)", length, seed)
 
-	s := &storm{t: t, in: kafkatest.CreateTopic(t, "in", 6, nil), out: kafkatest.CreateTopic(t, "out", 6, nil)}
+	// The storm has an in-process broker of its own: its group churn and its instances'
+	// request load would otherwise slow the tests sharing the package's broker, and theirs
+	// would slow the storm.
+	brokers := kafkatest.Brokers(t)
+	if kafkatest.Tier() == "embedded" {
+		brokers = ownBroker(t).Brokers()
+	}
+	s := &storm{t: t, brokers: brokers, in: createTopicOn(t, brokers, "in", 6), out: createTopicOn(t, brokers, "out", 6)}
 	s.cfg = testConfig(t)
+	s.cfg.Brokers = brokers
 	s.cfg.Guarantee, s.cfg.CommitInterval = kstream.ExactlyOnce, 0
 	s.cfg.RebalanceTimeout = stormRebalance
 	s.appID = s.cfg.ApplicationID
 	s.logDir = os.Getenv("KSTREAM_STORM_LOGDIR")
-	outputs := collectCommitted(t, s.out)
+	outputs := collectCommitted(t, brokers, s.out)
 	dirs := make([]string, stormSlots)
 	for i := range dirs {
 		dirs[i] = t.TempDir()
@@ -422,7 +432,7 @@ func TestRebalanceStorm(t *testing.T) {
 	feedDone := make(chan struct{})
 	go func() {
 		defer close(feedDone)
-		cl := kafkatest.Client(t)
+		cl := clientOn(t, brokers)
 		rng := rand.New(rand.NewPCG(seed, 1))
 		const every = 50 * time.Millisecond
 		perBatch := stormRate * int(every) / int(time.Second)
@@ -527,7 +537,12 @@ func TestRebalanceStorm(t *testing.T) {
 	// gracefully and every killed one was fenced by its slot's next instance or timed out),
 	// so that a late duplicate cannot hide.
 	if finished {
-		end := endOffsets(t, s.out)
+		ends, err := kadm.NewClient(clientOn(t, brokers)).ListEndOffsets(kafkatest.Context(t, 10*time.Second), s.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := map[int32]int64{}
+		ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
 		kafkatest.Eventually(t, 30*time.Second, "the output read to its end", func() bool { return outputs.readTo(end) })
 	}
 
