@@ -500,3 +500,64 @@ func TestRetriableProduceErrorIsCheap(t *testing.T) {
 		t.Fatalf("Run returned: %v", err)
 	}
 }
+
+// Under exactly-once, a commit whose outcome the client cannot know (its EndTxn is answered
+// after the client gave up) is settled, not guessed: the instance aborts whatever may still
+// be open, then reads the group's committed offsets once they are stable and carries on as
+// committed if they are the transaction's. Either way the read_committed output stays
+// exactly 1..n. (On the in-process broker the abort's producer-id bump reaches the
+// coordinator before the delayed EndTxn, so here the transaction ends aborted; a broker that
+// commits first takes the other branch.)
+func TestExactlyOnceUnknownCommitOutcome(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 3, nil)
+	out := kafkatest.CreateTopic(t, "out", 3, nil)
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	// The client gives up on an answer after 1s (EndTxn has no timeout of its own), and does
+	// not retry: otherwise kgo sends EndTxn again and learns the outcome itself.
+	cfg.ConsumerOptions = []kgo.Opt{kgo.RequestTimeoutOverhead(time.Second), kgo.RequestRetries(0)}
+	b := kafkatest.Embedded(t)
+	if b == nil {
+		t.Skip("request injection needs the in-process broker")
+	}
+	app := newApp(t, countTopology(in, out), cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	want := map[string]int64{}
+	produceCounts(t, in, 1000, 100, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "the first counts", func() bool { return outputs.reached(want) })
+
+	// The next commit's EndTxn is answered only after 2.5s: the broker commits, the client
+	// has given up.
+	var delayed atomic.Int64
+	var done atomic.Bool
+	t.Cleanup(func() { done.Store(true) })
+	c := b.Cluster()
+	prefix := cfg.ApplicationID
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		r := req.(*kmsg.EndTxnRequest)
+		if !r.Commit || !strings.HasPrefix(r.TransactionalID, prefix) || !delayed.CompareAndSwap(0, 1) {
+			return nil, nil, false
+		}
+		c.SleepControl(func() { time.Sleep(2500 * time.Millisecond) })
+		return nil, nil, false // handled normally now: the commit takes effect
+	})
+	produceCounts(t, in, 1000, 100, 2, want)
+	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
+	if delayed.Load() == 0 {
+		t.Fatal("no EndTxn was delayed")
+	}
+	produceCounts(t, in, 500, 100, 3, want) // and the instance goes on
+	kafkatest.Eventually(t, 60*time.Second, "every count after", func() bool { return outputs.reached(want) })
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.checkExact(t, want)
+	t.Logf("stats %+v", app.Stats())
+}

@@ -213,6 +213,14 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	cancel()
 	if err != nil && !committed {
 		err = r.abortUntilEndedLocked(err)
+		if try == kgo.TryCommit && len(offsets) > 0 && r.fatal() == nil && r.committedOnBroker(offsets) {
+			// The commit's outcome was unknown to the client (its EndTxn timed out or the
+			// connection broke), but the broker has its offsets: it committed. Carry on as
+			// committed, or the records would be processed (and output) twice.
+			r.log.Warn("kstream: the transaction's outcome was unknown; the group's committed offsets show that it committed", "transactional_id", r.txnID, "err", err)
+			committed, err = true, nil
+			r.consumer.SetOffsets(offsets)
+		}
 	}
 	r.inTxn = false
 	r.txnFailed.Store(false)
@@ -229,6 +237,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	r.log.Debug("kstream: transaction committed", "records", records, "took", took)
 	for _, pos := range dirty {
 		pos.dirty = false
+		pos.committed = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
 	}
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
@@ -248,6 +257,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 // and the processed positions (the session has moved the consumer back to the committed
 // offsets).
 func (r *Runtime) abortedLocked() {
+	rewind := map[string]map[int32]kgo.EpochOffset{}
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
 			if ls.buf != nil {
@@ -255,10 +265,69 @@ func (r *Runtime) abortedLocked() {
 			}
 			ls.written.Store(false)
 		}
-		for _, pos := range t.parts {
+		for tp, pos := range t.parts {
 			pos.next, pos.dirty = -1, false
+			if pos.committed.Offset >= 0 {
+				if rewind[tp.topic] == nil {
+					rewind[tp.topic] = map[int32]kgo.EpochOffset{}
+				}
+				rewind[tp.topic][tp.partition] = pos.committed
+			}
 		}
 	}
+	// kgo moved the consumer back to the offsets it knows were committed; after a commit
+	// whose outcome only the broker knew (see commitTxnLocked), this instance knows later
+	// ones.
+	if len(rewind) > 0 {
+		r.consumer.SetOffsets(rewind)
+	}
+}
+
+// committedOnBroker reports whether the group's committed offsets, read from the broker
+// once no transaction is pending on them (KIP-447's require_stable), are exactly offsets:
+// then the transaction that carried them committed. Any doubt (the broker cannot be asked)
+// reports false, and the transaction counts as aborted.
+func (r *Runtime) committedOnBroker(offsets map[string]map[int32]kgo.EpochOffset) bool {
+	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.TransactionTimeout+r.cfg.CloseTimeout)
+	defer cancel()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = r.cfg.ApplicationID
+	req.RequireStable = true
+	for topic, ps := range offsets {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic = topic
+		for p := range ps {
+			rt.Partitions = append(rt.Partitions, p)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	var match bool
+	err := r.retry(ctx, "reading the committed offsets of a transaction whose outcome is unknown", func(ctx context.Context) error {
+		resp, err := req.RequestWith(ctx, r.plain)
+		if err != nil {
+			return err
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return err
+		}
+		match = true
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return err // UNSTABLE_OFFSET_COMMIT: still pending; retried
+				}
+				if want, ok := offsets[t.Topic][p.Partition]; !ok || p.Offset != want.Offset {
+					match = false
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.log.Warn("kstream: cannot tell whether the transaction committed; counting it as aborted", "transactional_id", r.txnID, "err", err)
+		return false
+	}
+	return match
 }
 
 // positionsLocked returns the processed positions not yet committed, the positions

@@ -30,6 +30,7 @@ type Runtime struct {
 	consumer *kgo.Client
 	producer *kgo.Client
 	admin    *kadm.Client
+	plain    *kgo.Client // the non-transactional client behind admin
 
 	// prodCtx outlives the run context so that shutdown can still flush outputs.
 	prodCtx    context.Context
@@ -109,6 +110,9 @@ type partPos struct {
 	epoch int32
 	dirty bool
 	count int64 // records processed since the last commit
+	// committed is the position this instance last committed (exactly-once), -1 if none:
+	// after an abort the consumer goes back there (see rewindLocked).
+	committed kgo.EpochOffset
 }
 
 // New validates cfg and topo. It opens no connection.
@@ -309,6 +313,7 @@ func (r *Runtime) openProducer() error {
 	}
 	r.producer = cl
 	r.admin = kadm.NewClient(cl)
+	r.plain = cl
 	return nil
 }
 
@@ -823,7 +828,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 				}
 			}
 			tp := topicPartition{topic, p}
-			t.parts[tp] = &partPos{next: -1}
+			t.parts[tp] = &partPos{next: -1, committed: kgo.EpochOffset{Offset: -1}}
 			r.parts[tp] = t
 		}
 	}
