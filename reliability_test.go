@@ -403,6 +403,9 @@ func longestPause(c *outputCollector, stop <-chan struct{}) <-chan time.Duration
 // lost session never answered, and processing stalled for the whole close timeout.
 func TestExactlyOnceSessionLostDuringCommit(t *testing.T) {
 	t.Parallel()
+	if kafkatest.Embedded(t) == nil {
+		t.Skip("request injection needs the in-process broker")
+	}
 	in := kafkatest.CreateTopic(t, "in", 3, nil)
 	out := kafkatest.CreateTopic(t, "out", 3, nil)
 	cfg := testConfig(t)

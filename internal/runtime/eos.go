@@ -204,11 +204,17 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 		}
 	}
 	began := time.Now()
+	ectx, cancel := r.cutBeforeCommit(ctx)
+	// Wait for every record of the transaction first: a record can fail after it was
+	// handed over (a too-large record fails once kgo knows its partition), and kgo would
+	// commit the transaction without it. The decision to commit is made after.
+	if err := r.producer.Flush(ectx); err != nil {
+		r.txnFailed.Store(true)
+	}
 	try := kgo.TryCommit
-	if r.txnFailed.Load() {
+	if r.txnFailed.Load() || r.fatal() != nil {
 		try = kgo.TryAbort
 	}
-	ectx, cancel := r.cutBeforeCommit(ctx)
 	committed, err := r.endTxnLocked(ectx, try)
 	cancel()
 	if err != nil && !committed {

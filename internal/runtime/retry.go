@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -83,6 +84,9 @@ func (r *Runtime) retry(ctx context.Context, what string, fn func(context.Contex
 		if !retriable(err) || ctx.Err() != nil {
 			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 				return fmt.Errorf("kstream: %s: %w", what, errors.Join(err, ctx.Err()))
+			}
+			if strings.HasPrefix(err.Error(), "kstream: ") {
+				return err // it already says what failed
 			}
 			return fmt.Errorf("kstream: %s: %w", what, err)
 		}
