@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/kstream-go/kstream/store"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -139,7 +140,7 @@ func recordedTopicID(db store.DB, name string, p int32) (store.Backend, kadm.Top
 // localCheck is the outcome of checkLocal.
 type localCheck struct {
 	from int64 // the checkpoint to restore from; NoCheckpoint after a wipe
-	end  int64 // the changelog partition's last stable offset
+	end  int64 // where restoration ends (see checkLocal)
 }
 
 // checkLocal compares the local state of the store partition (spec, p), whose backend is
@@ -156,7 +157,11 @@ func (r *Runtime) checkLocal(ctx context.Context, db store.DB, spec StoreSpec, p
 	if spec.SourceTopic {
 		what = "the source topic of table store " + spec.Name
 	}
-	offs, err := r.readTopicOffsets(ctx, topic, p, cp, what)
+	atLeast := cp
+	if !spec.SourceTopic {
+		atLeast = math.MaxInt64 // the high watermark is the end of a changelog's restore
+	}
+	offs, err := r.readTopicOffsets(ctx, topic, p, atLeast, what)
 	if err != nil {
 		return localCheck{}, asMissing(err)
 	}
@@ -185,5 +190,17 @@ func (r *Runtime) checkLocal(ctx context.Context, db store.DB, spec StoreSpec, p
 			return localCheck{}, fmt.Errorf("kstream: recording the topic id of %q for store %s partition %d: %w", topic, spec.Name, p, err)
 		}
 	}
-	return localCheck{from: cp, end: offs.lso}, nil
+	// A changelog is written by this task's owner alone, so its last stable offset lies below
+	// its high watermark only while a previous owner's transaction is open (an instance that
+	// crashed or lost the task mid-transaction; it ends within that owner's transaction
+	// timeout). Records committed after that transaction, by the owner after it, cannot be
+	// read before it ends, but they are part of the state: the input offsets committed with
+	// them say so. Restoring only to the last stable offset would lose them, so restoration
+	// goes on to the high watermark, waiting for the open transaction to end. A table's
+	// source topic may have other writers: it is restored to its last stable offset.
+	end := offs.lso
+	if !spec.SourceTopic && offs.hwm > end {
+		end = offs.hwm
+	}
+	return localCheck{from: cp, end: end}, nil
 }

@@ -334,8 +334,9 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 // Conditions that heal by waiting (no leader yet, a broker down) are retried.
 func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) error {
 	topic, p := ls.spec.Changelog, ls.partition
-	// Restoration reads read_committed, so its end is the last stable offset: aborted
-	// writes of a zombie never reach a store, and an open transaction is not waited for.
+	// Restoration reads read_committed, so aborted writes of a zombie never reach a store;
+	// it ends at the changelog's high watermark (see checkLocal), after a previous owner's
+	// open transaction, if any, has ended.
 	lc, err := r.checkLocal(ctx, db, ls.spec, p, ls.raw, "active")
 	if err != nil {
 		return err
@@ -366,12 +367,18 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 	lastLog := began
 	var failingSince time.Time // first of the retriable fetch errors in a row
 	for pos < end {
-		fetches := cl.PollFetches(ctx)
+		// A poll waits at most 5s, so that waiting for an open transaction is logged.
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		fetches := cl.PollFetches(pctx)
+		pcancel()
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("kstream: restoring store %s from %q partition %d at offset %d: %w", ls.spec.Name, topic, p, pos, err)
 		}
 		var ferr, retry error
 		fetches.EachError(func(t string, pp int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return // the poll's own timeout
+			}
 			err = fmt.Errorf("kstream: restoring store %s: fetching %q partition %d at offset %d: %w", ls.spec.Name, t, pp, pos, err)
 			var dl *kgo.ErrDataLoss
 			switch {
@@ -395,6 +402,11 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 			r.warnEvery("restore-fetch "+topic, "kstream: restoring: fetch error; retrying", "store", ls.spec.Name, "topic", topic, "partition", p, "offset", pos, "err", retry)
 		} else {
 			failingSince = time.Time{}
+		}
+		if fetches.NumRecords() == 0 && time.Since(lastLog) > 5*time.Second {
+			lastLog = time.Now()
+			r.log.Warn("kstream: restoring: waiting for an open transaction on the changelog to end (a previous owner that stopped mid-transaction; it ends within its transaction timeout)",
+				"store", ls.spec.Name, "topic", topic, "partition", p, "position", pos, "end", end)
 		}
 		b := ls.raw.NewBatch()
 		n := 0
