@@ -123,6 +123,24 @@ func processID(dir string) (string, error) {
 	return id, nil
 }
 
+// fencePrevious initializes the transactional producer before the instance joins the group.
+// With the transactional id of the state directory, this fences the previous incarnation
+// of the instance and aborts the transaction it left open when it died, at once. Otherwise
+// that transaction would hold the changelogs' last stable offset back until it timed out,
+// and restoration, which reads to the high watermark, would wait for it.
+func (r *Runtime) fencePrevious(ctx context.Context) error {
+	if r.sess == nil {
+		return nil
+	}
+	return r.retry(ctx, fmt.Sprintf("initializing the transactional producer (transactional id %s)", r.txnID), func(ctx context.Context) error {
+		_, _, err := r.sess.Client().ProducerID(ctx)
+		if fencedError(err) {
+			return fencedErr(r.txnID, r.cfg.TransactionTimeout, err)
+		}
+		return err
+	})
+}
+
 // beginTxnLocked opens a transaction if none is open.
 func (r *Runtime) beginTxnLocked() error {
 	if r.sess == nil || r.inTxn {

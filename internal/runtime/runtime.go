@@ -270,6 +270,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		r.setState(StateError)
 		return err
 	}
+	if err := r.fencePrevious(runCtx); err != nil {
+		r.fail(err)
+		r.setState(StateError)
+		return err
+	}
 	r.setState(StateRebalancing)
 	r.watchTopics(runCtx)
 
