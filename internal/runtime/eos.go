@@ -237,7 +237,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	cancel()
 	if err != nil && !committed {
 		err = r.abortUntilEndedLocked(err)
-		if try == kgo.TryCommit && len(offsets) > 0 && r.fatal() == nil && r.committedOnBroker(offsets) {
+		if try == kgo.TryCommit && len(offsets) > 0 && !errors.Is(err, errTxnTooOld) && r.fatal() == nil && r.committedOnBroker(offsets) {
 			// The commit's outcome was unknown to the client (its EndTxn timed out or the
 			// connection broke), but the broker has its offsets: it committed. Carry on as
 			// committed, or the records would be processed (and output) twice.
@@ -312,7 +312,7 @@ func (r *Runtime) abortedLocked() {
 // then the transaction that carried them committed. Any doubt (the broker cannot be asked)
 // reports false, and the transaction counts as aborted.
 func (r *Runtime) committedOnBroker(offsets map[string]map[int32]kgo.EpochOffset) bool {
-	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.TransactionTimeout+r.cfg.CloseTimeout)
+	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.TransactionTimeout+5*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = r.cfg.ApplicationID
