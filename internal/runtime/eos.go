@@ -237,7 +237,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	cancel()
 	if err != nil && !committed {
 		err = r.abortUntilEndedLocked(err)
-		if try == kgo.TryCommit && len(offsets) > 0 && !errors.Is(err, errTxnTooOld) && r.fatal() == nil && r.committedOnBroker(offsets) {
+		if try == kgo.TryCommit && len(offsets) > 0 && !errors.Is(err, errTxnTooOld) && !errors.Is(err, context.Canceled) && r.fatal() == nil && r.committedOnBroker(offsets) {
 			// The commit's outcome was unknown to the client (its EndTxn timed out or the
 			// connection broke), but the broker has its offsets: it committed. Carry on as
 			// committed, or the records would be processed (and output) twice.
