@@ -129,7 +129,7 @@ func TestTableTimestampsAfterRestore(t *testing.T) {
 	run := start(t, newApp(t, build(), cfg))
 	cl := kafkatest.Client(t)
 	kafkatest.Produce(t, cl, rec(left, "a", "l1", 100), rec(in, "x", "-", 300), rec(in, "x", "-", 200))
-	kafkatest.Eventually(t, 30*time.Second, "input committed", func() bool {
+	kafkatest.Eventually(t, 90*time.Second, "input committed", func() bool {
 		return committedOffsets(t, cfg.ApplicationID, left)[0] == 1 && committedOffsets(t, cfg.ApplicationID, in)[0] == 2
 	})
 	if err := run.stop(); err != nil {
@@ -138,7 +138,7 @@ func TestTableTimestampsAfterRestore(t *testing.T) {
 	var got []string
 	// A persistent store writes its changelog at commit, one record per changed key (as
 	// Kafka Streams' caching store does), so the first count may or may not be there.
-	for _, r := range kafkatest.Drain(t, cfg.ApplicationID+"-counts-changelog", time.Second, 30*time.Second) {
+	for _, r := range kafkatest.Drain(t, cfg.ApplicationID+"-counts-changelog", time.Second, 90*time.Second) {
 		n, err := serde.Int64().Deserialize(r.Value)
 		if err != nil {
 			t.Fatalf("changelog value %x: %v", r.Value, err)
@@ -155,12 +155,12 @@ func TestTableTimestampsAfterRestore(t *testing.T) {
 	cfg.StateDir, cfg.RestoreListener = t.TempDir(), rc
 	start(t, newApp(t, build(), cfg))
 	kafkatest.Produce(t, cl, rec(right, "a", "r1", 50), rec(in, "x", "-", 250))
-	j := byKey(kafkatest.Consume(t, joined, 1, 30*time.Second))
+	j := byKey(kafkatest.Consume(t, joined, 1, 90*time.Second))
 	if want := []string{"l1/r1@100"}; !slices.Equal(j["a"], want) {
 		t.Errorf("join after restore: %v, want %v (the restored left row's timestamp)", j["a"], want)
 	}
 	got = nil
-	for _, r := range kafkatest.Consume(t, counts, 3, 30*time.Second) {
+	for _, r := range kafkatest.Consume(t, counts, 3, 90*time.Second) {
 		n, _ := serde.Int64().Deserialize(r.Value)
 		got = append(got, fmt.Sprintf("%s=%d@%d", r.Key, n, r.Timestamp.Sub(baseTime).Milliseconds()))
 	}
