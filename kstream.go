@@ -66,6 +66,9 @@ type Record[K, V any] struct {
 
 	// null marks a Kafka null value: the record was read with one, or is a table delete.
 	null bool
+	// nullKey marks a Kafka null key: the record was read with one (nil key bytes), whatever
+	// the key serde made of it.
+	nullKey bool
 }
 
 // IsTombstone reports whether r's value is a Kafka null: r was read with a null value, or
@@ -77,6 +80,14 @@ type Record[K, V any] struct {
 // table's deletes reach Kafka as deletes even when V is a type without nil (string,
 // int64). Setting Value to anything but the zero value makes r an ordinary record.
 func (r Record[K, V]) IsTombstone() bool { return r.null && isZero(r.Value) }
+
+// HasNullKey reports whether r's key is a Kafka null: r was read with a null key (nil key
+// bytes) and its Key is still the zero value, or Key is a nil pointer, map, slice or
+// interface. Kafka Streams decides "null key" on the deserialized object; a Go string or
+// int64 cannot be nil, so kstream decides on the wire and carries the mark with the record.
+// Operators that drop null-key records in Kafka Streams (aggregations, stream-table and
+// global-table inner joins, repartitioning) drop these.
+func (r Record[K, V]) HasNullKey() bool { return (r.nullKey && isZero(r.Key)) || isNil(r.Key) }
 
 // AsTombstone returns a copy of r whose value is a Kafka null (the zero V as seen by
 // operators), for processors that write deletes to a compacted topic.

@@ -146,7 +146,7 @@ func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) fun
 				t.deserializationError(n, fmt.Errorf("value: %w", err))
 				return
 			}
-			ctx.Forward(Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: fromKgoHeaders(raw.Headers), null: raw.Value == nil})
+			ctx.Forward(Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: fromKgoHeaders(raw.Headers), null: raw.Value == nil, nullKey: raw.Key == nil})
 		}), nil
 	}
 }
