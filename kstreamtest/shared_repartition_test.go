@@ -1,0 +1,103 @@
+package kstreamtest_test
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/kstreamtest"
+	"github.com/kstream-go/kstream/serde"
+)
+
+// sharedRepartition is a stream re-keyed once, then joined with a table (inner and left) and
+// counted. In Java (Kafka Streams 4.4) it is, in the conformance program's terms:
+//
+//	KTable<String, String> t = right(b);
+//	KStream<String, String> s = b.stream("left", Consumed.with(STRING, STRING))
+//	        .selectKey((k, v) -> "k" + (v == null ? 0 : v.length() % 5));
+//	s.join(t, (v, vt) -> v + "|" + vt).to("out");
+//	s.leftJoin(t, (v, vt) -> v + "|" + orDash(vt)).to("out");
+//	s.groupByKey().count(Materialized.as("letter-counts")).toStream().mapValues(n -> "count " + n).to("out");
+//
+// Java's output through its TopologyTestDriver, with the input of the table scenarios, is
+// testdata/shared-repartition.txt (the same with and without topology.optimization=all).
+func sharedRepartition(b *kstream.Builder) {
+	t := confRight(b)
+	s := kstream.SelectKey(kstream.Stream(b, "left", serde.String(), serde.String()), func(_, v string) string {
+		return "k" + strconv.Itoa(len(v)%5) // a null value is "" here
+	}).WithSerdes(serde.String(), nil)
+	kstream.Join(s, t, func(_, v, vt string) string { return v + "|" + vt }).To("out", serde.String(), serde.String())
+	kstream.LeftJoin(s, t, func(_, v, vt string, ok bool) string { return v + "|" + confOrDash(vt, ok) }).To("out", serde.String(), serde.String())
+	counts := kstream.Count(s.GroupByKey(), "letter-counts")
+	kstream.MapValues(counts.ToStream(), func(n int64) string { return "count " + strconv.FormatInt(n, 10) }).To("out", serde.String(), serde.String())
+}
+
+// Two joins and a count of one re-keyed stream build, share one repartition topic (each
+// input record is written to it once), and give Java's output record for record.
+func TestSharedRepartition(t *testing.T) {
+	const topic = "KSTREAM-KEY-SELECT-0000000003-repartition" // Java's name for it
+	b := kstream.NewBuilder()
+	sharedRepartition(b)
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var repartitions []string
+	for _, line := range strings.Split(topo.Describe(), "\n") {
+		if i := strings.Index(line, "(topic: "); i >= 0 && strings.HasSuffix(line, "-repartition)") {
+			repartitions = append(repartitions, strings.TrimSuffix(line[i+len("(topic: "):], ")"))
+		}
+	}
+	if !slices.Equal(repartitions, []string{topic}) {
+		t.Fatalf("repartition topics %q, want one, %s:\n%s", repartitions, topic, topo.Describe())
+	}
+
+	got := confRunTables(t, []string{"left", "right"}, sharedRepartition)
+	want := confGolden(t, "testdata/shared-repartition.txt")
+	if !slices.Equal(got, want) {
+		t.Errorf("output differs from Java's (%d records, want %d)", len(got), len(want))
+		for i := range max(len(got), len(want)) {
+			var g, w string
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			if g != w {
+				t.Errorf("record %d: got %q, want %q", i, g, w)
+			}
+		}
+	}
+
+	// Each record of "left" went through the topic once.
+	d, err := kstreamtest.New(func() *kstream.Builder { b := kstream.NewBuilder(); sharedRepartition(b); return b }(), kstream.Config{ApplicationID: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in := kstreamtest.CreateInputTopic(d, "left", serde.String(), serde.String())
+	left := 0
+	for _, r := range confTableInput() {
+		if r.topic != "left" {
+			continue
+		}
+		left++
+		var v []byte
+		if r.value != nil {
+			v = []byte(*r.value)
+		}
+		if err := in.PipeRaw([]byte(r.key), v, r.ts, r.headers...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := kstreamtest.CreateOutputTopic(d, "shared-"+topic, serde.String(), serde.Bytes()).ReadRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != left {
+		t.Errorf("%d records in the repartition topic for %d input records", len(recs), left)
+	}
+}
