@@ -36,7 +36,11 @@ func (s KStream[K, V]) GroupByKey() KGroupedStream[K, V] { return KGroupedStream
 // first aggregation. Options: [Named].
 func GroupBy[K, V, KR any](s KStream[K, V], key func(K, V) KR, ks serde.Serde[KR], opts ...Option) KGroupedStream[KR, V] {
 	c := s.b.options("GroupBy", opts)
-	rekeyed := SelectKey(s, key, opts...).WithSerdes(ks, s.vs)
+	var named []Option
+	if c.name != "" {
+		named = append(named, Named(c.name))
+	}
+	rekeyed := SelectKey(s, key, named...).WithSerdes(ks, s.vs)
 	return KGroupedStream[KR, V]{s: rekeyed, name: c.name}
 }
 

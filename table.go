@@ -71,18 +71,6 @@ func derivedInfo(parent *tableInfo) *tableInfo {
 // filtered, mapped or joined table that [Materialized] did not name).
 func (t KTable[K, V]) StoreName() string { return t.store }
 
-// baseName names internal topics made for the table (a stream-table join's repartition):
-// its store, or the first store it reads through to.
-func (t KTable[K, V]) baseName() string {
-	if t.store != "" {
-		return t.store
-	}
-	if len(t.getterStores) > 0 {
-		return t.getterStores[0].name
-	}
-	return t.n.name
-}
-
 // tableNode adds a processor node named name under parents.
 func (b *Builder) tableNode(name string, parents ...*node) *node {
 	n := &node{kind: kindProcessor}
