@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/kstreamtest"
@@ -144,5 +145,57 @@ func wantJava(t *testing.T, got []string, path string) {
 		if g != w {
 			t.Errorf("record %d: got %q, want %q", i, g, w)
 		}
+	}
+}
+
+// The filter before a repartition sink drops records with a null key, unless a left join
+// (which takes null keys, KIP-962) is downstream of the topic. Kafka Streams 4.4:
+//
+//	KTable<String, String> t = b.table("right", ..., Materialized.as("right-store"));
+//	KStream<String, String> s = b.stream("left", ...);
+//	s.repartition(Repartitioned.as("plain")).to("out");
+//	s.repartition(Repartitioned.as("joined")).leftJoin(t, (v, vt) -> v + "|" + vt).to("out2");
+//
+// with (null, "nokey") then ("k", "withkey") gives out [k=withkey] and out2
+// [null=nokey|null, k=withkey|null].
+func TestRepartitionFilterNullKeys(t *testing.T) {
+	b := kstream.NewBuilder()
+	tbl := kstream.Table(b, "right", serde.String(), serde.String(), "right-store")
+	s := kstream.Stream(b, "left", serde.String(), serde.String())
+	s.Repartition("plain").To("out", nil, nil)
+	kstream.LeftJoin(s.Repartition("joined"), tbl, func(_, v, vt string, ok bool) string {
+		if !ok {
+			vt = "null"
+		}
+		return v + "|" + vt
+	}).To("out2", serde.String(), serde.String())
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "nk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in := kstreamtest.CreateInputTopic(d, "left", serde.String(), serde.String())
+	if err := in.PipeRaw(nil, []byte("nokey"), time.UnixMilli(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.PipeRaw([]byte("k"), []byte("withkey"), time.UnixMilli(2)); err != nil {
+		t.Fatal(err)
+	}
+	values := func(topic string) []string {
+		recs, err := kstreamtest.CreateOutputTopic(d, topic, serde.String(), serde.String()).ReadRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs []string
+		for _, r := range recs {
+			vs = append(vs, r.Value)
+		}
+		return vs
+	}
+	if got, want := values("out"), []string{"withkey"}; !slices.Equal(got, want) {
+		t.Errorf("out: %q, want %q (the null key dropped before the repartition sink)", got, want)
+	}
+	if got, want := values("out2"), []string{"nokey|null", "withkey|null"}; !slices.Equal(got, want) {
+		t.Errorf("out2: %q, want %q (a left join downstream keeps null keys)", got, want)
 	}
 }
