@@ -263,6 +263,12 @@ func (f *faultInjector) control(req kmsg.Request) (kmsg.Response, error, bool) {
 	if f.isInput(req) {
 		x /= f.inputBoost
 		who = &f.byIn
+		if x < s.drop {
+			// The input's connection is never cut: kgo fails a request whose fresh
+			// connection closes at once without retrying it ("is SASL missing?"), and
+			// the feeder cannot know whether such a batch was written.
+			x += s.drop
+		}
 	}
 	if x < s.drop+s.delay+s.err {
 		*who++
