@@ -60,6 +60,7 @@ type commitStats struct {
 	ring      [1024]time.Duration
 	n         int
 	lastCount int64
+	txnID     string
 	changelog atomic.Int64
 	fences    atomic.Int64
 }
@@ -86,7 +87,7 @@ func (r *Runtime) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
-		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: r.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
+		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: c.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
 		ProducerFences: c.fences.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)

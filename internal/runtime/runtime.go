@@ -384,7 +384,12 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 	if err != nil {
 		return err
 	}
-	r.txnID = r.cfg.ApplicationID + "-" + pid
+	if r.txnID == "" { // the same id again after a fence (fence.go)
+		r.txnID = r.cfg.ApplicationID + "-" + pid
+		r.stats.mu.Lock()
+		r.stats.txnID = r.txnID // Stats reads it from other goroutines
+		r.stats.mu.Unlock()
+	}
 	opts := append(consumerOpts,
 		kgo.TransactionalID(r.txnID),
 		kgo.TransactionTimeout(r.cfg.TransactionTimeout),
