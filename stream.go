@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	goruntime "runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -159,7 +160,7 @@ func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) fun
 func deserialize[T any](s serde.Serde[T], b []byte) (v T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in deserializer: %v", p)
+			err = fmt.Errorf("in deserializer: %w", &panicError{p, debug.Stack()})
 		}
 	}()
 	return s.Deserialize(b)
@@ -168,7 +169,7 @@ func deserialize[T any](s serde.Serde[T], b []byte) (v T, err error) {
 func serialize[T any](s serde.Serde[T], v T) (b []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in serializer: %v", p)
+			err = fmt.Errorf("in serializer: %w", &panicError{p, debug.Stack()})
 		}
 	}()
 	return s.Serialize(v)
