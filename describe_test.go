@@ -12,7 +12,7 @@ import (
 // TestDescribeMatchesJava builds each of describeTopologies and compares Describe with the
 // text that Kafka Streams 4.4 prints for the same topology (topology.describe().toString()),
 // copied verbatim into describeJava. The Java side of every topology is in
-// describeTopologies' doc; it was built with
+// testdata/describe/Describe.java, under the same name; it was built with
 //
 //	props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
 //	props.put("__enable.process.processValue.fix__", true);
@@ -55,10 +55,9 @@ func lineDiff(want, got string) string {
 	return sb.String()
 }
 
-// describeTopologies are the topologies of TestDescribeMatchesJava, each written as the
-// Java program that produced its expected text writes it (Kafka Streams 4.4,
-// topology.optimization=all and __enable.process.processValue.fix__=true; the program is
-// in the test's doc).
+// describeTopologies are the topologies of TestDescribeMatchesJava, each written as
+// testdata/describe/Describe.java writes it in Java (Kafka Streams 4.4,
+// topology.optimization=all and __enable.process.processValue.fix__=true).
 var describeTopologies = []struct {
 	name  string
 	build func(b *kstream.Builder)
