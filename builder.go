@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/store"
@@ -16,16 +15,31 @@ import (
 type Builder struct {
 	stores     map[string]*storeDef
 	storeOrder []*storeDef
-	nodes      []*node
-	names      map[string]*node
-	internal   []runtime.InternalTopic
-	copart     [][]string
-	errs       []error
+	// nodes are in the order Kafka Streams adds them to its topology builder (creation
+	// order, except that a shared repartition follows the node it repartitions; see
+	// repartitionForKey): Describe and the sub-topology numbering depend on it.
+	nodes    []*node
+	names    map[string]*node
+	internal []runtime.InternalTopic
+	// copart are the co-partitioned operands of the joins; their source topics are
+	// resolved at Build, when every shared repartition is in place.
+	copart [][]*node
+	errs   []error
+	// index is Kafka Streams' name counter (InternalStreamsBuilder.index): every generated
+	// operator name takes the next value, and some operators take values they do not
+	// show, so that generated names are those Java gives the same topology.
+	index int
+	// joinRepartitions are the repartitions made by unnamed stream-table joins, by the
+	// stream node they repartition (a KStream[K, V]): further unnamed joins of that stream
+	// share them, as Java's repartitionForJoin does.
+	joinRepartitions map[*node]any
+	// sharedChecks report, at Build, shared repartitions that no sharer gave serdes.
+	sharedChecks []func() error
 }
 
 // NewBuilder returns an empty topology builder.
 func NewBuilder() *Builder {
-	return &Builder{names: map[string]*node{}, stores: map[string]*storeDef{}}
+	return &Builder{names: map[string]*node{}, stores: map[string]*storeDef{}, joinRepartitions: map[*node]any{}}
 }
 
 type nodeKind int
@@ -61,6 +75,23 @@ type node struct {
 	// describe is extra text for Describe (e.g. the topic extractor).
 	describe string
 
+	// What Kafka Streams' repartition optimization needs to know of the node (see
+	// repartitionForKey): whether it may change keys (SelectKey, Map, FlatMap, Process) or
+	// values (MapValues, FlatMapValues, Process), or merges streams.
+	keyChanging, valueChanging, merge bool
+	// shared is the repartition that every key-dependent operator downstream of this
+	// key-changing (or merge) node shares: a *repartition[K, V].
+	shared any
+	// sharedOf is set on the source of a shared repartition: the node it repartitions.
+	sharedOf *node
+	// relaxedJoin marks a left join, which takes records with a null key (KIP-962); a
+	// repartition with one downstream keeps null keys (repartitionKeeps).
+	relaxedJoin bool
+	// repSource is set on the filter node of a repartition: the repartition's source.
+	// keepNullKeys is set on it at Build when a left join is downstream of that source.
+	repSource    *node
+	keepNullKeys bool
+
 	// instantiate creates this node's per-task input: for sources a sourceFn, for other
 	// nodes a func(Record[K, V]) of the node's input types. The task memoizes the result,
 	// so a node with several parents (Merge) is instantiated once.
@@ -74,11 +105,24 @@ func (b *Builder) errorf(format string, args ...any) {
 	b.errs = append(b.errs, fmt.Errorf("kstream: "+format, args...))
 }
 
-// addNode registers n with a generated or explicit name.
+// newName returns the next generated name of kind prefix, as Kafka Streams'
+// InternalStreamsBuilder.newProcessorName makes them: "<prefix>-<10 digits>".
+func (b *Builder) newName(prefix string) string {
+	name := genName(prefix, b.index)
+	b.index++
+	return name
+}
+
+// addNode registers n. With a prefix, n is an operator that Kafka Streams names with
+// NamedInternal.orElseGenerateWithPrefix: it takes a generated name of kind "KSTREAM-"+prefix
+// from the counter even when name gives it one (Kafka Streams 4.4 does), and is called name
+// if given. Without a prefix, n is called name and the counter is left alone.
 func (b *Builder) addNode(n *node, prefix, name string, parents ...*node) *node {
 	n.id = len(b.nodes)
-	if name == "" {
-		name = genName("KSTREAM-"+prefix, n.id)
+	if prefix != "" {
+		if gen := b.newName("KSTREAM-" + prefix); name == "" {
+			name = gen
+		}
 	}
 	if _, dup := b.names[name]; dup {
 		b.errorf("operator name %q is used twice", name)
@@ -107,6 +151,11 @@ type Topology struct {
 // (unknown names, topics read twice, operators without input) joined into one error.
 func (b *Builder) Build() (*Topology, error) {
 	errs := slices.Clone(b.errs)
+	for _, check := range b.sharedChecks {
+		if err := check(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	topicOwner := map[string]string{}
 	for _, n := range b.nodes {
 		if n.kind != kindSource {
@@ -133,6 +182,10 @@ func (b *Builder) Build() (*Topology, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	for i, n := range b.nodes {
+		n.id = i
+	}
+	b.markNullKeyFilters()
 
 	// Sub-topologies are the connected components of the graph (repartition topics are not
 	// edges: their sink and source are separate nodes).
@@ -166,7 +219,14 @@ func (b *Builder) Build() (*Topology, error) {
 		}
 	}
 	index := map[int]int{}
-	t := &Topology{internal: b.internal, copart: b.copart, nodes: b.nodes, stores: b.storeOrder}
+	t := &Topology{internal: b.internal, nodes: b.nodes, stores: b.storeOrder}
+	for _, operands := range b.copart {
+		var group []string
+		for _, n := range operands {
+			group = append(group, b.sourceTopicsOf(n)...)
+		}
+		t.copart = append(t.copart, group)
+	}
 	for _, n := range b.nodes { // creation order, so sub-topology 0 holds the first source
 		root := find(n.id)
 		i, ok := index[root]
@@ -188,6 +248,42 @@ func (b *Builder) Build() (*Topology, error) {
 	return t, nil
 }
 
+// markNullKeyFilters decides, for every repartition, whether its filter drops records with a
+// null key: it does unless a left join is downstream (Kafka Streams' rewriteRepartitionNodes
+// with NodesWithRelaxedNullKeyJoinDownstream), looking through further repartitions.
+func (b *Builder) markNullKeyFilters() {
+	readers := map[string]*node{} // internal topic -> its source
+	for _, n := range b.nodes {
+		if n.kind == kindSource && n.internal {
+			for _, topic := range n.topics {
+				readers[topic] = n
+			}
+		}
+	}
+	memo := map[*node]bool{}
+	var relaxed func(n *node) bool
+	relaxed = func(n *node) bool {
+		if r, ok := memo[n]; ok {
+			return r
+		}
+		memo[n] = false // cycles cannot happen, but a node is visited once
+		r := n.relaxedJoin
+		for _, c := range n.children {
+			r = relaxed(c) || r
+		}
+		if n.kind == kindSink && n.internal && readers[n.sinkTopic] != nil {
+			r = relaxed(readers[n.sinkTopic]) || r
+		}
+		memo[n] = r
+		return r
+	}
+	for _, n := range b.nodes {
+		if n.repSource != nil {
+			n.keepNullKeys = relaxed(n.repSource)
+		}
+	}
+}
+
 // subOf returns the sub-topology index of the node named name.
 func (t *Topology) subOf(n *node) int {
 	for i, sub := range t.subs {
@@ -198,49 +294,6 @@ func (t *Topology) subOf(n *node) int {
 	return -1
 }
 
-// Describe prints the sub-topologies with their sources, processors and sinks, in the
-// format of Kafka Streams' TopologyDescription.
-func (t *Topology) Describe() string {
-	var sb strings.Builder
-	sb.WriteString("Topologies:\n")
-	for i, sub := range t.subs {
-		global := globalStoreOf(sub) != nil
-		if global {
-			fmt.Fprintf(&sb, "   Sub-topology: %d for global store (will not generate tasks)\n", i)
-		} else {
-			fmt.Fprintf(&sb, "   Sub-topology: %d\n", i)
-		}
-		for _, n := range sub {
-			switch n.kind {
-			case kindSource:
-				fmt.Fprintf(&sb, "    Source: %s (topics: [%s])\n", n.name, strings.Join(n.topics, ", "))
-			case kindProcessor:
-				fmt.Fprintf(&sb, "    Processor: %s (stores: [%s])\n", n.name, storeNames(n.stores))
-			case kindSink:
-				if n.sinkTopic != "" {
-					fmt.Fprintf(&sb, "    Sink: %s (topic: %s)\n", n.name, n.sinkTopic)
-				} else {
-					fmt.Fprintf(&sb, "    Sink: %s (extractor: %s)\n", n.name, n.describe)
-				}
-			}
-			if len(n.children) > 0 {
-				fmt.Fprintf(&sb, "      --> %s\n", joinNames(n.children))
-			} else if n.kind != kindSink {
-				sb.WriteString("      --> none\n")
-			}
-			if len(n.parents) > 0 {
-				fmt.Fprintf(&sb, "      <-- %s\n", joinNames(n.parents))
-			} else if n.kind != kindSource {
-				sb.WriteString("      <-- none\n")
-			}
-		}
-		if !global { // Kafka Streams ends a global store's entry without a blank line
-			sb.WriteString("\n")
-		}
-	}
-	return sb.String()
-}
-
 // globalStoreOf returns the global store of sub if sub is a global table's sub-topology.
 func globalStoreOf(sub []*node) *storeDef {
 	for _, n := range sub {
@@ -249,17 +302,6 @@ func globalStoreOf(sub []*node) *storeDef {
 		}
 	}
 	return nil
-}
-
-// String is Describe.
-func (t *Topology) String() string { return t.Describe() }
-
-func joinNames(ns []*node) string {
-	names := make([]string, len(ns))
-	for i, n := range ns {
-		names[i] = n.name
-	}
-	return strings.Join(names, ", ")
 }
 
 // compile returns the runtime's view of t.
@@ -348,14 +390,6 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 // internalTopic is the full name of an application-owned topic: Kafka Streams names them
 // "<application.id>-<name>".
 func internalTopic(appID, suffix string) string { return appID + "-" + suffix }
-
-func storeNames(ds []*storeDef) string {
-	names := make([]string, len(ds))
-	for i, d := range ds {
-		names[i] = d.name
-	}
-	return strings.Join(names, ", ")
-}
 
 // genName is a generated operator name, as Kafka Streams makes them: "<KIND>-<10 digits>".
 func genName(kind string, id int) string { return fmt.Sprintf("%s-%010d", kind, id) }

@@ -72,15 +72,18 @@ func ExampleTopology_Describe() {
 	//     Source: KSTREAM-SOURCE-0000000000 (topics: [in])
 	//       --> KSTREAM-KEY-SELECT-0000000001
 	//     Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
-	//       --> by-value-repartition-sink
+	//       --> by-value-repartition-filter
 	//       <-- KSTREAM-SOURCE-0000000000
-	//     Sink: by-value-repartition-sink (topic: by-value-repartition)
+	//     Processor: by-value-repartition-filter (stores: [])
+	//       --> by-value-repartition-sink
 	//       <-- KSTREAM-KEY-SELECT-0000000001
+	//     Sink: by-value-repartition-sink (topic: by-value-repartition)
+	//       <-- by-value-repartition-filter
 	//
-	//    Sub-topology: 1
+	//   Sub-topology: 1
 	//     Source: by-value-repartition-source (topics: [by-value-repartition])
-	//       --> KSTREAM-SINK-0000000004
-	//     Sink: KSTREAM-SINK-0000000004 (topic: out)
+	//       --> KSTREAM-SINK-0000000005
+	//     Sink: KSTREAM-SINK-0000000005 (topic: out)
 	//       <-- by-value-repartition-source
 }
 
@@ -153,14 +156,14 @@ func ExampleGlobalTable() {
 	//     Processor: KTABLE-SOURCE-0000000001 (stores: [users-global])
 	//       --> none
 	//       <-- KSTREAM-SOURCE-0000000000
-	//    Sub-topology: 1
+	//   Sub-topology: 1
 	//     Source: KSTREAM-SOURCE-0000000002 (topics: [orders])
-	//       --> KSTREAM-JOIN-0000000003
-	//     Processor: KSTREAM-JOIN-0000000003 (stores: [])
+	//       --> KSTREAM-LEFTJOIN-0000000003
+	//     Processor: KSTREAM-LEFTJOIN-0000000003 (stores: [])
 	//       --> KSTREAM-SINK-0000000004
 	//       <-- KSTREAM-SOURCE-0000000002
 	//     Sink: KSTREAM-SINK-0000000004 (topic: order-names)
-	//       <-- KSTREAM-JOIN-0000000003
+	//       <-- KSTREAM-LEFTJOIN-0000000003
 }
 
 // Enriching orders with the customer's name: the key mapper takes the customer id from the

@@ -87,7 +87,7 @@ func GlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde
 		}
 	}
 	n := &node{kind: kindProcessor, global: true}
-	b.addNode(n, "", genName("KTABLE-SOURCE", len(b.nodes)), src)
+	b.addNode(n, "", b.newName("KTABLE-SOURCE"), src)
 	b.addStore(d, n)
 	noTask := func(*task) (any, error) {
 		return nil, fmt.Errorf("kstream: internal error: global table %s instantiated in a task", storeName)
@@ -105,7 +105,7 @@ func GlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde
 // even after a key-changing operator. Options: [Named]. It corresponds to Kafka Streams'
 // KStream.join(GlobalKTable, KeyValueMapper, ValueJoinerWithKey).
 func JoinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], keyOf func(key K, v V) KG, joiner func(key K, v V, vg VG) VR, opts ...Option) KStream[K, VR] {
-	return joinGlobal(s, g, "KSTREAM-JOIN", keyOf, func(k K, v V, vg VG, found bool) (VR, bool) {
+	return joinGlobal(s, g, "JoinGlobal", keyOf, func(k K, v V, vg VG, found bool) (VR, bool) {
 		if !found {
 			var zero VR
 			return zero, false
@@ -118,22 +118,22 @@ func JoinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], k
 // global table (or maps to null): the joiner is then called with found false and the zero
 // VG.
 func LeftJoinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], keyOf func(key K, v V) KG, joiner func(key K, v V, vg VG, found bool) VR, opts ...Option) KStream[K, VR] {
-	return joinGlobal(s, g, "KSTREAM-LEFTJOIN", keyOf, func(k K, v V, vg VG, found bool) (VR, bool) {
+	return joinGlobal(s, g, "LeftJoinGlobal", keyOf, func(k K, v V, vg VG, found bool) (VR, bool) {
 		return joiner(k, v, vg, found), true
 	}, opts)
 }
 
-func joinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], prefix string, keyOf func(K, V) KG, join func(K, V, VG, bool) (VR, bool), opts []Option) KStream[K, VR] {
+func joinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], op string, keyOf func(K, V) KG, join func(K, V, VG, bool) (VR, bool), opts []Option) KStream[K, VR] {
 	b := s.b
-	c := b.options(prefix, opts)
+	c := b.options(op, opts)
 	if g.b != b {
-		b.errorf("%s: the stream and the global table come from different builders", prefix)
+		b.errorf("%s: the stream and the global table come from different builders", op)
 		return KStream[K, VR]{b: b, n: s.n}
 	}
-	if c.name == "" {
-		c.name = genName(prefix, len(b.nodes))
-	}
-	n := &node{kind: kindProcessor, globals: []*storeDef{g.d}}
+	// Kafka Streams 4.4 names inner and left global-table joins alike
+	// (KStreamImpl.doGlobalTableJoinWithStreamAndMappedKey uses LEFTJOIN_NAME).
+	c.name = b.nameOr(c, "KSTREAM-LEFTJOIN")
+	n := &node{kind: kindProcessor, globals: []*storeDef{g.d}, relaxedJoin: op == "LeftJoinGlobal"}
 	b.addNode(n, "", c.name, s.n)
 	name := g.d.name
 	n.instantiate = func(t *task) (any, error) {

@@ -10,18 +10,38 @@ import (
 // [Aggregate]). Create one with [KStream.GroupByKey] or [GroupBy].
 type KGroupedStream[K, V any] struct {
 	s KStream[K, V]
+	// name names the repartition topic instead of the store (Kafka Streams' Grouped.as).
+	name string
 }
 
 // GroupByKey groups the stream by its current key. If a key-changing operator ran before,
 // the aggregation first repartitions through "<application.id>-<store name>-repartition",
 // using the stream's serdes (set them with [KStream.WithSerdes]).
+//
+// As in Kafka Streams with topology.optimization=all, the joins and aggregations below one
+// key-changing operator share one repartition topic, named after the first of them: two
+// aggregations of one re-keyed stream, or a count and two joins of it, write each record
+// to the topic once. The topic and its operators are created, when the first of them is
+// defined, right after the key-changing operator, and the filters, peeks and branches
+// between that operator and the aggregation move below the topic (they then see records
+// partitioned by key; a sink among them reads the repartitioned stream too). After a
+// [MapValues] or [FlatMapValues], which Java's optimizer does not look through, each
+// aggregation has a topic of its own.
 func (s KStream[K, V]) GroupByKey() KGroupedStream[K, V] { return KGroupedStream[K, V]{s: s} }
 
 // GroupBy groups the stream by a new key; the aggregation always repartitions. ks is the
-// serde of the new key; the value keeps the stream's value serde.
+// serde of the new key; the value keeps the stream's value serde. [Named] names the
+// key-selecting operator and the repartition topic, "<application.id>-<name>-repartition",
+// as Kafka Streams' Grouped.as does; without it the topic is named after the store of the
+// first aggregation. Options: [Named].
 func GroupBy[K, V, KR any](s KStream[K, V], key func(K, V) KR, ks serde.Serde[KR], opts ...Option) KGroupedStream[KR, V] {
-	rekeyed := SelectKey(s, key, opts...).WithSerdes(ks, s.vs)
-	return KGroupedStream[KR, V]{s: rekeyed}
+	c := s.b.options("GroupBy", opts)
+	var named []Option
+	if c.name != "" {
+		named = append(named, Named(c.name))
+	}
+	rekeyed := SelectKey(s, key, named...).WithSerdes(ks, s.vs)
+	return KGroupedStream[KR, V]{s: rekeyed, name: c.name}
 }
 
 // Count counts the records of each key into the store named name, a table of counts.
@@ -34,7 +54,7 @@ func Count[K, V any](g KGroupedStream[K, V], name string, opts ...StoreOption) K
 // Reduce combines the values of each key with fn (the first value is stored as it is) into
 // the store named name. The value serde is the stream's.
 func Reduce[K, V any](g KGroupedStream[K, V], fn func(acc, v V) V, name string, opts ...StoreOption) KTable[K, V] {
-	return aggregate(g, "KSTREAM-REDUCE", nil, func(_ K, v V, acc V, had bool) V {
+	return aggregate(g, "KSTREAM-REDUCE", "Reduce", nil, func(_ K, v V, acc V, had bool) V {
 		if !had {
 			return v
 		}
@@ -49,26 +69,30 @@ func Reduce[K, V any](g KGroupedStream[K, V], fn func(acc, v V) V, name string, 
 // nil and tombstones are skipped, and each update has the largest timestamp of the records
 // aggregated into the key so far.
 func Aggregate[K, V, VA any](g KGroupedStream[K, V], init func() VA, agg func(key K, value V, acc VA) VA, vs serde.Serde[VA], name string, opts ...StoreOption) KTable[K, VA] {
-	return aggregate(g, "KSTREAM-AGGREGATE", init, func(k K, v V, acc VA, _ bool) VA { return agg(k, v, acc) }, vs, name, opts)
+	return aggregate(g, "KSTREAM-AGGREGATE", "Aggregate", init, func(k K, v V, acc VA, _ bool) VA { return agg(k, v, acc) }, vs, name, opts)
 }
 
-func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix string, init func() VA, agg func(K, V, VA, bool) VA, vs serde.Serde[VA], name string, opts []StoreOption) KTable[K, VA] {
+func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init func() VA, agg func(K, V, VA, bool) VA, vs serde.Serde[VA], name string, opts []StoreOption) KTable[K, VA] {
 	b := g.s.b
 	s := g.s
+	op := fmt.Sprintf("%s %q", opName, name)
+	// Java names the operator, then its repartition (GroupedStreamAggregateBuilder).
+	nodeName := b.newName(prefix)
 	if s.keyChanged {
-		if s.ks == nil || s.vs == nil {
-			b.errorf("%s %q: the stream must be repartitioned, but carries no key or value serde; use WithSerdes: %w", prefix, name, ErrNoSerde)
+		repName := g.name
+		if repName == "" {
+			repName = name
 		}
-		s = s.Repartition(name)
+		s = repartitionForKey(s, repName, false, op)
 	}
 	if s.ks == nil {
-		b.errorf("%s %q: the stream carries no key serde for the store; use WithSerdes: %w", prefix, name, ErrNoSerde)
+		b.errorf("%s: the stream carries no key serde for the store; use WithSerdes: %w", op, ErrNoSerde)
 	}
 	if vs == nil {
-		b.errorf("%s %q: no value serde for the store: %w", prefix, name, ErrNoSerde)
+		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
 	}
 	d := tableStoreDef(name, s.ks, vs, opts)
-	n := b.tableNode(genName(prefix, len(b.nodes)), s.n)
+	n := b.tableNode(nodeName, s.n)
 	b.addStore(d, n)
 	ks := s.ks
 	info := storedInfo()

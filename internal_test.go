@@ -7,25 +7,33 @@ import (
 	"github.com/kstream-go/kstream/serde"
 )
 
-// The hook that key-dependent operators use inserts a repartition topic only after a
-// key-changing operator, and type-preserving operators keep the mark.
-func TestRepartitionIfKeyChanged(t *testing.T) {
+// Key-changing operators mark the stream, type-preserving operators keep the mark, and the
+// hook that key-dependent operators use puts the repartition right after the key-changing
+// operator, moving the filter between them below it (Java's repartition optimization).
+func TestRepartitionForKey(t *testing.T) {
 	b := NewBuilder()
 	s := Stream(b, "in", serde.String(), serde.String())
-	if got := s.repartitionIfKeyChanged("unchanged"); got.n != s.n {
-		t.Fatal("repartitioned a stream whose key did not change")
+	if s.keyChanged {
+		t.Fatal("a source is marked as re-keyed")
 	}
 	mv := MapValues(s.Filter(func(string, string) bool { return true }), func(v string) string { return v })
-	if mv.keyChanged || mv.repartitionIfKeyChanged("still-unchanged").n != mv.n {
+	if mv.keyChanged {
 		t.Fatal("MapValues/Filter marked the key as changed")
 	}
-	rekeyed := SelectKey(s, func(_, v string) string { return v }).Filter(func(string, string) bool { return true }).WithSerdes(serde.String(), nil)
+	sel := SelectKey(s, func(_, v string) string { return v })
+	rekeyed := sel.Filter(func(string, string) bool { return true }).WithSerdes(serde.String(), nil)
 	if !rekeyed.keyChanged {
 		t.Fatal("SelectKey then Filter lost the key-changed mark")
 	}
-	r := rekeyed.repartitionIfKeyChanged("by-value")
-	if r.n == rekeyed.n || r.keyChanged || r.n.kind != kindSource || !r.n.internal {
-		t.Fatal("no repartition source inserted after a key change")
+	r := repartitionForKey(rekeyed, "by-value", false, "test")
+	if r.n != rekeyed.n || r.keyChanged {
+		t.Fatal("the repartitioned stream is not the filter's, partitioned")
+	}
+	if src := r.n.parents[0]; src.kind != kindSource || !src.internal || src.name != "by-value-repartition-source" {
+		t.Fatalf("the filter was not moved below the repartition source: its parent is %s", src.name)
+	}
+	if len(sel.n.children) != 1 || sel.n.children[0].name != "by-value-repartition-filter" {
+		t.Fatalf("SelectKey's children: %s", sel.n.children[0].name)
 	}
 	for _, k := range []KStream[string, string]{
 		Map(s, func(k, v string) (string, string) { return v, k }).WithSerdes(serde.String(), serde.String()),

@@ -14,7 +14,7 @@ func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde
 	src := Stream(b, topic, ks, vs)
 	d := tableStoreDef(storeName, ks, vs, opts)
 	d.sourceTopic = topic
-	n := b.tableNode(genName("KTABLE-SOURCE", len(b.nodes)), src.n)
+	n := b.tableNode(b.newName("KTABLE-SOURCE"), src.n)
 	b.addStore(d, n)
 	return sourceTable(b, n, d, ks, vs)
 }
@@ -25,11 +25,15 @@ func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde
 // dropped, as Kafka Streams' KStreamKTableJoinProcessor drops them. The table may be one
 // without a store of its own (a filtered or mapped table): the lookup reads through to the
 // stores it derives from. s and the table must be co-partitioned (checked at start); if a
-// key-changing operator ran on s, it is first repartitioned through
-// "<application.id>-<store>-join-repartition" (store: the table's store, or the first one it
-// reads through to).
+// key-changing operator ran on s, it is first repartitioned, as Kafka Streams does, through
+// "<application.id>-<name>-repartition", where name is the join's [Named] name or, for an
+// unnamed join, the name of the operator that s comes out of (a generated name such as
+// KSTREAM-KEY-SELECT-0000000003 unless that operator was named). Unnamed joins of one stream
+// share the topic, and so do all the joins and aggregations below one key-changing operator
+// (see [Count]). Options: [Named] (it corresponds to Kafka Streams' Joined.as, which names the
+// join and its repartition topic).
 func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT) VR, opts ...Option) KStream[K, VR] {
-	return joinTable(s, t, "KSTREAM-JOIN", func(k K, v V, vt VT, found bool) (VR, bool) {
+	return joinTable(s, t, "KSTREAM-JOIN", "Join", func(k K, v V, vt VT, found bool) (VR, bool) {
 		if !found {
 			var zero VR
 			return zero, false
@@ -41,20 +45,28 @@ func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K,
 // LeftJoin is [Join] that keeps stream records whose key is not in the table: the joiner is
 // then called with found false and the zero VT.
 func LeftJoin[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT, found bool) VR, opts ...Option) KStream[K, VR] {
-	return joinTable(s, t, "KSTREAM-LEFTJOIN", func(k K, v V, vt VT, found bool) (VR, bool) {
+	return joinTable(s, t, "KSTREAM-LEFTJOIN", "LeftJoin", func(k K, v V, vt VT, found bool) (VR, bool) {
 		return joiner(k, v, vt, found), true
 	}, opts)
 }
 
-func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix string, join func(K, V, VT, bool) (VR, bool), opts []Option) KStream[K, VR] {
+func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op string, join func(K, V, VT, bool) (VR, bool), opts []Option) KStream[K, VR] {
 	b := s.b
-	c := b.options(prefix, opts)
+	c := b.options(op, opts)
 	if t.b != b {
-		b.errorf("%s: the stream and the table come from different builders", prefix)
+		b.errorf("%s: the stream and the table come from different builders", op)
 		return KStream[K, VR]{b: b, n: s.n}
 	}
-	s = s.repartitionIfKeyChanged(t.baseName() + "-join")
+	if s.keyChanged {
+		// KStreamImpl.join: repartitionForJoin(name != null ? name : this.name).
+		repName := c.name
+		if repName == "" {
+			repName = s.n.name
+		}
+		s = repartitionForKey(s, repName, c.name == "", op)
+	}
 	n := b.tableNode(b.nameOr(c, prefix), s.n)
+	n.relaxedJoin = op == "LeftJoin"
 	for _, d := range t.getterStores {
 		b.addStore(d, n)
 	}
@@ -77,8 +89,7 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix string
 			return nil
 		}))
 	}
-	group := append(b.sourceTopicsOf(s.n), b.sourceTopicsOf(t.n)...)
-	b.copart = append(b.copart, group)
+	b.copart = append(b.copart, []*node{s.n, t.n})
 	return KStream[K, VR]{b: b, n: n, ks: s.ks}
 }
 

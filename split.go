@@ -44,7 +44,9 @@ func (s KStream[K, V]) Split(opts ...Option) *Splitter[K, V] {
 }
 
 // Branch adds a branch named name that takes the records matching pred and no earlier
-// branch. The branch's key in the result map is the split's prefix followed by name.
+// branch. The branch's key in the result map is the split's prefix followed by name; its
+// operator is named, as in Kafka Streams, the split's name (the prefix, or a generated
+// KSTREAM-BRANCH- name) followed by name.
 func (sp *Splitter[K, V]) Branch(name string, pred func(K, V) bool) *Splitter[K, V] {
 	if sp.done {
 		sp.s.b.errorf("Split: Branch(%q) after the split was finished", name)
@@ -57,12 +59,10 @@ func (sp *Splitter[K, V]) Branch(name string, pred func(K, V) bool) *Splitter[K,
 
 func (sp *Splitter[K, V]) add(name string) {
 	key := sp.prefix + name
-	nodeName := ""
-	if sp.prefix != "" {
-		nodeName = key
-	}
 	n := &node{kind: kindProcessor}
-	sp.s.b.addNode(n, "BRANCHCHILD", nodeName, sp.n)
+	// BranchedKStreamImpl.createBranch takes a generated name it does not use.
+	sp.s.b.index++
+	sp.s.b.addNode(n, "", sp.n.name+name, sp.n)
 	n.instantiate = func(t *task) (any, error) {
 		ctx, err := childInputs[K, V](t, n)
 		if err != nil {

@@ -2,7 +2,11 @@ package kstream
 
 import (
 	"fmt"
+	"reflect"
+	goruntime "runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
@@ -235,6 +239,7 @@ func Map[K, V, KR, VR any](s KStream[K, V], fn func(K, V) (KR, VR), opts ...Opti
 		})
 	})
 	out.ks, out.vs, out.keyChanged = carry[K, KR](s.ks), carry[V, VR](s.vs), true
+	out.n.keyChanging = true
 	return out
 }
 
@@ -252,6 +257,7 @@ func MapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) VR, opts ...O
 		})
 	})
 	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
+	out.n.valueChanging = true
 	return out
 }
 
@@ -276,6 +282,7 @@ func FlatMap[K, V, KR, VR any](s KStream[K, V], fn func(K, V) []KeyValue[KR, VR]
 		})
 	})
 	out.ks, out.vs, out.keyChanged = carry[K, KR](s.ks), carry[V, VR](s.vs), true
+	out.n.keyChanging = true
 	return out
 }
 
@@ -295,6 +302,7 @@ func FlatMapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, opt
 		})
 	})
 	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
+	out.n.valueChanging = true
 	return out
 }
 
@@ -307,6 +315,7 @@ func SelectKey[K, V, KR any](s KStream[K, V], fn func(K, V) KR, opts ...Option) 
 		})
 	})
 	out.ks, out.vs, out.keyChanged = carry[K, KR](s.ks), s.vs, true
+	out.n.keyChanging = true
 	return out
 }
 
@@ -315,11 +324,18 @@ func SelectKey[K, V, KR any](s KStream[K, V], fn func(K, V) KR, opts ...Option) 
 // operator downstream repartitions first.
 func Process[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], newProcessor func() Processor[KIn, VIn, KOut, VOut], opts ...Option) KStream[KOut, VOut] {
 	c := s.b.options("Process", opts, "WithStores")
-	out := addProcessor(s, "PROCESSOR", c, newProcessor)
+	prefix := "PROCESSOR"
+	if c.name != "" {
+		prefix = "" // KStreamImpl.process takes no generated name when it is given one
+	}
+	out := addProcessor(s, prefix, c, newProcessor)
 	for _, d := range c.stores {
 		s.b.addStore(d, out.n)
 	}
 	out.ks, out.vs, out.keyChanged = carry[KIn, KOut](s.ks), carry[VIn, VOut](s.vs), true
+	// As Kafka Streams does with the fix of KAFKA-19668 (__enable.process.processValue.fix__):
+	// a repartition needed downstream goes after the processor, never before it.
+	out.n.keyChanging, out.n.valueChanging = true, true
 	return out
 }
 
@@ -331,7 +347,7 @@ func (s KStream[K, V]) Merge(other KStream[K, V], opts ...Option) KStream[K, V] 
 		s.b.errorf("Merge: the streams come from different builders")
 		return s
 	}
-	n := &node{kind: kindProcessor}
+	n := &node{kind: kindProcessor, merge: true}
 	s.b.addNode(n, "MERGE", c.name, s.n, other.n)
 	n.instantiate = func(t *task) (any, error) {
 		ctx, err := childInputs[K, V](t, n)
@@ -380,7 +396,8 @@ func (s KStream[K, V]) To(topic string, ks serde.Serde[K], vs serde.Serde[V], op
 // TopicNameExtractor). Writing to a topic that does not exist is a production error.
 func (s KStream[K, V]) ToTopicFunc(topicOf func(Record[K, V]) string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) {
 	c := s.b.options("ToTopicFunc", opts)
-	n := &node{kind: kindSink, describe: "topic function"}
+	// Java prints the extractor's toString (its class); the Go equivalent is the function.
+	n := &node{kind: kindSink, describe: funcName(topicOf)}
 	s.b.addNode(n, "SINK", c.name, s.n)
 	s.sink(n, "ToTopicFunc", ks, vs, topicOf)
 }
@@ -395,7 +412,13 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 	if ks == nil || vs == nil {
 		s.b.errorf("%s (operator %s): the stream carries no key or value serde; pass them or use WithSerdes: %w", op, n.name, ErrNoSerde)
 	}
-	n.instantiate = func(t *task) (any, error) {
+	n.instantiate = sinkInstance(n, func() (serde.Serde[K], serde.Serde[V]) { return ks, vs }, topicOf)
+}
+
+// sinkInstance makes the per-task input of sink n; serdes is read when a task is created.
+func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[V]), topicOf func(Record[K, V]) string) func(t *task) (any, error) {
+	return func(t *task) (any, error) {
+		ks, vs := serdes()
 		return func(r Record[K, V]) {
 			defer t.recoverIn(n)
 			topic := topicOf(r)
@@ -429,38 +452,252 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 
 // Repartition writes the stream to an internal topic "<application.id>-<name>-repartition"
 // and reads it back, so that records are partitioned by their current key. It uses the
-// stream's serdes (see [WithSerdes]). Options: [Named] is not needed (name names it),
-// [NumPartitions].
+// stream's serdes (see [WithSerdes]). As in Kafka Streams, records with a null key are not
+// written (see [Record.HasNullKey]); the operators are a filter "<name>-repartition-filter",
+// a sink "<name>-repartition-sink" and a source "<name>-repartition-source". It corresponds
+// to Kafka Streams' KStream.repartition(Repartitioned.as(name)); unlike the repartitions
+// that aggregations and joins make, it is never shared. Options: [Named] is not needed (name
+// names it), [NumPartitions].
 func (s KStream[K, V]) Repartition(name string, opts ...Option) KStream[K, V] {
 	c := s.b.options("Repartition", opts, "NumPartitions")
 	if name == "" {
 		s.b.errorf("Repartition: a name is required (it names the internal topic)")
-		name = fmt.Sprintf("KSTREAM-REPARTITION-%010d", len(s.b.nodes))
+		name = genName("KSTREAM-REPARTITION", s.b.index)
 	}
-	topic := name + "-repartition"
-	s.b.internal = append(s.b.internal, runtime.InternalTopic{
+	gen := s.b.repartitionNames()
+	rp := newRepartition(s.b, s.n, name, gen, s.ks, s.vs, c.partitions, false)
+	if s.ks == nil || s.vs == nil {
+		s.b.errorf("Repartition(%s) (operator %s): the stream carries no key or value serde; use WithSerdes: %w", name, rp.sink.name, ErrNoSerde)
+	}
+	return KStream[K, V]{b: s.b, n: rp.source, ks: s.ks, vs: s.vs}
+}
+
+// repartition is a repartition topic: a filter that drops null keys, a sink that writes the
+// topic and a source that reads it back, as Kafka Streams' repartition nodes are. Its serdes
+// may be filled in by a later operator that shares it.
+type repartition[K, V any] struct {
+	ks                   serde.Serde[K]
+	vs                   serde.Serde[V]
+	topic                string
+	filter, sink, source *node
+}
+
+// repartitionKeeps is the predicate of the filter before a repartition sink (Kafka Streams'
+// "-repartition-filter" node): a record with a null key cannot be partitioned by key and is
+// dropped, unless a left join downstream takes null keys (KIP-962; Java's
+// rewriteRepartitionNodes), in which case keepNullKeys is true.
+func repartitionKeeps[K, V any](r Record[K, V], keepNullKeys bool) bool {
+	return keepNullKeys || !r.HasNullKey()
+}
+
+// repartitionNames takes the three names that Kafka Streams generates for every repartition
+// it is asked for (sink, filter, source; KStreamImpl.createRepartitionedSource), whether they
+// are used or not, so that later generated names match Java's.
+func (b *Builder) repartitionNames() [3]string {
+	return [3]string{b.newName("KSTREAM-SINK"), b.newName("KSTREAM-FILTER"), b.newName("KSTREAM-SOURCE")}
+}
+
+// generatedName matches the names Kafka Streams generates ("KSTREAM.*-[0-9]{10}"): a
+// repartition named after one has generated operator names too.
+func generatedName(name string) bool {
+	if !strings.HasPrefix(name, "KSTREAM") || len(name) < 11 || name[len(name)-11] != '-' {
+		return false
+	}
+	for _, c := range name[len(name)-10:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// repartitionTopic is the topic of a repartition named after prefix: "<prefix>-repartition",
+// or prefix if it already ends so.
+func repartitionTopic(prefix string) string {
+	if strings.HasSuffix(prefix, "-repartition") {
+		return prefix
+	}
+	return prefix + "-repartition"
+}
+
+// newRepartition adds a repartition of the stream out of parent, named as Kafka Streams
+// names it after prefix: the topic "<prefix>-repartition" (or prefix, if it already ends so)
+// and its operators "<topic>-filter", "<topic>-sink" and "<topic>-source", or the generated
+// names gen when prefix is itself a generated name. first puts the filter before parent's
+// other children and the nodes right after parent in the builder's order, where Java's
+// optimizer writes a merged repartition.
+func newRepartition[K, V any](b *Builder, parent *node, prefix string, gen [3]string, ks serde.Serde[K], vs serde.Serde[V], partitions int32, first bool) *repartition[K, V] {
+	topic := repartitionTopic(prefix)
+	sinkName, filterName, sourceName := topic+"-sink", topic+"-filter", topic+"-source"
+	if generatedName(prefix) {
+		sinkName, filterName, sourceName = gen[0], gen[1], gen[2]
+	}
+	b.internal = append(b.internal, runtime.InternalTopic{
 		Name:       topic,
-		Partitions: c.partitions,
+		Partitions: partitions,
 		// As in Kafka Streams: kept until consumed, then purged by the application.
 		Configs: map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr("-1")},
 	})
-	sink := &node{kind: kindSink, sinkTopic: topic, internal: true}
-	s.b.addNode(sink, "", name+"-repartition-sink", s.n)
-	s.sink(sink, "Repartition("+name+")", nil, nil, func(Record[K, V]) string { return topic })
-	src := &node{kind: kindSource, topics: []string{topic}, internal: true}
-	s.b.addNode(src, "", name+"-repartition-source")
-	src.instantiate = sourceInstance(src, s.ks, s.vs)
-	return KStream[K, V]{b: s.b, n: src, ks: s.ks, vs: s.vs}
+	rp := &repartition[K, V]{ks: ks, vs: vs, topic: topic}
+	rp.filter = &node{kind: kindProcessor}
+	rp.sink = &node{kind: kindSink, sinkTopic: topic, internal: true}
+	rp.source = &node{kind: kindSource, topics: []string{topic}, internal: true}
+	rp.filter.repSource = rp.source
+	at := len(b.nodes)
+	b.addNode(rp.filter, "", filterName, parent)
+	b.addNode(rp.sink, "", sinkName, rp.filter)
+	b.addNode(rp.source, "", sourceName)
+	if first {
+		// Move the filter to the front of parent's children, and the three nodes after
+		// parent in the builder's order.
+		parent.children = append([]*node{rp.filter}, parent.children[:len(parent.children)-1]...)
+		added := slices.Clone(b.nodes[at:])
+		b.nodes = slices.Delete(b.nodes, at, len(b.nodes))
+		b.nodes = slices.Insert(b.nodes, slices.Index(b.nodes, parent)+1, added...)
+	}
+	filter := rp.filter
+	filter.instantiate = func(t *task) (any, error) {
+		ctx, err := childInputs[K, V](t, filter)
+		if err != nil {
+			return nil, err
+		}
+		keep := filter.keepNullKeys
+		return func(r Record[K, V]) {
+			if repartitionKeeps(r, keep) {
+				ctx.Forward(r)
+			}
+		}, nil
+	}
+	rp.sink.instantiate = sinkInstance(rp.sink, func() (serde.Serde[K], serde.Serde[V]) { return rp.ks, rp.vs },
+		func(Record[K, V]) string { return topic })
+	rp.source.instantiate = func(t *task) (any, error) { return sourceInstance(rp.source, rp.ks, rp.vs)(t) }
+	return rp
 }
 
-// repartitionIfKeyChanged is the hook that key-dependent operators (grouping, joins) call:
-// if a key-changing operator ran since the last repartition, it inserts a repartition topic
-// named name; otherwise it returns s.
-func (s KStream[K, V]) repartitionIfKeyChanged(name string) KStream[K, V] {
-	if !s.keyChanged {
-		return s
+// repartitionForKey is called by the operators that need their input partitioned by key
+// (aggregations, stream-table joins, ToTable) when a key-changing operator ran before. It
+// returns s read back from a repartition topic named after prefix, as Kafka Streams with
+// topology.optimization=all does:
+//
+//   - A repartition requested below a key-changing operator (or a merge of re-keyed
+//     streams) with only filters, peeks, branches and merges in between is shared: the first
+//     request creates it, right after that operator, named after the first request's prefix,
+//     and moves the path from the operator to the request below the repartition's source
+//     (Java's mergeRepartitionTopics); every later request below the same operator reuses it.
+//     So two joins and a count of one re-keyed stream use one topic.
+//   - Below a value-changing operator (MapValues, FlatMapValues) Java cannot share, and
+//     neither does kstream: each request has its own topic, except that unnamed
+//     stream-table joins of one stream share theirs (joinShare; Java's repartitionForJoin).
+//
+// op names the operator in error messages.
+func repartitionForKey[K, V any](s KStream[K, V], prefix string, joinShare bool, op string) KStream[K, V] {
+	b := s.b
+	gen := b.repartitionNames()
+	anchor, done := repartitionAnchor(s.n)
+	if done {
+		// An earlier request moved s below a shared repartition: s is partitioned by key.
+		return KStream[K, V]{b: b, n: s.n, ks: s.ks, vs: s.vs}
 	}
-	return s.Repartition(name)
+	if anchor != nil {
+		rp, ok := anchor.shared.(*repartition[K, V])
+		if anchor.shared == nil {
+			// Java's optimizer makes the merged repartition with the first request's
+			// topic as its prefix, so its operators are "<topic>-filter" and so on.
+			rp, ok = newRepartition(b, anchor, repartitionTopic(prefix), gen, s.ks, s.vs, 0, true), true
+			anchor.shared = rp
+			b.sharedChecks = append(b.sharedChecks, func() error {
+				if rp.ks == nil || rp.vs == nil {
+					return fmt.Errorf("kstream: %s (operator %s): the stream must be repartitioned, but carries no key or value serde; use WithSerdes: %w", op, rp.sink.name, ErrNoSerde)
+				}
+				return nil
+			})
+			rp.source.sharedOf = anchor
+		}
+		if ok {
+			if rp.ks == nil {
+				rp.ks = s.ks
+			}
+			if rp.vs == nil {
+				rp.vs = s.vs
+			}
+			if s.n == anchor {
+				return KStream[K, V]{b: b, n: rp.source, ks: s.ks, vs: s.vs}
+			}
+			// Move the anchor's child on the path to s below the repartition's source.
+			c := s.n
+			for c.parents[0] != anchor {
+				c = c.parents[0]
+			}
+			anchor.children = slices.DeleteFunc(anchor.children, func(x *node) bool { return x == c })
+			c.parents[0] = rp.source
+			rp.source.children = append(rp.source.children, c)
+			return KStream[K, V]{b: b, n: s.n, ks: s.ks, vs: s.vs}
+		}
+		// A shared repartition of other types: cannot happen with the DSL; repartition alone.
+	}
+	if joinShare {
+		if prev, ok := b.joinRepartitions[s.n].(KStream[K, V]); ok {
+			return prev
+		}
+	}
+	if s.ks == nil || s.vs == nil {
+		b.errorf("%s: the stream must be repartitioned through %q, but carries no key or value serde; use WithSerdes: %w", op, prefix+"-repartition", ErrNoSerde)
+	}
+	rp := newRepartition(b, s.n, prefix, gen, s.ks, s.vs, 0, false)
+	out := KStream[K, V]{b: b, n: rp.source, ks: s.ks, vs: s.vs}
+	if joinShare {
+		b.joinRepartitions[s.n] = out
+	}
+	return out
+}
+
+// repartitionAnchor finds where a repartition requested on the stream out of n goes when it
+// is shared: the key-changing operator above n, found as Kafka Streams' optimizer finds it
+// (the nearest operator above that changes keys or values must be one that changes keys),
+// or a merge of streams on the way (whose inputs were re-keyed). It returns nil when the
+// repartition cannot be shared, and done when n is already below a shared repartition.
+func repartitionAnchor(n *node) (anchor *node, done bool) {
+	for x := n; ; x = x.parents[0] {
+		switch {
+		case x.sharedOf != nil:
+			return nil, true
+		case x.keyChanging:
+			return x, false
+		case x.valueChanging:
+			return nil, false
+		case x.merge:
+			// Java's getKeyChangingParentNode through a merge, then its merge-node rule
+			// (maybeUpdateKeyChangingRepartitionNodeMap): the repartition follows the merge.
+			kv := findAbove(x, func(y *node) bool { return y.keyChanging || y.valueChanging })
+			if kv != nil && kv == findAbove(x, func(y *node) bool { return y.keyChanging }) {
+				return x, false
+			}
+			return nil, false
+		case len(x.parents) == 0:
+			return nil, false
+		}
+	}
+}
+
+// findAbove is Kafka Streams' findParentNodeMatching started at n's parents: a parent that
+// matches, else (for the last parent searched) a match above it.
+func findAbove(n *node, match func(*node) bool) *node {
+	var found *node
+	for _, p := range n.parents {
+		if match(p) {
+			return p
+		}
+		found = findAbove(p, match)
+	}
+	return found
+}
+
+// funcName is the name of function f, for Describe.
+func funcName(f any) string {
+	if fn := goruntime.FuncForPC(reflect.ValueOf(f).Pointer()); fn != nil {
+		return fn.Name()
+	}
+	return fmt.Sprintf("%T", f)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,6 +2,7 @@ package kstream
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/kstream-go/kstream/serde"
 )
@@ -70,18 +71,6 @@ func derivedInfo(parent *tableInfo) *tableInfo {
 // filtered, mapped or joined table that [Materialized] did not name).
 func (t KTable[K, V]) StoreName() string { return t.store }
 
-// baseName names internal topics made for the table (a stream-table join's repartition):
-// its store, or the first store it reads through to.
-func (t KTable[K, V]) baseName() string {
-	if t.store != "" {
-		return t.store
-	}
-	if len(t.getterStores) > 0 {
-		return t.getterStores[0].name
-	}
-	return t.n.name
-}
-
 // tableNode adds a processor node named name under parents.
 func (b *Builder) tableNode(name string, parents ...*node) *node {
 	n := &node{kind: kindProcessor}
@@ -89,12 +78,13 @@ func (b *Builder) tableNode(name string, parents ...*node) *node {
 	return n
 }
 
-// nameOr returns c's name, or a generated one of kind prefix.
+// nameOr returns c's name, or a generated one of kind prefix. Either way it takes a name
+// from the counter, as Kafka Streams' NamedInternal.orElseGenerateWithPrefix does.
 func (b *Builder) nameOr(c opConfig, prefix string) string {
-	if c.name != "" {
-		return c.name
+	if gen := b.newName(prefix); c.name == "" {
+		return gen
 	}
-	return genName(prefix, len(b.nodes))
+	return c.name
 }
 
 // ToStream returns the stream of the table's updates: one record per change, as Kafka
@@ -331,19 +321,25 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 // record is the new value of its key, kept in the store named storeName (a timestamped
 // store, logged to "<application.id>-<storeName>-changelog" unless opts say otherwise); a
 // record whose value is a Kafka null (see [Record.IsTombstone]) or nil deletes its key, and
-// records whose key serializes to nil are dropped. If a key-changing operator ran before,
-// the stream is first repartitioned through "<application.id>-<storeName>-repartition".
-// The stream must carry its key and value serdes ([KStream.WithSerdes]).
+// records whose key serializes to nil are dropped. The operator is named KSTREAM-TOTABLE-
+// followed by a generated number. If a key-changing operator ran before, the stream is
+// first repartitioned, as Kafka Streams' toTable(Materialized.as(storeName)) does, through
+// "<application.id>-<operator>-repartition" (for example
+// "<application.id>-KSTREAM-TOTABLE-0000000002-repartition"), a topic shared with the other
+// joins and aggregations below the same key-changing operator (see [Count]). The stream must
+// carry its key and value serdes ([KStream.WithSerdes]).
 func (s KStream[K, V]) ToTable(storeName string, opts ...StoreOption) KTable[K, V] {
 	b := s.b
 	if s.ks == nil || s.vs == nil {
 		b.errorf("ToTable %q: the stream carries no key or value serde for the store; use WithSerdes: %w", storeName, ErrNoSerde)
 	}
+	// Java names the operator first, then its repartition (KStreamImpl.toTable).
+	name := b.newName("KSTREAM-TOTABLE")
 	if s.keyChanged && s.ks != nil && s.vs != nil {
-		s = s.Repartition(storeName)
+		s = repartitionForKey(s, name, false, "ToTable "+strconv.Quote(storeName))
 	}
 	d := tableStoreDef(storeName, s.ks, s.vs, opts)
-	n := b.tableNode(genName("KSTREAM-TOTABLE", len(b.nodes)), s.n)
+	n := b.tableNode(name, s.n)
 	b.addStore(d, n)
 	return sourceTable(b, n, d, s.ks, s.vs)
 }

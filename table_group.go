@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
 )
 
@@ -14,6 +15,10 @@ type KGroupedTable[K, V any] struct {
 	n  *node // forwards Record[K, change[V]], the selected old and new rows
 	ks serde.Serde[K]
 	vs serde.Serde[V]
+	// name names the repartition topic, which the aggregations then share (Kafka Streams'
+	// Grouped.as); shared holds it once made.
+	name   string
+	shared *KStream[K, change[V]]
 }
 
 // TableGroupBy regroups t by a new key and value chosen by selector, as Kafka Streams'
@@ -27,7 +32,10 @@ type KGroupedTable[K, V any] struct {
 // The aggregation always repartitions, through "<application.id>-<store name>-repartition";
 // the changes are written there in Kafka Streams' format (see the doc of changeSerde in
 // change.go: the same bytes as Java's ChangedSerializer). ks and vs are the serdes of the
-// new key and value; nil means t's own serde, if the type is unchanged. Options: [Named].
+// new key and value; nil means t's own serde, if the type is unchanged. [Named] names the
+// selecting operator and the repartition topic, "<application.id>-<name>-repartition",
+// which the aggregations of the grouped table then share, as Kafka Streams' Grouped.as
+// does; without it each aggregation has its own topic. Options: [Named].
 func TableGroupBy[K, V, KR, VR any](t KTable[K, V], selector func(K, V) KeyValue[KR, VR], ks serde.Serde[KR], vs serde.Serde[VR], opts ...Option) KGroupedTable[KR, VR] {
 	b := t.b
 	c := b.options("TableGroupBy", opts)
@@ -90,7 +98,11 @@ func TableGroupBy[K, V, KR, VR any](t KTable[K, V], selector func(K, V) KeyValue
 			return nil
 		}))
 	}
-	return KGroupedTable[KR, VR]{b: b, n: n, ks: ks, vs: vs}
+	g := KGroupedTable[KR, VR]{b: b, n: n, ks: ks, vs: vs, name: c.name}
+	if c.name != "" {
+		g.shared = new(KStream[KR, change[VR]])
+	}
+	return g
 }
 
 // TableCount counts the rows of each group into the store named name, as Kafka Streams'
@@ -159,6 +171,23 @@ func TableAggregate[K, V, VA any](g KGroupedTable[K, V], init func() VA, adder, 
 	})
 }
 
+// tableRepartition writes the changes out of parent to topic and reads them back, with a
+// sink and a source but no null-key filter, as Kafka Streams' GroupedTableOperationRepartitionNode.
+func tableRepartition[K, V any](b *Builder, parent *node, topic, sinkName, sourceName string, ks serde.Serde[K], vs serde.Serde[change[V]]) KStream[K, change[V]] {
+	b.internal = append(b.internal, runtime.InternalTopic{
+		Name:    topic,
+		Configs: map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr("-1")},
+	})
+	sink := &node{kind: kindSink, sinkTopic: topic, internal: true}
+	b.addNode(sink, "", sinkName, parent)
+	sink.instantiate = sinkInstance(sink, func() (serde.Serde[K], serde.Serde[change[V]]) { return ks, vs },
+		func(Record[K, change[V]]) string { return topic })
+	src := &node{kind: kindSource, topics: []string{topic}, internal: true}
+	b.addNode(src, "", sourceName)
+	src.instantiate = sourceInstance(src, ks, vs)
+	return KStream[K, change[V]]{b: b, n: src, ks: ks, vs: vs}
+}
+
 // tableAggregate repartitions g's changes through "<name>-repartition" and aggregates them
 // into the store named name with step, which returns the new aggregate (ok false: none, the
 // key is deleted) and its timestamp.
@@ -168,14 +197,27 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 	if vs == nil {
 		b.errorf("%s %q: no value serde for the store: %w", prefix, name, ErrNoSerde)
 	}
+	// Names as KGroupedTableImpl.doAggregate takes them: sink, source, then the operator.
+	sinkName, sourceName := b.newName("KSTREAM-SINK"), b.newName("KSTREAM-SOURCE")
+	nodeName := b.newName(prefix)
 	var changes KStream[K, change[V]]
-	if g.ks != nil && g.vs != nil {
-		changes = KStream[K, change[V]]{b: b, n: g.n, ks: g.ks, vs: changeSerde[V]{g.vs}}.Repartition(name)
-	} else { // reported by TableGroupBy; build on so that every error shows
+	switch {
+	case g.shared != nil && g.shared.n != nil:
+		changes = *g.shared
+	case g.ks != nil && g.vs != nil:
+		topic := name + "-repartition"
+		if g.name != "" {
+			topic = g.name + "-repartition"
+		}
+		changes = tableRepartition(b, g.n, topic, sinkName, sourceName, g.ks, changeSerde[V]{g.vs})
+		if g.shared != nil {
+			*g.shared = changes
+		}
+	default: // reported by TableGroupBy; build on so that every error shows
 		changes = KStream[K, change[V]]{b: b, n: g.n}
 	}
 	d := tableStoreDef(name, g.ks, vs, opts)
-	n := b.tableNode(genName(prefix, len(b.nodes)), changes.n)
+	n := b.tableNode(nodeName, changes.n)
 	b.addStore(d, n)
 	info := storedInfo()
 	n.instantiate = func(t *task) (any, error) {

@@ -57,11 +57,11 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 	}
 	// Names as Java generates them: the merge node first, then this side, then the other.
 	mergeName, thisName, otherName := c.name, c.name+"-join-this", c.name+"-join-other"
-	if c.name == "" {
-		i := len(b.nodes)
-		mergeName, thisName, otherName = genName("KTABLE-MERGE", i), genName("KTABLE-JOINTHIS", i+1), genName("KTABLE-JOINOTHER", i+2)
+	// Each takes a name from the counter, named or not (NamedInternal).
+	if gen := [3]string{b.newName("KTABLE-MERGE"), b.newName("KTABLE-JOINTHIS"), b.newName("KTABLE-JOINOTHER")}; c.name == "" {
+		mergeName, thisName, otherName = gen[0], gen[1], gen[2]
 	}
-	b.copart = append(b.copart, append(b.sourceTopicsOf(l.n), b.sourceTopicsOf(r.n)...))
+	b.copart = append(b.copart, []*node{l.n, r.n})
 	// Left and outer joins need the old values of their outer sides, to tell a delete of a
 	// row from a delete of nothing.
 	if kind != innerJoin {
