@@ -75,6 +75,7 @@ var conformancePending = map[string]string{
 	"table-filter-mapvalues/describe":             "Describe: node order (owner: naming)",
 	"table-filter-sendold/describe":               "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"table-mapvalues-null/describe":               "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
+	"table-join-filter-materialized/describe":     "Describe: node order (owner: naming)",
 	"table-mapvalues-materialized-join/describe":  "Describe: node order (owner: naming)",
 	"table-filter-materialized-reduce/describe":   "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"table-chain-aggregate/describe":              "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
@@ -94,6 +95,7 @@ var conformancePending = map[string]string{
 	"table-join-left/describe":                    "Describe: node order (owner: naming)",
 	"table-join-outer/describe":                   "Describe: node order (owner: naming)",
 	"table-join-derived/describe":                 "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"table-join-null-joiner/describe":             "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java sorts children (-->) by name; node order; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"table-join-self/describe":                    "Describe: Java sorts children (-->) by name; node order (owner: naming)",
 	"table-leftjoin-self-filtered/describe":       "Describe: Java sorts children (-->) by name; node order (owner: naming)",
 	"table-outerjoin-self-mapped/describe":        "Describe: Java sorts children (-->) by name; node order (owner: naming)",
@@ -106,6 +108,7 @@ var conformancePending = map[string]string{
 	"table-join-aggregate/describe":               "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"stream-totable/describe":                     "Describe: ToTable has no Named option, so Go cannot name its processor by-letter as Java's toTable(Named.as(\"by-letter\"), ...) does; no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"stream-totable-unnamed/describe":             "Describe: internal topic KSTREAM-TOTABLE-0000000002-repartition (Go letter-table-repartition); no null-key filter node before the repartition sink; Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
+	"mapvalues-null-totable":                      "ToTable keeps the records read with a null key (as key \"\"): MapValues loses the null-key mark, and ToTable drops only null keys that come straight from a source (Java's toTable drops every null key) (owner: nulls)",
 	"stream-totable-groupby/describe":             "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"stream-totable-join/describe":                "Describe: node order (owner: naming)",
 	"stream-totable-self-join":                    confNullKeyReason,
@@ -345,6 +348,26 @@ var confScenarios = []struct {
 		})
 		confOut(kstream.MapValues(kstream.Count(fm.GroupByKey(), "char-counts").ToStream(), confN))
 	}},
+	{"stream-aggregate-null", func(b *kstream.Builder) {
+		s := confIn(b).Filter(func(k, v string) bool { return k != "" && v != "" })
+		confOutNullable(kstream.Aggregate(s.GroupByKey(), func() *string { return confPtr("^") },
+			func(_, v string, agg *string) *string {
+				if v == "once" {
+					return nil
+				}
+				return confPtr(*agg + confLetter(v))
+			}, serde.Nullable(serde.String()), "agg-null").ToStream())
+	}},
+	{"stream-reduce-null", func(b *kstream.Builder) {
+		s := confIn(b).Filter(func(k, v string) bool { return k != "" && v != "" })
+		p := kstream.MapValues(s, confPtr).WithSerdes(nil, serde.Nullable(serde.String()))
+		confOutNullable(kstream.Reduce(p.GroupByKey(), func(agg, v *string) *string {
+			if *v == "tables" {
+				return nil
+			}
+			return confPtr(*agg + "+" + *v)
+		}, "reduce-null").ToStream())
+	}},
 	{"stream-count-filter", func(b *kstream.Builder) {
 		counts := kstream.Count(kstream.Stream(b, "left", serde.String(), serde.String()).GroupByKey(), "counts")
 		confOut(kstream.TableMapValues(counts, func(n int64) string { return "count " + confN(n) }).ToStream())
@@ -391,6 +414,21 @@ var confScenarios = []struct {
 		confOutNullable(m.ToStream())
 		g := kstream.TableGroupBy(m, func(k string, v *string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(*v), k) }, serde.String(), serde.String())
 		confOut(kstream.MapValues(kstream.TableCount(g, "mn-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+	}},
+	{"table-filter-materialized-tostream", func(b *kstream.Builder) {
+		confOut(confLeft(b).Filter(func(_, v string) bool { return len(v) > 4 }, kstream.Materialized("f-mat", serde.String())).ToStream())
+	}},
+	{"table-mapvalues-materialized-null", func(b *kstream.Builder) {
+		confOutNullable(kstream.TableMapValues(confLeft(b), func(v string) *string {
+			if len(v) > 5 {
+				return nil
+			}
+			return confPtr(v + "?")
+		}, kstream.Materialized("mv-mat", serde.Nullable(serde.String()))).ToStream())
+	}},
+	{"table-join-filter-materialized", func(b *kstream.Builder) {
+		j := kstream.TableLeftJoin(confLeft(b), confRight(b), func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) })
+		confOut(j.Filter(func(_, v string) bool { return len(v) > 7 }, kstream.Materialized("jf", serde.String())).ToStream())
 	}},
 	{"table-mapvalues-materialized-join", func(b *kstream.Builder) {
 		m := kstream.TableMapValues(confLeft(b), strings.ToUpper, kstream.Materialized("upper", serde.String()))
@@ -530,6 +568,17 @@ var confScenarios = []struct {
 			}).
 			Filter(func(_, v string) bool { return !strings.HasPrefix(v, "-") }).ToStream())
 	}},
+	{"table-join-null-joiner", func(b *kstream.Builder) {
+		j := kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) *string {
+			if len(a) == len(c) {
+				return nil
+			}
+			return confPtr(a + "/" + c)
+		})
+		confOutNullable(j.ToStream())
+		g := kstream.TableGroupBy(j, func(k string, v *string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(*v), k) }, serde.String(), serde.String())
+		confOut(kstream.MapValues(kstream.TableCount(g, "nj-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+	}},
 	{"table-join-self", func(b *kstream.Builder) {
 		l := confLeft(b)
 		confOut(kstream.TableJoin(l, l, func(_, a, c string) string { return a + "&" + c }).ToStream())
@@ -607,6 +656,15 @@ var confScenarios = []struct {
 	{"stream-totable-in", func(b *kstream.Builder) { confOut(confIn(b).ToTable("in-table").ToStream()) }},
 	{"stream-totable-unnamed", func(b *kstream.Builder) {
 		confOut(kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).ToTable("letter-table").ToStream())
+	}},
+	{"mapvalues-null-totable", func(b *kstream.Builder) {
+		m := kstream.MapValues(confIn(b), func(v string) *string {
+			if len(v) > 5 {
+				return nil
+			}
+			return confPtr(v + "!")
+		}).WithSerdes(serde.String(), serde.Nullable(serde.String()))
+		confOutNullable(m.ToTable("mn-table").ToStream())
 	}},
 	{"stream-totable-groupby", func(b *kstream.Builder) {
 		g := kstream.TableGroupBy(confIn(b).ToTable("in-t"), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), k) }, nil, nil)

@@ -384,6 +384,20 @@ public final class Main {
                 })
                 .groupByKey().count(Materialized.as("char-counts"))
                 .toStream().mapValues(n -> String.valueOf(n)).to("out"));
+        // stream-aggregate-null: an aggregator returning null (a delete) for "once" (Go: a
+        // nil *string); the next value starts again from the initializer. Null keys and
+        // empty values are filtered out first.
+        add("stream-aggregate-null", b -> in(b).filter((k, v) -> k != null && !nz(v).isEmpty())
+                .groupByKey()
+                .aggregate(() -> "^", (k, v, agg) -> v.equals("once") ? null : agg + letter(v), store("agg-null"))
+                .toStream().to("out"));
+        // stream-reduce-null: a reducer returning null (a delete) when it adds "tables" (Go: a
+        // nil *string); the next value starts the reduction again.
+        add("stream-reduce-null", b -> in(b).filter((k, v) -> k != null && !nz(v).isEmpty())
+                .mapValues(v -> v) // Go: to a *string
+                .groupByKey()
+                .reduce((agg, v) -> v.equals("tables") ? null : agg + "+" + v, store("reduce-null"))
+                .toStream().to("out"));
         // stream-count-filter (topic left as a stream): a count and a filter of the count
         // table, which sees the initial 0 as the old value of a key's first count.
         add("stream-count-filter", b -> {
@@ -441,6 +455,18 @@ public final class Main {
             m.groupBy((k, v) -> KeyValue.pair(letter(v), k)).count(Materialized.as("mn-count"))
                     .toStream().mapValues(n -> "n" + n).to("out");
         });
+        // table-filter-materialized-tostream: a materialized filter as a stream (no operator
+        // downstream asks for old values).
+        add("table-filter-materialized-tostream", b -> left(b).filter((k, v) -> v.length() > 4, store("f-mat"))
+                .toStream().to("out"));
+        // table-mapvalues-materialized-null: a materialized mapValues returning null (a
+        // delete) for long values (Go: a nil *string), as a stream.
+        add("table-mapvalues-materialized-null", b -> left(b).mapValues(v -> v.length() > 5 ? null : v + "?", store("mv-mat"))
+                .toStream().to("out"));
+        // table-join-filter-materialized: a left join filtered into a store, as a stream.
+        add("table-join-filter-materialized", b -> left(b).leftJoin(right(b), (a, c) -> a + "/" + orDash(c))
+                .filter((k, v) -> v.length() > 7, store("jf"))
+                .toStream().to("out"));
         // table-mapvalues-materialized-join: a materialized mapValues joined with right.
         add("table-mapvalues-materialized-join", b -> left(b).mapValues(v -> v.toUpperCase(), store("upper"))
                 .join(right(b), (a, c) -> a + "=" + c).toStream().to("out"));
@@ -554,6 +580,14 @@ public final class Main {
                     .filter((k, v) -> !v.startsWith("-"))
                     .toStream().to("out");
         });
+        // table-join-null-joiner: a join whose joiner returns null (a delete) when both
+        // values have the same length (Go: a nil *string), then regrouped and counted.
+        add("table-join-null-joiner", b -> {
+            KTable<String, String> j = left(b).join(right(b), (a, c) -> a.length() == c.length() ? null : a + "/" + c);
+            j.toStream().to("out");
+            j.groupBy((k, v) -> KeyValue.pair(letter(v), k)).count(Materialized.as("nj-count"))
+                    .toStream().mapValues(n -> "n" + n).to("out");
+        });
         // table-join-self: a table joined with itself.
         add("table-join-self", b -> {
             KTable<String, String> l = left(b);
@@ -624,6 +658,11 @@ public final class Main {
         add("stream-totable-in", b -> in(b).toTable(store("in-table")).toStream().to("out"));
         // stream-totable-unnamed: a re-keyed stream as a table without a processor name.
         add("stream-totable-unnamed", b -> in(b).selectKey((k, v) -> letter(v)).toTable(store("letter-table"))
+                .toStream().to("out"));
+        // mapvalues-null-totable: a stream whose mapValues returns null for long values (Go:
+        // a nil *string) read as a table: those records delete their key.
+        add("mapvalues-null-totable", b -> in(b).mapValues(v -> nz(v).length() > 5 ? null : nz(v) + "!")
+                .toTable(store("mn-table"))
                 .toStream().to("out"));
         // stream-totable-groupby: a stream read as a table, regrouped and aggregated.
         add("stream-totable-groupby", b -> in(b).toTable(store("in-t"))
