@@ -23,7 +23,7 @@ import (
 // a pending entry whose scenario now matches fails the test, so that it is removed here.
 var conformancePending = map[string]string{
 	"stateless":                                   confNullKeyReason,
-	"stateless/describe":                          "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"stateless/describe":                          "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"repartition/describe":                        "Describe: no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"siblings":                                    confNullKeyReason,
 	"siblings/describe":                           "Describe: Java names unnamed branches KSTREAM-BRANCH-n<name> (owner: naming)",
@@ -32,11 +32,11 @@ var conformancePending = map[string]string{
 	"mapvalues-withkey":                           confNullKeyReason,
 	"flatmapvalues":                               confNullKeyReason,
 	"foreach-sibling":                             confNullKeyReason,
-	"foreach-sibling/describe":                    "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"foreach-sibling/describe":                    "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"merge-self":                                  "Merge of a stream with itself forwards each record twice (Java: once); also null keys written as \"\" (owner: nulls)",
 	"merge-self/describe":                         "Describe: Go lists the merge node twice as the source's child and the source twice as its parent (owner: naming)",
 	"merge-three":                                 confNullKeyReason,
-	"merge-three/describe":                        "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"merge-three/describe":                        "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"merge-sources":                               confNullKeyReason,
 	"merge-sources/describe":                      "Describe: node order (owner: naming)",
 	"stream-topics":                               confNullKeyReason,
@@ -67,11 +67,12 @@ var conformancePending = map[string]string{
 	"chain-subtopologies/describe":                "Describe: no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"flatmap-count/describe":                      "Describe: no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"stream-count-filter":                         "a null key of topic left read as a stream is counted under key \"\" (Java drops null keys) (owner: nulls)",
-	"stream-count-filter/describe":                "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"stream-count-filter/describe":                "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"stream-groupby-reduce/describe":              "Describe: no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"stream-join-own-count":                       "a null key is counted under key \"\", and the join then finds that count (Java drops null keys in both) (owner: nulls)",
-	"stream-join-own-count/describe":              "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"stream-join-own-count/describe":              "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"repartition-then-join/describe":              "Describe: no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
+	"stream-join-repartitioned-table/describe":    "Describe: internal topic KSTREAM-KEY-SELECT-0000000001-repartition (Go letter-keys-join-repartition); no null-key filter node before the repartition sink; Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; node order; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"table-filter-mapvalues/describe":             "Describe: node order (owner: naming)",
 	"table-filter-sendold/describe":               "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"table-mapvalues-null/describe":               "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
@@ -94,12 +95,12 @@ var conformancePending = map[string]string{
 	"table-join-inner/describe":                   "Describe: node order (owner: naming)",
 	"table-join-left/describe":                    "Describe: node order (owner: naming)",
 	"table-join-outer/describe":                   "Describe: node order (owner: naming)",
-	"table-join-derived/describe":                 "Describe: Java sorts children (-->) by name; node order (owner: naming)",
-	"table-join-null-joiner/describe":             "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java sorts children (-->) by name; node order; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
-	"table-join-self/describe":                    "Describe: Java sorts children (-->) by name; node order (owner: naming)",
-	"table-leftjoin-self-filtered/describe":       "Describe: Java sorts children (-->) by name; node order (owner: naming)",
-	"table-outerjoin-self-mapped/describe":        "Describe: Java sorts children (-->) by name; node order (owner: naming)",
-	"table-join-of-joins/describe":                "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"table-join-derived/describe":                 "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
+	"table-join-null-joiner/describe":             "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
+	"table-join-self/describe":                    "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
+	"table-leftjoin-self-filtered/describe":       "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
+	"table-outerjoin-self-mapped/describe":        "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
+	"table-join-of-joins/describe":                "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"table-join-groupby-count/describe":           "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"table-leftjoin-groupby-aggregate/describe":   "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"table-outerjoin-filter-mapvalues/describe":   "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
@@ -112,7 +113,7 @@ var conformancePending = map[string]string{
 	"stream-totable-groupby/describe":             "Describe: Java names the repartition sink and source KSTREAM-SINK-n, KSTREAM-SOURCE-n; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"stream-totable-join/describe":                "Describe: node order (owner: naming)",
 	"stream-totable-self-join":                    confNullKeyReason,
-	"stream-totable-self-join/describe":           "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"stream-totable-self-join/describe":           "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"stream-table-join-derived":                   confNullKeyReason,
 	"stream-table-join-derived/describe":          "Describe: node order (owner: naming)",
 	"stream-table-join/describe":                  "Describe: node order (owner: naming)",
@@ -138,9 +139,10 @@ var conformancePending = map[string]string{
 	"global-two-joins-and-table":                  "JoinGlobal and LeftJoinGlobal join stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
 	"global-two-joins-and-table/describe":         "Describe: Java names the global inner join KSTREAM-LEFTJOIN-0000000005 (Go KSTREAM-JOIN-0000000005); Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"process-store":                               confNullKeyReason,
+	"process-shared-store/describe":               "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"process-rekey-count/describe":                "Describe: no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
 	"process-forward-to":                          confNullKeyReason,
-	"process-forward-to/describe":                 "Describe: Java sorts children (-->) by name; node order (owner: naming)",
+	"process-forward-to/describe":                 "Describe: Java orders children (-->) with its NodeComparator (larger sub-tree first, then name), Go by creation; node order (owner: naming)",
 	"process-tombstones":                          confNullKeyReason,
 	"independent-subtopologies":                   confNullKeyReason,
 	"independent-subtopologies/describe":          "Describe: Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
@@ -387,6 +389,18 @@ var confScenarios = []struct {
 	{"repartition-then-join", func(b *kstream.Builder) {
 		s := kstream.SelectKey(confIn(b), confLenKey).Repartition("rj")
 		confOut(kstream.LeftJoin(s, confLeft(b), func(_, v, t string, ok bool) string { return v + "|" + confOrDash(t, ok) }))
+	}},
+
+	{"merge-sources-count", func(b *kstream.Builder) {
+		l := kstream.Stream(b, "left", serde.String(), serde.String())
+		m := confIn(b).Merge(l).Filter(func(k, _ string) bool { return k != "" })
+		confOut(kstream.MapValues(kstream.Count(m.GroupByKey(), "merged-counts").ToStream(), confN))
+	}},
+	{"stream-join-repartitioned-table", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) })
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), k) }, nil, nil)
+		t := kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "letter-keys")
+		confOut(kstream.LeftJoin(s, t, func(_, v, tv string, ok bool) string { return v + "|" + confOrDash(tv, ok) }))
 	}},
 
 	// ==== Tables (topics left and right) ====
@@ -792,6 +806,45 @@ var confScenarios = []struct {
 			})
 		}, kstream.WithStores(kstream.KeyValueStore("proc-store", serde.String(), serde.Int64(), kstream.InMemory())))
 		confOut(p)
+	}},
+	{"process-shared-store", func(b *kstream.Builder) {
+		st := kstream.KeyValueStore("shared-store", serde.String(), serde.Int64(), kstream.InMemory())
+		s := confIn(b)
+		kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				if r.HasNullKey() {
+					return nil
+				}
+				kv, err := kstream.GetKeyValueStore[string, int64](ctx, "shared-store")
+				if err != nil {
+					return err
+				}
+				n, _, err := kv.Get(r.Key)
+				if err != nil {
+					return err
+				}
+				return kv.Put(r.Key, n+1)
+			})
+		}, kstream.WithStores(st))
+		confOut(kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				if r.HasNullKey() {
+					return nil
+				}
+				kv, err := kstream.GetKeyValueStore[string, int64](ctx, "shared-store")
+				if err != nil {
+					return err
+				}
+				n, _, err := kv.Get(r.Key)
+				if err != nil {
+					return err
+				}
+				out := r
+				out.Value = r.Value + "@" + confN(n)
+				ctx.Forward(out)
+				return nil
+			})
+		}, kstream.WithStores(st)))
 	}},
 	{"process-rekey-count", func(b *kstream.Builder) {
 		p := kstream.Process(confIn(b), func() kstream.Processor[string, string, string, string] {

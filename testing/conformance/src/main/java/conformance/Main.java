@@ -427,6 +427,22 @@ public final class Main {
             s.leftJoin(left(b), (v, t) -> nz(v) + "|" + orDash(t)).to("out");
         });
 
+        // merge-sources-count: two source streams merged, then counted without a repartition
+        // (null keys filtered out first).
+        add("merge-sources-count", b -> {
+            KStream<String, String> l = b.stream("left", Consumed.with(STRING, STRING));
+            in(b).merge(l).filter((k, v) -> k != null).groupByKey().count(Materialized.as("merged-counts"))
+                    .toStream().mapValues(n -> String.valueOf(n)).to("out");
+        });
+        // stream-join-repartitioned-table: a re-keyed stream joined with a table that is an
+        // aggregation of a re-keyed table: both sides come through repartition topics.
+        add("stream-join-repartitioned-table", b -> {
+            KStream<String, String> s = in(b).selectKey((k, v) -> letter(v));
+            KTable<String, String> t = left(b).groupBy((k, v) -> KeyValue.pair(letter(v), k))
+                    .reduce((agg, v) -> agg + "+" + v, (agg, v) -> agg + "-" + v, store("letter-keys"));
+            s.leftJoin(t, (v, tv) -> nz(v) + "|" + orDash(tv)).to("out");
+        });
+
         // ==== Tables (topics left and right) ====
 
         // table-source: a source table as a stream of updates.
@@ -779,6 +795,14 @@ public final class Main {
             b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("proc-store"), STRING, Serdes.Long()));
             in(b).process(CountingProcessor::new, "proc-store").to("out");
         });
+        // process-shared-store: two processors connected to one store: the first counts per
+        // key, the second (its sibling, called next) reads the count.
+        add("process-shared-store", b -> {
+            b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("shared-store"), STRING, Serdes.Long()));
+            KStream<String, String> s = in(b);
+            s.process(IncProcessor::new, "shared-store");
+            s.process(ReadProcessor::new, "shared-store").to("out");
+        });
         // process-rekey-count: a processor that re-keys records, then a count (the processor
         // may change keys, so the count repartitions).
         add("process-rekey-count", b -> in(b).process(RekeyProcessor::new)
@@ -842,6 +866,45 @@ public final class Main {
             long next = n == null ? 1 : n + 1;
             store.put(r.key(), next);
             ctx.forward(r.withValue(nz(r.value()) + "#" + next));
+        }
+    }
+
+    /** process-shared-store's first processor: counts per key, forwards nothing. */
+    private static final class IncProcessor implements Processor<String, String, String, String> {
+        private KeyValueStore<String, Long> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> ctx) {
+            this.store = ctx.getStateStore("shared-store");
+        }
+
+        @Override
+        public void process(Record<String, String> r) {
+            if (r.key() == null) {
+                return;
+            }
+            Long n = store.get(r.key());
+            store.put(r.key(), n == null ? 1 : n + 1);
+        }
+    }
+
+    /** process-shared-store's second processor: forwards the count with the value. */
+    private static final class ReadProcessor implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> ctx;
+        private KeyValueStore<String, Long> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> ctx) {
+            this.ctx = ctx;
+            this.store = ctx.getStateStore("shared-store");
+        }
+
+        @Override
+        public void process(Record<String, String> r) {
+            if (r.key() == null) {
+                return;
+            }
+            ctx.forward(r.withValue(nz(r.value()) + "@" + store.get(r.key())));
         }
     }
 
