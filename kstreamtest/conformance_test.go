@@ -1315,7 +1315,7 @@ func TestConformanceWithJava(t *testing.T) {
 					t.Errorf("%s now matches Java's: remove conformancePending[%q] (%s)", what, key, reason)
 				case diff != "" && pend:
 					isPending = true
-					t.Logf("pending (%s): %s differs from Java's:\n%s", reason, what, confFirstLines(diff, 12))
+					t.Logf("pending %q (%s): %s differs from Java's:\n%s", key, reason, what, confFirstLines(diff, 12))
 				case diff != "":
 					bad = true
 					t.Errorf("%s differs from Java's:\n%s", what, diff)
