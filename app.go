@@ -134,10 +134,10 @@ const deadLetterOperator = "dead-letter"
 
 func produceErrorContext(f runtime.ProduceFailure) ErrorContext {
 	ec := ErrorContext{Kind: ProductionError, Operator: f.Operator, SinkTopic: f.Record.Topic, Offset: -1, Err: f.Err,
-		Key: f.Record.Key, Value: f.Record.Value, Headers: fromKgoHeaders(f.Record.Headers)}
+		Key: f.Record.Key, Value: f.Record.Value, Headers: fromKgoHeaders(f.Record.Headers), Timestamp: f.Record.Timestamp}
 	if s := f.Source; s != nil {
 		ec.Topic, ec.Partition, ec.Offset = s.Topic, s.Partition, s.Offset
-		ec.Key, ec.Value, ec.Headers = s.Key, s.Value, fromKgoHeaders(s.Headers)
+		ec.Key, ec.Value, ec.Headers, ec.Timestamp = s.Key, s.Value, fromKgoHeaders(s.Headers), s.Timestamp
 	}
 	return ec
 }

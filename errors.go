@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // ErrorKind says at which step a record failed.
@@ -46,7 +48,10 @@ type ErrorContext struct {
 	// record, the serialized output record).
 	Key, Value []byte
 	Headers    []Header
-	Err        error
+	// Timestamp is the input record's timestamp (for production errors with no input
+	// record, the output record's); dead-letter records carry it, as in Kafka Streams.
+	Timestamp time.Time
+	Err       error
 }
 
 // ErrorHandler decides what happens to a record that failed. It is called from task
@@ -90,13 +95,21 @@ func LogAndContinue() ErrorHandler {
 }
 
 // DeadLetterQueue writes every failed record to topic and goes on. The dead-letter record
-// has the failed record's raw key and value, its original headers, and these headers:
+// is the one Kafka Streams writes (KIP-1034), so that tools written for Java dead-letter
+// topics read it: the failed input record's raw key and value and timestamp, its original
+// headers, then these headers (values in UTF-8):
+//
+//	__streams.errors.exception   the Go type of the error's root cause ("panic(T)" for a panic)
+//	__streams.errors.message     the error text
+//	__streams.errors.stacktrace  the chain of wrapped errors, Java's "Caused by:" style, and
+//	                             for a panic the goroutine's stack
+//	__streams.errors.topic       input topic
+//	__streams.errors.partition   input partition (decimal)
+//	__streams.errors.offset      input offset (decimal; -1 when there is no input record)
+//
+// and kstream's own, under their own prefix:
 //
 //	kstream.error.kind       deserialization, processing or production
-//	kstream.error.message    the error text
-//	kstream.error.topic      input topic
-//	kstream.error.partition  input partition (decimal)
-//	kstream.error.offset     input offset (decimal)
 //	kstream.error.operator   the operator that failed
 //	kstream.error.sink.topic the output topic (production errors only)
 //
@@ -117,13 +130,17 @@ func (d deadLetterQueue) deadLetterTopic() string { return d.topic }
 // the first failure. Custom handlers list theirs in Config.DeadLetterTopics.
 type deadLetterTopicer interface{ deadLetterTopic() string }
 
-// Header keys of dead-letter records.
+// Header keys of dead-letter records: Kafka Streams' (KIP-1034, written in this order after
+// the record's own headers), then kstream's own.
 const (
+	HeaderErrorException  = "__streams.errors.exception"
+	HeaderErrorMessage    = "__streams.errors.message"
+	HeaderErrorStacktrace = "__streams.errors.stacktrace"
+	HeaderErrorTopic      = "__streams.errors.topic"
+	HeaderErrorPartition  = "__streams.errors.partition"
+	HeaderErrorOffset     = "__streams.errors.offset"
+
 	HeaderErrorKind      = "kstream.error.kind"
-	HeaderErrorMessage   = "kstream.error.message"
-	HeaderErrorTopic     = "kstream.error.topic"
-	HeaderErrorPartition = "kstream.error.partition"
-	HeaderErrorOffset    = "kstream.error.offset"
 	HeaderErrorOperator  = "kstream.error.operator"
 	HeaderErrorSinkTopic = "kstream.error.sink.topic"
 )
@@ -163,15 +180,90 @@ func (ec ErrorContext) logAttrs() []any {
 func deadLetterHeaders(ec ErrorContext) []Header {
 	h := append([]Header(nil), ec.Headers...)
 	h = append(h,
-		Header{HeaderErrorKind, []byte(ec.Kind.String())},
+		Header{HeaderErrorException, []byte(errorClass(ec.Err))},
 		Header{HeaderErrorMessage, []byte(ec.Err.Error())},
+		Header{HeaderErrorStacktrace, []byte(errorTrace(ec.Err))},
 		Header{HeaderErrorTopic, []byte(ec.Topic)},
 		Header{HeaderErrorPartition, []byte(strconv.FormatInt(int64(ec.Partition), 10))},
 		Header{HeaderErrorOffset, []byte(strconv.FormatInt(ec.Offset, 10))},
+		Header{HeaderErrorKind, []byte(ec.Kind.String())},
 		Header{HeaderErrorOperator, []byte(ec.Operator)},
 	)
 	if ec.SinkTopic != "" {
 		h = append(h, Header{HeaderErrorSinkTopic, []byte(ec.SinkTopic)})
 	}
 	return h
+}
+
+// panicError is a panic recovered in an operator or a serde, with the goroutine's stack.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+// Unwrap returns the panic value when it is an error (a runtime error, a panic(err)).
+func (p *panicError) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
+}
+
+// rootCause follows err's chain of wrapped errors to its end (the first of joined errors).
+func rootCause(err error) error {
+	for {
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				next = errs[0]
+			}
+		}
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// errorClass is the dead-letter header's stand-in for Java's exception class name: the Go
+// type of err's root cause, or "panic(T)" for a panic with a value of type T.
+func errorClass(err error) string {
+	var p *panicError
+	if errors.As(err, &p) {
+		return fmt.Sprintf("panic(%T)", p.value)
+	}
+	return fmt.Sprintf("%T", rootCause(err))
+}
+
+// errorTrace is the dead-letter header's stand-in for Java's stack trace: err and the chain
+// of errors it wraps, one per line in Java's "Caused by:" style, then the goroutine's
+// stack if err is a recovered panic.
+func errorTrace(err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%T: %s", err, err)
+	for cur := err; ; {
+		var next error
+		switch u := cur.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				next = errs[0]
+			}
+		}
+		if next == nil {
+			break
+		}
+		fmt.Fprintf(&b, "\nCaused by: %T: %s", next, next)
+		cur = next
+	}
+	var p *panicError
+	if errors.As(err, &p) && len(p.stack) > 0 {
+		b.WriteString("\n")
+		b.Write(p.stack)
+	}
+	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -245,6 +246,82 @@ func TestDeserializationDeadLetter(t *testing.T) {
 	if !strings.Contains(h[kstream.HeaderErrorMessage], "want 8") {
 		t.Errorf("error message header %q does not explain the failure", h[kstream.HeaderErrorMessage])
 	}
+	checkJavaDeadLetter(t, d, "trace", baseTime.Add(2*time.Millisecond))
+}
+
+// checkJavaDeadLetter checks a dead-letter record against Kafka Streams' format (KIP-1034):
+// the input record's timestamp, its own headers first (named in own), then Java's six
+// headers in Java's order, then kstream's, each once.
+func checkJavaDeadLetter(t *testing.T, d *kgo.Record, own string, ts time.Time) {
+	t.Helper()
+	if !d.Timestamp.Equal(ts) {
+		t.Errorf("dead-letter timestamp %v, want the input record's %v", d.Timestamp, ts)
+	}
+	var keys []string
+	for _, h := range d.Headers {
+		keys = append(keys, h.Key)
+	}
+	wantKeys := []string{
+		"__streams.errors.exception", "__streams.errors.message", "__streams.errors.stacktrace",
+		"__streams.errors.topic", "__streams.errors.partition", "__streams.errors.offset",
+		kstream.HeaderErrorKind, kstream.HeaderErrorOperator,
+	}
+	if own != "" {
+		wantKeys = append([]string{own}, wantKeys...)
+	}
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("dead-letter header keys\n got %q\nwant %q", keys, wantKeys)
+	}
+	for _, h := range d.Headers {
+		if strings.HasPrefix(h.Key, "__streams.errors.") && len(h.Value) == 0 {
+			t.Errorf("header %s is empty", h.Key)
+		}
+	}
+}
+
+// A processing error that is a panic: the dead letter's exception header names the panic's
+// type, and its stack-trace header holds the goroutine's stack.
+func TestProcessingPanicDeadLetter(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	dlq := kafkatest.CreateTopic(t, "dlq", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.MapValues(kstream.Stream(b, in, serde.String(), serde.String()), func(v string) string {
+		if v == "boom" {
+			var m map[string]int
+			m[v] = 1 // a runtime error: assignment to entry in nil map
+		}
+		return strings.ToUpper(v)
+	}, kstream.Named("shout")).To(out, nil, nil)
+	cfg := testConfig(t)
+	cfg.ProcessingErrorHandler = kstream.DeadLetterQueue(dlq)
+	start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), rec(in, "a", "ok", 1), rec(in, "b", "boom", 2, "trace", "t-2"), rec(in, "c", "fine", 3))
+	check(t, reduce(kafkatest.Consume(t, out, 2, 30*time.Second)), sorted(want("a", "OK", 1, "", 1), want("c", "FINE", 3, "", 1)))
+	dl := kafkatest.Consume(t, dlq, 1, 30*time.Second)
+	d := dl[0]
+	if string(d.Key) != "b" || string(d.Value) != "boom" {
+		t.Fatalf("dead-letter record is not the raw input: key %q value %q", d.Key, d.Value)
+	}
+	checkJavaDeadLetter(t, d, "trace", baseTime.Add(2*time.Millisecond))
+	h := map[string]string{}
+	for _, hd := range d.Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	if got := h[kstream.HeaderErrorException]; got != "panic(runtime.plainError)" && !strings.HasPrefix(got, "panic(runtime.") {
+		t.Errorf("exception header %q, want the panic's runtime error type", got)
+	}
+	if !strings.Contains(h[kstream.HeaderErrorMessage], "nil map") {
+		t.Errorf("message header %q", h[kstream.HeaderErrorMessage])
+	}
+	if st := h[kstream.HeaderErrorStacktrace]; !strings.Contains(st, "goroutine") || !strings.Contains(st, "errors_test.go") {
+		t.Errorf("stack-trace header has no goroutine stack through the operator:\n%s", st)
+	}
+	if h[kstream.HeaderErrorTopic] != in || h[kstream.HeaderErrorPartition] != "0" || h[kstream.HeaderErrorOffset] != "1" ||
+		h[kstream.HeaderErrorKind] != "processing" || h[kstream.HeaderErrorOperator] != "shout" {
+		t.Errorf("headers %v", h)
+	}
 }
 
 // Under the default handler a corrupt record stops the app with an error that names the
@@ -311,6 +388,11 @@ func TestProductionErrorDeadLetter(t *testing.T) {
 	}
 	if bad["value"] != "unserializable" || bad[kstream.HeaderErrorOffset] != "2" || !strings.Contains(bad[kstream.HeaderErrorMessage], "refusing to serialize") {
 		t.Errorf("dead letter for the serialization error: %v", bad)
+	}
+	for _, h := range []map[string]string{lost, bad} {
+		if h[kstream.HeaderErrorException] == "" || !strings.Contains(h[kstream.HeaderErrorStacktrace], h[kstream.HeaderErrorMessage]) || h[kstream.HeaderErrorTopic] != in {
+			t.Errorf("Kafka Streams' dead-letter headers missing: %v", h)
+		}
 	}
 	if err, done := r.wait(100 * time.Millisecond); done {
 		t.Fatalf("app stopped: %v", err)

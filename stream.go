@@ -2,6 +2,7 @@ package kstream
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
@@ -155,7 +156,7 @@ func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) fun
 func deserialize[T any](s serde.Serde[T], b []byte) (v T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in deserializer: %v", p)
+			err = fmt.Errorf("in deserializer: %w", &panicError{p, debug.Stack()})
 		}
 	}()
 	return s.Deserialize(b)
@@ -164,7 +165,7 @@ func deserialize[T any](s serde.Serde[T], b []byte) (v T, err error) {
 func serialize[T any](s serde.Serde[T], v T) (b []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic in serializer: %v", p)
+			err = fmt.Errorf("in serializer: %w", &panicError{p, debug.Stack()})
 		}
 	}()
 	return s.Serialize(v)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/store"
@@ -117,7 +118,7 @@ func (t *task) Close() error {
 // directly.
 func (t *task) recoverIn(n *node) {
 	if v := recover(); v != nil {
-		t.processingError(n, fmt.Errorf("panic: %v", v))
+		t.processingError(n, &panicError{v, debug.Stack()})
 	}
 }
 
@@ -125,7 +126,7 @@ func (t *task) errorContext(kind ErrorKind, n *node, err error) ErrorContext {
 	ec := ErrorContext{Kind: kind, Operator: n.name, Offset: -1, Err: err}
 	if r := t.cur; r != nil {
 		ec.Topic, ec.Partition, ec.Offset = r.Topic, r.Partition, r.Offset
-		ec.Key, ec.Value, ec.Headers = r.Key, r.Value, fromKgoHeaders(r.Headers)
+		ec.Key, ec.Value, ec.Headers, ec.Timestamp = r.Key, r.Value, fromKgoHeaders(r.Headers), r.Timestamp
 	}
 	return ec
 }
@@ -165,7 +166,7 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 }
 
 func deadLetterRecord(topic string, ec ErrorContext) kgo.Record {
-	return kgo.Record{Topic: topic, Key: ec.Key, Value: ec.Value, Headers: toKgoHeaders(deadLetterHeaders(ec))}
+	return kgo.Record{Topic: topic, Key: ec.Key, Value: ec.Value, Timestamp: ec.Timestamp, Headers: toKgoHeaders(deadLetterHeaders(ec))}
 }
 
 func fromKgoHeaders(hs []kgo.RecordHeader) []Header {

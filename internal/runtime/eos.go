@@ -43,6 +43,11 @@ type Stats struct {
 	TransactionalID       string // the producer's transactional id (exactly-once only)
 	RecordsInLastCommit   int64  // input records covered by the last commit
 	ChangelogRecordsTotal int64  // changelog records written, all stores
+	// ProducerFences counts the times the transactional producer was fenced (a transaction
+	// outlived TransactionTimeout, or another producer took the transactional id) and the
+	// instance dropped its tasks and rejoined with a new producer: Kafka Streams' task
+	// migrations.
+	ProducerFences int64
 }
 
 // commitStats accumulates Stats.
@@ -56,6 +61,7 @@ type commitStats struct {
 	n         int
 	lastCount int64
 	changelog atomic.Int64
+	fences    atomic.Int64
 }
 
 func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
@@ -80,7 +86,8 @@ func (r *Runtime) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
-		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: r.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load()}
+		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: r.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
+		ProducerFences: c.fences.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)
 	}
@@ -237,7 +244,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	cancel()
 	if err != nil && !committed {
 		err = r.abortUntilEndedLocked(err)
-		if try == kgo.TryCommit && len(offsets) > 0 && !errors.Is(err, errTxnTooOld) && !errors.Is(err, context.Canceled) && r.fatal() == nil && r.committedOnBroker(offsets) {
+		if try == kgo.TryCommit && len(offsets) > 0 && !errors.Is(err, errTxnTooOld) && !errors.Is(err, context.Canceled) && !fencedProducer(err) && r.fatal() == nil && r.committedOnBroker(offsets) {
 			// The commit's outcome was unknown to the client (its EndTxn timed out or the
 			// connection broke), but the broker has its offsets: it committed. Carry on as
 			// committed, or the records would be processed (and output) twice.
@@ -408,6 +415,10 @@ func (r *Runtime) abortUntilEndedLocked(cause error) error {
 	backoff := 100 * time.Millisecond
 	began := time.Now()
 	for attempt := 1; ; attempt++ {
+		if fencedProducer(cause) {
+			r.onFenced(cause)
+			return fencedErr(r.txnID, r.cfg.TransactionTimeout, cause)
+		}
 		if fencedError(cause) {
 			err := fencedErr(r.txnID, r.cfg.TransactionTimeout, cause)
 			r.fail(err)
@@ -423,7 +434,7 @@ func (r *Runtime) abortUntilEndedLocked(cause error) error {
 			return cause
 		}
 		cause = err
-		if r.restoreCtx.Err() != nil || r.closing.Load() {
+		if r.restoreCtx.Err() != nil || r.closing.Load() || r.migrating.Load() {
 			return err
 		}
 		if r.cfg.GiveUpAfter > 0 && time.Since(began) > r.cfg.GiveUpAfter {

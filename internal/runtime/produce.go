@@ -45,8 +45,9 @@ func recordError(err error) bool {
 		errors.Is(err, kerr.TopicAuthorizationFailed)
 }
 
-// fencedError reports whether err means that another producer with this transactional id
-// took over: this instance must stop.
+// fencedError reports whether err means that the transactional producer cannot go on:
+// fenced (see fencedProducer, which is handled as a task migration), or not allowed to
+// use its transactional id (fatal).
 func fencedError(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
@@ -159,6 +160,11 @@ func (r *Runtime) failedInTxn(f ProduceFailure) {
 // left to put the record.
 func (r *Runtime) onDeadLetterProduced(dl *kgo.Record, err error) {
 	if err == nil {
+		return
+	}
+	if r.sess != nil && fencedProducer(err) {
+		r.txnFailed.Store(true)
+		r.onFenced(err)
 		return
 	}
 	if r.sess != nil && !recordError(err) && !fencedError(err) {

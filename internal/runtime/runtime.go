@@ -83,6 +83,8 @@ type Runtime struct {
 	txnBegan  time.Time // when the open transaction began
 	revoked   bool      // partitions were revoked or lost since the session's last End
 	txnFailed atomic.Bool
+	fence     fenceState  // a fenced producer being handled (fence.go)
+	migrating atomic.Bool // the session is being replaced after a fence
 	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
 	stats     commitStats
 
@@ -279,6 +281,14 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.watchTopics(runCtx)
 
 	loopErr := r.loop(runCtx)
+	// A fenced producer is a task migration (fence.go): rejoin with a new session.
+	for loopErr == nil && r.fatal() == nil && runCtx.Err() == nil && r.fencedCause() != nil {
+		if err := r.rejoinAfterFence(runCtx); err != nil {
+			r.fail(err)
+			break
+		}
+		loopErr = r.loop(runCtx)
+	}
 	r.shutdown(loopErr)
 	if ferr := r.fatal(); ferr != nil {
 		r.setState(StateError)
@@ -444,7 +454,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 				errs++
 			}
 		})
-		if r.fatal() != nil {
+		if r.fatal() != nil || r.fencedCause() != nil {
 			r.consumer.AllowRebalance()
 			return nil
 		}
@@ -466,7 +476,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 
 		r.mu.Lock()
 		r.processLocked(fetches)
-		if r.fatal() == nil && (time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)) {
+		if r.fatal() == nil && r.fencedCause() == nil && (time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)) {
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 			if err := r.commitLocked(cctx); err != nil {
 				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
@@ -482,7 +492,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			r.allowRebalance()
 			r.afterRebalance(ctx)
 		}
-		if r.fatal() != nil {
+		if r.fatal() != nil || r.fencedCause() != nil {
 			return nil
 		}
 	}
@@ -905,8 +915,9 @@ func (r *Runtime) startTask(t *taskRun) {
 	t.task, t.stores = task, ls
 	parts := t.partitionMap()
 	r.maybeRunningLocked()
+	cl := r.consumer // replaced under mu after a fence (fence.go)
 	r.mu.Unlock()
-	r.consumer.ResumeFetchPartitions(parts)
+	cl.ResumeFetchPartitions(parts)
 	r.log.Info("kstream: task restored and running", "task", t.id.String())
 }
 
@@ -937,7 +948,7 @@ func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.fatal() == nil {
+	if r.fatal() == nil && r.fencedCause() == nil && !r.migrating.Load() {
 		cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 		if err := r.commitLocked(cctx); err != nil {
 			r.log.Warn("kstream: commit before revocation failed; the new owner will reprocess", "app", r.cfg.ApplicationID, "err", err)
@@ -1036,7 +1047,7 @@ func (r *Runtime) shutdown(loopErr error) {
 	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 	defer cancel()
 	r.mu.Lock()
-	if r.fatal() == nil && loopErr == nil {
+	if r.fatal() == nil && loopErr == nil && r.fencedCause() == nil {
 		if err := r.commitLocked(ctx); err != nil {
 			r.log.Warn("kstream: final commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
 		}
@@ -1059,24 +1070,9 @@ func (r *Runtime) shutdown(loopErr error) {
 	r.dropLocked(all)
 	r.mu.Unlock()
 	r.standby.close()
-	// Nothing is processed any more: let a waiting rebalance (and leaving) through.
-	r.allowRebalance()
-	// Leave the group now so the remaining members take over at once.
-	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
-		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)
-	}
-	// Closing waits for a group join in flight, which kgo does not cancel: bound the wait
-	// by the close timeout, as Kafka Streams' close(timeout) does.
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		r.consumer.CloseAllowingRebalance()
-	}()
-	select {
-	case <-closed:
-	case <-ctx.Done():
-		r.log.Warn("kstream: the consumer did not close within the close timeout (a group join is in flight); it finishes closing in the background", "app", r.cfg.ApplicationID)
-	}
+	// Nothing is processed any more: let a waiting rebalance (and leaving) through, leave
+	// the group now so the remaining members take over at once, and close.
+	r.leaveAndClose(ctx)
 	if r.fatal() == nil && r.sess == nil {
 		if err := r.flush(ctx); err != nil {
 			r.log.Warn("kstream: flushing at shutdown", "err", err)
@@ -1116,6 +1112,8 @@ func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 		// processed again from the committed offsets.
 		r.txnFailed.Store(true)
 		switch {
+		case fencedProducer(err):
+			r.onFenced(err)
 		case fencedError(err):
 			r.fail(fencedErr(r.txnID, r.cfg.TransactionTimeout, err))
 		case recordError(err):

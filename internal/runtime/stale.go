@@ -198,9 +198,9 @@ func (r *Runtime) checkLocal(ctx context.Context, db store.DB, spec StoreSpec, p
 	// them say so. Restoring only to the last stable offset would lose them, so restoration
 	// goes on to the high watermark, waiting for the open transaction to end. A table's
 	// source topic may have other writers: it is restored to its last stable offset.
-	//
-	// Not done yet: the in-process broker never times such a transaction out, and an
-	// instance on a fresh state directory cannot fence it, so the restore would wait
-	// forever. Restoration ends at the last stable offset until that is solved.
-	return localCheck{from: cp, end: offs.lso}, nil
+	end := offs.lso
+	if !spec.SourceTopic && offs.hwm > end {
+		end = offs.hwm
+	}
+	return localCheck{from: cp, end: end}, nil
 }

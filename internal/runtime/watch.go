@@ -146,7 +146,10 @@ func (w *topicWatch) check(ctx context.Context) error {
 		}
 		r.log.Warn("kstream: the partition count of a source topic changed; the stateless sub-topology reading it goes on with the new partitions", "topic", t, "from", was, "to", n, "sub_topology", sub)
 		w.counts[t] = n
-		r.consumer.ForceMetadataRefresh()
+		r.mu.Lock()
+		cl := r.consumer // replaced under mu after a fence (fence.go)
+		r.mu.Unlock()
+		cl.ForceMetadataRefresh()
 	}
 	return nil
 }

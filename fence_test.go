@@ -1,0 +1,117 @@
+package kstream_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A fenced producer under exactly-once is a task migration, not the end of the instance:
+// another producer takes the transactional id three times while the counting pipeline runs
+// (as after a transaction the broker aborted for its timeout); each time the instance drops
+// its tasks, rejoins with a new producer and goes on from the committed offsets. The counts
+// stay exactly 1..n per key and Run never returns.
+func TestExactlyOnceFencedProducerRejoins(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 3, nil)
+	out := kafkatest.CreateTopic(t, "out", 3, nil)
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	app := newApp(t, countTopology(in, out), cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	kafkatest.Eventually(t, 60*time.Second, "RUNNING", func() bool { return app.State() == kstream.StateRunning })
+	var mu sync.Mutex
+	want := map[string]int64{}
+	done := make(chan struct{})
+	go func() { defer close(done); feed(t, in, 15000, 300, 250*time.Millisecond, 7, &mu, want) }()
+
+	txnID := app.Stats().TransactionalID
+	const fences = 3
+	for i := range fences {
+		time.Sleep(2 * time.Second)
+		// A producer that initializes the same transactional id bumps its epoch: the
+		// instance's producer is fenced at its next request.
+		cl := kafkatest.Client(t, kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, _, err := cl.ProducerID(ctx); err != nil {
+			t.Fatalf("fence %d: initializing the transactional id %s: %v", i, txnID, err)
+		}
+		cancel()
+		cl.Close()
+		want := int64(i + 1)
+		kafkatest.Eventually(t, 60*time.Second, "the instance handles the fence", func() bool { return app.Stats().ProducerFences >= want })
+	}
+	<-done
+	mu.Lock()
+	kafkatest.Eventually(t, 120*time.Second, "every count", func() bool { return outputs.reached(want) })
+	mu.Unlock()
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.checkExact(t, want)
+	st := app.Stats()
+	t.Logf("fences handled: %d; stats %+v", st.ProducerFences, st)
+	if st.ProducerFences < fences {
+		t.Fatalf("ProducerFences = %d, want at least %d", st.ProducerFences, fences)
+	}
+}
+
+// A processor that stalls longer than the transaction timeout in the middle of a
+// transaction (a slow task, a machine under load): the broker aborts the transaction, and
+// the instance either aborts it itself or is fenced and rejoins. Either way it goes on, and
+// the counts stay exactly 1..n per key.
+func TestExactlyOnceTransactionOutlivesTimeout(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 3, nil)
+	out := kafkatest.CreateTopic(t, "out", 3, nil)
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	cfg.TransactionTimeout = 2 * time.Second
+	var stalls atomic.Int64
+	var stallArmed atomic.Bool
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, in, serde.String(), serde.String()).Peek(func(k, _ string) {
+		// Twice, on the first record of key k00001 that arrives after the first counts.
+		if k == "k00001" && stalls.Load() < 2 && stallArmed.Load() {
+			stalls.Add(1)
+			time.Sleep(5 * time.Second)
+		}
+	})
+	kstream.Count(s.GroupByKey(), "counts").ToStream().To(out, nil, nil)
+	app := newApp(t, b, cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	kafkatest.Eventually(t, 60*time.Second, "RUNNING", func() bool { return app.State() == kstream.StateRunning })
+	var mu sync.Mutex
+	want := map[string]int64{}
+	done := make(chan struct{})
+	go func() { defer close(done); feed(t, in, 10000, 50, 250*time.Millisecond, 9, &mu, want) }()
+	time.Sleep(2 * time.Second)
+	stallArmed.Store(true)
+	<-done
+	mu.Lock()
+	kafkatest.Eventually(t, 120*time.Second, "every count", func() bool { return outputs.reached(want) })
+	mu.Unlock()
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.checkExact(t, want)
+	st := app.Stats()
+	t.Logf("stalls: %d; stats %+v", stalls.Load(), st)
+	if stalls.Load() == 0 {
+		t.Fatal("the processor never stalled")
+	}
+	if st.TransactionsAborted+st.ProducerFences == 0 {
+		t.Fatal("a transaction outlived its timeout, but none aborted and the producer was never fenced")
+	}
+}

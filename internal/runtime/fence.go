@@ -1,0 +1,156 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A fenced producer under exactly-once is a task migration, as in Kafka Streams
+// (ProducerFencedException becomes TaskMigratedException there): the broker bumped the
+// producer's epoch, either because a transaction outlived TransactionTimeout (a slow
+// poll, a stalled broker, a machine under load) or because another producer initialized
+// the same transactional id. The open transaction is gone; nothing of it reached a store
+// (its writes wait in the pending batches). kgo cannot go on with a fenced producer under
+// transaction version 2, so the instance drops its tasks, leaves the group, creates a new
+// transactional session (whose InitProducerID takes the id back) and rejoins; the tasks
+// restart from the committed offsets and their stores' checkpoints.
+//
+// Two instances on copies of one state directory would fence each other for ever: after
+// maxFences fences within fenceWindow, the fence is fatal, with a message that says so.
+const (
+	maxFences   = 5
+	fenceWindow = 5 * time.Minute
+)
+
+// fenceState records fences: the cause of the one being handled, and recent times.
+type fenceState struct {
+	mu     sync.Mutex
+	cause  error
+	recent []time.Time
+}
+
+// fencedProducer reports whether err means that the producer's epoch is gone: fenced by
+// another producer with the same transactional id, or by the broker aborting a
+// transaction that timed out (INVALID_PRODUCER_EPOCH, which kgo cannot recover from under
+// transaction version 2).
+func fencedProducer(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+}
+
+// onFenced starts a task migration: the loop stops at its next turn and Run rejoins with a
+// new session (see rejoinAfterFence). Only the first cause is kept until then.
+func (r *Runtime) onFenced(err error) {
+	r.fence.mu.Lock()
+	defer r.fence.mu.Unlock()
+	if r.fence.cause != nil {
+		return
+	}
+	r.fence.cause = err
+	r.log.Warn("kstream: the transactional producer was fenced; dropping the tasks and rejoining the group with a new producer (processing goes on from the committed offsets)",
+		"app", r.cfg.ApplicationID, "transactional_id", r.txnID, "transaction_timeout", r.cfg.TransactionTimeout, "err", err)
+}
+
+// fencedCause returns the fence being handled, or nil.
+func (r *Runtime) fencedCause() error {
+	r.fence.mu.Lock()
+	defer r.fence.mu.Unlock()
+	return r.fence.cause
+}
+
+// rejoinAfterFence tears the fenced session down and opens a new one. It returns an error
+// (fatal) when fences come too often to be weather, or when the new session cannot be made.
+func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
+	r.fence.mu.Lock()
+	cause := r.fence.cause
+	now := time.Now()
+	kept := r.fence.recent[:0]
+	for _, at := range r.fence.recent {
+		if now.Sub(at) < fenceWindow {
+			kept = append(kept, at)
+		}
+	}
+	r.fence.recent = append(kept, now)
+	n := len(r.fence.recent)
+	r.fence.mu.Unlock()
+	r.stats.fences.Add(1)
+	if n > maxFences {
+		return fmt.Errorf("%w (fenced %d times within %s: another instance probably runs with a copy of this state directory)", fencedErr(r.txnID, r.cfg.TransactionTimeout, cause), n, fenceWindow)
+	}
+	if r.cfg.GiveUpAfter > 0 && n > 1 && now.Sub(r.fence.recent[0]) > r.cfg.GiveUpAfter {
+		return fmt.Errorf("kstream: gave up after %s of fences (Config.GiveUpAfter): %w", r.cfg.GiveUpAfter, fencedErr(r.txnID, r.cfg.TransactionTimeout, cause))
+	}
+	r.setState(StateRebalancing)
+
+	r.migrating.Store(true)
+	cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+	r.mu.Lock()
+	if r.inTxn {
+		// The transaction is gone with the epoch; an abort may still be needed by kgo
+		// to let go of its records. Its outcome does not matter.
+		actx, acancel := context.WithTimeout(cctx, 2*time.Second)
+		_, _ = r.endTxnLocked(actx, kgo.TryAbort)
+		acancel()
+	}
+	r.inTxn = false
+	r.txnFailed.Store(false)
+	r.abortedLocked()
+	all := map[string][]int32{}
+	for tp := range r.parts {
+		all[tp.topic] = append(all[tp.topic], tp.partition)
+	}
+	r.dropLocked(all)
+	r.revoked = false
+	r.mu.Unlock()
+	r.leaveAndClose(cctx)
+	cancel()
+
+	// The old client is closed; goroutines that still read r.consumer (under mu) find it
+	// closed until the new one replaces it, which creating it under mu does at once.
+	r.mu.Lock()
+	r.endMu.Lock()
+	r.ending, r.blocked, r.deferred = false, false, nil
+	r.endMu.Unlock()
+	r.sessionLost.Store(0)
+	err := r.openConsumer()
+	r.mu.Unlock()
+	r.fence.mu.Lock()
+	r.fence.cause = nil
+	r.fence.mu.Unlock()
+	r.migrating.Store(false)
+	if err != nil {
+		return err
+	}
+	if err := r.fencePrevious(ctx); err != nil {
+		return err
+	}
+	r.log.Info("kstream: rejoining the group with a new transactional producer", "app", r.cfg.ApplicationID, "transactional_id", r.txnID, "fences_recently", n)
+	return nil
+}
+
+// leaveAndClose lets a waiting rebalance through, leaves the group so that the other
+// members take over at once, and closes the consumer, waiting at most until ctx ends.
+func (r *Runtime) leaveAndClose(ctx context.Context) {
+	r.allowRebalance()
+	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
+		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)
+	}
+	// Closing waits for a group join in flight, which kgo does not cancel: bound the wait
+	// by the close timeout, as Kafka Streams' close(timeout) does.
+	closed := make(chan struct{})
+	cl := r.consumer
+	go func() {
+		defer close(closed)
+		cl.CloseAllowingRebalance()
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		r.log.Warn("kstream: the consumer did not close within the close timeout (a group join is in flight); it finishes closing in the background", "app", r.cfg.ApplicationID)
+	}
+}
