@@ -60,7 +60,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * with the same store, operator and topic names; keep the two in step. Every scenario gets the
  * same input ({@link #input()}): the records of the topics {@code in}, {@code left},
  * {@code right} and {@code global} that its topology reads, in one fixed order. Caching is
- * disabled, so every table update is emitted.
+ * disabled, so every table update is emitted, and topologies are built with
+ * {@code topology.optimization=all}.
  *
  * <p>Kafka nulls reach the lambdas here (a null key or value of {@code in}); kstream's lambdas
  * over strings see "" instead. So that both sides compute the same thing, the lambdas here
@@ -93,7 +94,7 @@ public final class Main {
         for (Map.Entry<String, Consumer<StreamsBuilder>> e : SCENARIOS.entrySet()) {
             StreamsBuilder builder = new StreamsBuilder();
             e.getValue().accept(builder);
-            Topology topology = builder.build();
+            Topology topology = builder.build(props()); // with its optimizations
             String describe = topology.describe().toString();
             List<String> lines;
             try {
@@ -1055,6 +1056,9 @@ public final class Main {
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L); // every update is emitted
+        // kstream builds what Java builds with every optimization: a source table's topic is
+        // its changelog, and the repartition topics of one re-keyed stream are merged.
+        props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
         return props;
     }
 
