@@ -15,115 +15,804 @@ import (
 	"github.com/kstream-go/kstream/serde"
 )
 
-// The scenarios of the conformance test, mirrored one for one in
-// testing/conformance/src/main/java/conformance/Main.java, whose output through Java's
-// TopologyTestDriver is in testdata/conformance/<name>.txt (see the README there).
+// conformancePending lists the known differences from Java, each with its reason and owner
+// (nulls: null-key and null-value rules; naming: Describe and internal topic names; lead:
+// anything else). A key is a scenario name for its output (run with 1 and with 4
+// partitions), "<name>/p4" for its output with 4 partitions only, or "<name>/describe" for
+// its Describe text. A pending difference is logged (the first differing lines), not failed;
+// a pending entry whose scenario now matches fails the test, so that it is removed here.
+var conformancePending = map[string]string{
+	"stateless":                   confNullKeyReason,
+	"siblings":                    confNullKeyReason,
+	"filter-tombstones":           confNullKeyReason,
+	"filternot-peek":              confNullKeyReason,
+	"mapvalues-withkey":           confNullKeyReason,
+	"flatmapvalues":               confNullKeyReason,
+	"foreach-sibling":             confNullKeyReason,
+	"merge-self":                  "Merge of a stream with itself forwards each record twice (Java: once); also null keys written as \"\" (owner: nulls)",
+	"merge-three":                 confNullKeyReason,
+	"merge-sources":               confNullKeyReason,
+	"stream-topics":               confNullKeyReason,
+	"split-keys-values":           confNullKeyReason,
+	"split-unnamed":               confNullKeyReason,
+	"to-topic-func":               confNullKeyReason,
+	"to-topic-func/describe":      "Describe: Java prints (extractor class: <toString>) (owner: naming)",
+	"mapvalues-to-null":           confNullKeyReason,
+	"named-operators":             confNullKeyReason,
+	"through-topic":               confNullKeyReason,
+	"merge-with-repartitioned":    confNullKeyReason,
+	"stream-count":                "a null key read with serde.String() is counted under key \"\" (Java drops null keys) (owner: nulls)",
+	"stream-reduce":               "a null key read with serde.String() is reduced under key \"\" (Java drops null keys) (owner: nulls)",
+	"stream-aggregate":            "a null key read with serde.String() is aggregated under key \"\" (Java drops null keys) (owner: nulls)",
+	"stream-count-filter":         "a null key of topic left read as a stream is counted under key \"\" (Java drops null keys) (owner: nulls)",
+	"stream-join-own-count":       "a null key is counted under key \"\", and the join then finds that count (Java drops null keys in both) (owner: nulls)",
+	"table-reduce-null-adder":     "TableReduce: an adder returning nil emits the delete but keeps the old row, so the next add starts from it, with the old timestamp (owner: nulls)",
+	"stream-totable/describe":     "Describe: ToTable has no Named option, so Go cannot name its processor by-letter as Java's toTable(Named.as(\"by-letter\"), ...) does; no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
+	"mapvalues-null-totable":      "ToTable keeps the records read with a null key (as key \"\"): MapValues loses the null-key mark, and ToTable drops only null keys that come straight from a source (Java's toTable drops every null key) (owner: nulls)",
+	"stream-totable-self-join":    confNullKeyReason,
+	"stream-table-join-derived":   confNullKeyReason,
+	"stream-table-leftjoin":       confNullKeyReason,
+	"stream-join-joined-table":    confNullKeyReason,
+	"global-join":                 "JoinGlobal joins stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
+	"global-leftjoin":             "LeftJoinGlobal joins stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
+	"global-leftjoin-missing-key": "LeftJoinGlobal joins stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
+	"global-join-rekeyed":         "JoinGlobal joins stream records with a null value (Java drops them), so they are counted (owner: nulls)",
+	"global-two-joins-and-table":  "JoinGlobal and LeftJoinGlobal join stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
+	"process-store":               confNullKeyReason,
+	"process-forward-to":          confNullKeyReason,
+	"process-tombstones":          confNullKeyReason,
+	"independent-subtopologies":   confNullKeyReason,
+}
+
+// The scenarios of the conformance test, mirrored one for one (same order, same names of
+// stores, operators and topics) in testing/conformance/src/main/java/conformance/Main.java,
+// whose output and Describe text through Java's TopologyTestDriver are in
+// testdata/conformance/<name>.txt and <name>.describe.txt (see the README there). Every
+// scenario reads the topics of confInput that its topology reads and writes topic "out".
+//
+// Java's lambdas see a Kafka null where these see "" (a string cannot be nil), so Main.java
+// maps null to "" in its lambdas; a nil *string here is a null there.
 var confScenarios = []struct {
 	name  string
-	build func(s kstream.KStream[string, string])
+	build func(b *kstream.Builder)
 }{
-	{"stateless", func(s kstream.KStream[string, string]) { confStateless(s, "out", false) }},
-	{"repartition", func(s kstream.KStream[string, string]) { confStateless(s, "out", true) }},
-	{"siblings", func(s kstream.KStream[string, string]) {
+	// ==== Stateless stream operators (topic in: null keys, null values, "" values) ====
+
+	{"stateless", func(b *kstream.Builder) { confStateless(confIn(b), "out", false) }},
+	{"repartition", func(b *kstream.Builder) { confStateless(confIn(b), "out", true) }},
+	{"siblings", func(b *kstream.Builder) {
+		s := confIn(b)
 		s.Filter(func(string, string) bool { return false }).To("out", nil, nil)
 		s.Split().Branch("never", func(string, string) bool { return false }).NoDefaultBranch()["never"].To("out", nil, nil)
-		kstream.MapValues(s, strings.ToUpper).To("out", serde.String(), serde.String())
+		confOut(kstream.MapValues(s, strings.ToUpper))
 	}},
-	{"flatmap-selectkey", func(s kstream.KStream[string, string]) {
-		fm := kstream.FlatMap(s, func(k, v string) []kstream.KeyValue[string, string] {
+	{"flatmap-selectkey", func(b *kstream.Builder) {
+		fm := kstream.FlatMap(confIn(b), func(k, v string) []kstream.KeyValue[string, string] {
 			if v == "" {
 				return nil
 			}
 			return []kstream.KeyValue[string, string]{kstream.KV(v[:1], k), kstream.KV(k, v)}
 		})
-		kstream.SelectKey(fm, func(k, _ string) string { return k + "!" }).To("out", serde.String(), serde.String())
+		confOut(kstream.SelectKey(fm, func(k, _ string) string { return k + "!" }))
 	}},
-}
+	{"filter-tombstones", func(b *kstream.Builder) {
+		confOut(confIn(b).Filter(func(_, v string) bool { return v == "" || len(v) > 4 }))
+	}},
+	{"filternot-peek", func(b *kstream.Builder) {
+		seen := 0
+		s := confIn(b).FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "s") }).
+			Peek(func(string, string) { seen++ })
+		confOut(kstream.MapValues(s, func(v string) string { return v + "#" + strconv.Itoa(seen) }))
+	}},
+	{"map-swap", func(b *kstream.Builder) {
+		confOut(kstream.Map(confIn(b), func(k, v string) (string, string) { return v, k + "@" }))
+	}},
+	{"mapvalues-withkey", func(b *kstream.Builder) {
+		confOut(kstream.MapValuesWithKey(confIn(b), func(k, v string) string { return k + ":" + v }))
+	}},
+	{"flatmapvalues", func(b *kstream.Builder) {
+		s := confIn(b)
+		a := kstream.FlatMapValues(s, func(v string) []string {
+			if v == "" {
+				return nil
+			}
+			return []string{v, strings.ToUpper(v)}
+		})
+		c := kstream.FlatMapValuesWithKey(s, func(k, v string) []string { return []string{k, "=" + v} })
+		confOut(a.Merge(c))
+	}},
+	{"foreach-sibling", func(b *kstream.Builder) {
+		seen := 0
+		s := confIn(b)
+		s.Foreach(func(string, string) { seen++ })
+		confOut(kstream.MapValues(s, func(v string) string { return v + "#" + strconv.Itoa(seen) }))
+	}},
+	{"merge-self", func(b *kstream.Builder) {
+		s := confIn(b)
+		confOut(s.Merge(s))
+	}},
+	{"merge-three", func(b *kstream.Builder) {
+		s := confIn(b)
+		short := s.Filter(func(_, v string) bool { return len(v) <= 4 })
+		long := kstream.MapValues(s.FilterNot(func(_, v string) bool { return len(v) <= 4 }), strings.ToUpper)
+		confOut(short.Merge(long).Merge(kstream.MapValuesWithKey(s, func(k, _ string) string { return "m:" + k })))
+	}},
+	{"merge-sources", func(b *kstream.Builder) {
+		l := kstream.Stream(b, "left", serde.String(), serde.String())
+		confOut(confIn(b).Merge(kstream.MapValues(l, func(v string) string { return "L" + v })))
+	}},
+	{"stream-topics", func(b *kstream.Builder) {
+		s := kstream.StreamTopics(b, []string{"in", "left"}, serde.String(), serde.String())
+		confOut(kstream.MapValuesWithKey(s, func(k, v string) string { return k + "/" + v }))
+	}},
+	{"split-keys-values", func(b *kstream.Builder) {
+		br := confIn(b).Split(kstream.Named("kv-")).
+			Branch("nokey", func(k, _ string) bool { return k == "" }).
+			Branch("novalue", func(_, v string) bool { return v == "" }).
+			DefaultBranch("rest")
+		confOut(kstream.MapValues(br["kv-nokey"], func(v string) string { return "nokey:" + v }).
+			Merge(kstream.MapValuesWithKey(br["kv-novalue"], func(k, _ string) string { return "novalue:" + k })).
+			Merge(br["kv-rest"]))
+	}},
+	{"split-unnamed", func(b *kstream.Builder) {
+		br := confIn(b).Split().
+			Branch("long", func(_, v string) bool { return len(v) > 5 }).
+			DefaultBranch("other")
+		confOut(kstream.MapValues(br["long"], func(v string) string { return "L:" + v }))
+		confOut(kstream.MapValues(br["other"], func(v string) string { return "O:" + v }))
+	}},
+	{"to-topic-func", func(b *kstream.Builder) {
+		confIn(b).Filter(func(_, v string) bool { return v != "" }).
+			ToTopicFunc(func(kstream.Record[string, string]) string { return "out" }, serde.String(), serde.String())
+	}},
+	{"selectkey", func(b *kstream.Builder) {
+		confOut(kstream.SelectKey(confIn(b), func(k, v string) string { return k + confLetter(v) }))
+	}},
+	{"repartition-null-keys", func(b *kstream.Builder) {
+		confOut(kstream.MapValues(confIn(b).Repartition("rk"), func(v string) string { return "r:" + v }))
+	}},
+	{"repartition-partitions", func(b *kstream.Builder) {
+		confOut(kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).Repartition("rp", kstream.NumPartitions(3)))
+	}},
+	{"mapvalues-to-null", func(b *kstream.Builder) {
+		m := kstream.MapValues(confIn(b), func(v string) *string {
+			if len(v) > 5 {
+				return nil
+			}
+			return confPtr(v + "!")
+		})
+		confOutNullable(m.Filter(func(_ string, v *string) bool { return v == nil || *v != "!" }))
+	}},
 
-// The table scenarios, mirrored in Main.java's table scenarios: they read topics "left" and
-// "right" (those listed in inputs) with confTableInput, and write "out". Every table has a
-// store, as Java's Materialized.as gives one.
-var confTableScenarios = []struct {
-	name   string
-	inputs []string
-	build  func(b *kstream.Builder)
-}{
-	{"table-filter-mapvalues", []string{"left"}, func(b *kstream.Builder) {
+	{"named-operators", func(b *kstream.Builder) {
+		s := kstream.Stream(b, "in", serde.String(), serde.String(), kstream.Named("in-source"))
+		f := s.Filter(func(_, v string) bool { return v != "" }, kstream.Named("nonempty"))
+		m := kstream.MapValues(f, strings.ToUpper, kstream.Named("upper"))
+		k := kstream.SelectKey(s, func(_, v string) string { return confLetter(v) }, kstream.Named("by-letter")).Peek(func(string, string) {}, kstream.Named("look"))
+		m.Merge(k, kstream.Named("both")).To("out", serde.String(), serde.String(), kstream.Named("out-sink"))
+	}},
+	{"through-topic", func(b *kstream.Builder) {
+		kstream.MapValuesWithKey(confIn(b), func(_, v string) string { return "mid:" + v }).To("mid", serde.String(), serde.String())
+		confOut(kstream.Stream(b, "mid", serde.String(), serde.String()).Filter(func(_, v string) bool { return len(v) > 6 }))
+	}},
+	{"merge-with-repartitioned", func(b *kstream.Builder) {
+		s := confIn(b)
+		r := kstream.SelectKey(s, func(_, v string) string { return confLetter(v) }).Repartition("mr")
+		confOut(s.Merge(kstream.MapValues(r, func(v string) string { return "R" + v })))
+	}},
+
+	// ==== Stream aggregations ====
+
+	{"stream-count", func(b *kstream.Builder) {
+		confOut(kstream.MapValues(kstream.Count(confIn(b).GroupByKey(), "counts-in").ToStream(), confN))
+	}},
+	{"stream-reduce", func(b *kstream.Builder) {
+		confOut(kstream.Reduce(confIn(b).GroupByKey(), func(agg, v string) string { return agg + "+" + v }, "reduce-in").ToStream())
+	}},
+	{"stream-aggregate", func(b *kstream.Builder) {
+		confOut(kstream.Aggregate(confIn(b).GroupByKey(), func() string { return "^" },
+			func(_, v, agg string) string { return agg + strconv.Itoa(len(v)) }, serde.String(), "agg-in").ToStream())
+	}},
+	{"stream-groupby-count", func(b *kstream.Builder) {
+		g := kstream.GroupBy(confIn(b), func(_, v string) string { return confLetter(v) }, serde.String())
+		confOut(kstream.MapValues(kstream.Count(g, "letter-counts").ToStream(), confN))
+	}},
+	{"stream-groupby-nokey", func(b *kstream.Builder) {
+		g := kstream.GroupBy(confIn(b), func(k, _ string) string {
+			if k == "" {
+				return "nokey"
+			}
+			return k
+		}, serde.String())
+		confOut(kstream.Aggregate(g, func() string { return "" }, func(_, v, agg string) string { return agg + confLetter(v) }, serde.String(), "nokey-agg").ToStream())
+	}},
+	{"stream-groupby-null-key", func(b *kstream.Builder) {
+		g := kstream.GroupBy(confIn(b), func(_, v string) *string {
+			if len(v) > 5 {
+				return nil
+			}
+			return confPtr(confLetter(v))
+		}, serde.Nullable(serde.String()))
+		kstream.MapValues(kstream.Count(g, "short-counts").ToStream(), confN).To("out", serde.Nullable(serde.String()), serde.String())
+	}},
+	{"selectkey-count", func(b *kstream.Builder) {
+		g := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).GroupByKey()
+		confOut(kstream.MapValues(kstream.Count(g, "sk-counts").ToStream(), confN))
+	}},
+	{"two-aggregations-rekeyed", func(b *kstream.Builder) {
+		g := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).GroupByKey()
+		confOut(kstream.MapValues(kstream.Count(g, "two-count").ToStream(), func(n int64) string { return "count " + confN(n) }))
+		confOut(kstream.Reduce(g, func(agg, v string) string { return agg + "+" + v }, "two-reduce").ToStream())
+	}},
+	{"chain-subtopologies", func(b *kstream.Builder) {
+		g := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).GroupByKey()
+		counts := kstream.Count(g, "chain-count").ToStream()
+		parity := kstream.SelectKey(counts, func(_ string, n int64) string {
+			if n%2 == 0 {
+				return "even"
+			}
+			return "odd"
+		})
+		sum := kstream.Reduce(parity.GroupByKey(), func(a, n int64) int64 { return a + n }, "chain-sum")
+		confOut(kstream.MapValues(sum.ToStream(), confN))
+	}},
+	{"flatmap-count", func(b *kstream.Builder) {
+		fm := kstream.FlatMap(confIn(b), func(k, v string) []kstream.KeyValue[string, string] {
+			var out []kstream.KeyValue[string, string]
+			for _, c := range v {
+				out = append(out, kstream.KV(string(c), k))
+			}
+			return out
+		})
+		confOut(kstream.MapValues(kstream.Count(fm.GroupByKey(), "char-counts").ToStream(), confN))
+	}},
+	{"stream-aggregate-null", func(b *kstream.Builder) {
+		s := confIn(b).Filter(func(k, v string) bool { return k != "" && v != "" })
+		confOutNullable(kstream.Aggregate(s.GroupByKey(), func() *string { return confPtr("^") },
+			func(_, v string, agg *string) *string {
+				if v == "once" {
+					return nil
+				}
+				return confPtr(*agg + confLetter(v))
+			}, serde.Nullable(serde.String()), "agg-null").ToStream())
+	}},
+	{"stream-reduce-null", func(b *kstream.Builder) {
+		s := confIn(b).Filter(func(k, v string) bool { return k != "" && v != "" })
+		p := kstream.MapValues(s, confPtr).WithSerdes(nil, serde.Nullable(serde.String()))
+		confOutNullable(kstream.Reduce(p.GroupByKey(), func(agg, v *string) *string {
+			if *v == "tables" {
+				return nil
+			}
+			return confPtr(*agg + "+" + *v)
+		}, "reduce-null").ToStream())
+	}},
+	{"stream-count-filter", func(b *kstream.Builder) {
+		counts := kstream.Count(kstream.Stream(b, "left", serde.String(), serde.String()).GroupByKey(), "counts")
+		confOut(kstream.TableMapValues(counts, func(n int64) string { return "count " + confN(n) }).ToStream())
+		confOut(kstream.TableMapValues(counts.Filter(func(_ string, n int64) bool { return n%2 == 0 }), func(n int64) string { return "even " + confN(n) }).ToStream())
+	}},
+	{"stream-groupby-reduce", func(b *kstream.Builder) {
+		s := kstream.Stream(b, "left", serde.String(), serde.String())
+		g := kstream.GroupBy(s, func(_, v string) string { return confLetter(v) }, serde.String())
+		confOut(kstream.Reduce(g, func(agg, v string) string { return agg + "+" + v }, "reduced-stream").ToStream())
+	}},
+	{"stream-join-own-count", func(b *kstream.Builder) {
+		s := confIn(b)
+		counts := kstream.Count(s.GroupByKey(), "self-counts")
+		confOut(kstream.Join(s, counts, func(_, v string, n int64) string { return v + "#" + confN(n) }))
+	}},
+
+	{"repartition-then-join", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confIn(b), confLenKey).Repartition("rj")
+		confOut(kstream.LeftJoin(s, confLeft(b), func(_, v, t string, ok bool) string { return v + "|" + confOrDash(t, ok) }))
+	}},
+
+	{"merge-sources-count", func(b *kstream.Builder) {
+		l := kstream.Stream(b, "left", serde.String(), serde.String())
+		m := confIn(b).Merge(l).Filter(func(k, _ string) bool { return k != "" })
+		confOut(kstream.MapValues(kstream.Count(m.GroupByKey(), "merged-counts").ToStream(), confN))
+	}},
+	{"stream-join-repartitioned-table", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) })
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), k) }, nil, nil)
+		t := kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "letter-keys")
+		confOut(kstream.LeftJoin(s, t, func(_, v, tv string, ok bool) string { return v + "|" + confOrDash(tv, ok) }))
+	}},
+
+	// ==== Tables (topics left and right) ====
+
+	{"table-source", func(b *kstream.Builder) { confOut(confLeft(b).ToStream()) }},
+	{"table-filter-mapvalues", func(b *kstream.Builder) {
 		t := confLeft(b)
-		kstream.TableMapValues(t.Filter(func(_, v string) bool { return len(v) > 4 }), strings.ToUpper).ToStream().To("out", nil, nil)
-		kstream.TableMapValuesWithKey(t.FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "s") }), func(k, v string) string { return k + ":" + v }).
-			Filter(func(_, v string) bool { return !strings.HasSuffix(v, ":") }).
-			ToStream().To("out", nil, nil)
+		confOut(kstream.TableMapValues(t.Filter(func(_, v string) bool { return len(v) > 4 }), strings.ToUpper).ToStream())
+		confOut(kstream.TableMapValuesWithKey(t.FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "s") }), func(k, v string) string { return k + ":" + v }).
+			Filter(func(_, v string) bool { return !strings.HasSuffix(v, ":") }).ToStream())
 	}},
-	{"table-groupby-count", []string{"left"}, func(b *kstream.Builder) {
-		g := kstream.TableGroupBy(confLeft(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), v) }, nil, nil)
-		kstream.TableMapValues(kstream.TableCount(g, "letters"), func(n int64) string { return strconv.FormatInt(n, 10) }).
-			ToStream().To("out", serde.String(), serde.String())
+	{"table-filter-sendold", func(b *kstream.Builder) {
+		f := confLeft(b).Filter(func(_, v string) bool { return len(v) > 4 })
+		confOut(f.ToStream())
+		g := kstream.TableGroupBy(f, func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), v) }, nil, nil)
+		confOut(kstream.MapValues(kstream.TableCount(g, "f-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
 	}},
-	{"table-groupby-aggregate", []string{"left"}, func(b *kstream.Builder) {
-		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV("len"+strconv.Itoa(len(v)), k) }, nil, nil)
-		kstream.TableAggregate(g, func() string { return "" },
+	{"table-mapvalues-null", func(b *kstream.Builder) {
+		m := kstream.TableMapValues(confLeft(b), func(v string) *string {
+			if len(v) > 5 {
+				return nil
+			}
+			return confPtr(v + "!")
+		})
+		confOutNullable(m.ToStream())
+		g := kstream.TableGroupBy(m, func(k string, v *string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(*v), k) }, serde.String(), serde.String())
+		confOut(kstream.MapValues(kstream.TableCount(g, "mn-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+	}},
+	{"table-filter-materialized-tostream", func(b *kstream.Builder) {
+		confOut(confLeft(b).Filter(func(_, v string) bool { return len(v) > 4 }, kstream.Materialized("f-mat", serde.String())).ToStream())
+	}},
+	{"table-mapvalues-materialized-null", func(b *kstream.Builder) {
+		confOutNullable(kstream.TableMapValues(confLeft(b), func(v string) *string {
+			if len(v) > 5 {
+				return nil
+			}
+			return confPtr(v + "?")
+		}, kstream.Materialized("mv-mat", serde.Nullable(serde.String()))).ToStream())
+	}},
+	{"table-join-filter-materialized", func(b *kstream.Builder) {
+		j := kstream.TableLeftJoin(confLeft(b), confRight(b), func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) })
+		confOut(j.Filter(func(_, v string) bool { return len(v) > 7 }, kstream.Materialized("jf", serde.String())).ToStream())
+	}},
+	{"table-mapvalues-materialized-join", func(b *kstream.Builder) {
+		m := kstream.TableMapValues(confLeft(b), strings.ToUpper, kstream.Materialized("upper", serde.String()))
+		confOut(kstream.TableJoin(m, confRight(b), func(_, a, c string) string { return a + "=" + c }).ToStream())
+	}},
+	{"table-filter-materialized-reduce", func(b *kstream.Builder) {
+		f := confLeft(b).Filter(func(_, v string) bool { return v != "" }, kstream.Materialized("nonempty", serde.String()))
+		g := kstream.TableGroupBy(f, func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], k) }, nil, nil)
+		confOut(kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "fm-reduce").ToStream())
+	}},
+	{"table-chain-aggregate", func(b *kstream.Builder) {
+		m := kstream.TableMapValues(confLeft(b).Filter(func(_, v string) bool { return len(v) > 2 }), strings.ToUpper)
+		g := kstream.TableGroupBy(m, func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], k) }, nil, nil)
+		confOut(kstream.TableAggregate(g, func() string { return "" },
 			func(_, k, agg string) string { return agg + "+" + k },
 			func(_, k, agg string) string { return agg + "-" + k },
-			serde.String(), "by-length").ToStream().To("out", nil, nil)
+			serde.String(), "chain-agg").ToStream())
 	}},
-	{"table-groupby-reduce", []string{"left"}, func(b *kstream.Builder) {
+	{"table-groupby-count", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), v) }, nil, nil)
+		confOut(kstream.TableMapValues(kstream.TableCount(g, "letters"), confN).ToStream())
+	}},
+	{"table-groupby-aggregate", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV("len"+strconv.Itoa(len(v)), k) }, nil, nil)
+		confOut(kstream.TableAggregate(g, func() string { return "" },
+			func(_, k, agg string) string { return agg + "+" + k },
+			func(_, k, agg string) string { return agg + "-" + k },
+			serde.String(), "by-length").ToStream())
+	}},
+	{"table-groupby-reduce", func(b *kstream.Builder) {
 		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), k+"="+v) }, nil, nil)
-		kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "reduced").
-			ToStream().To("out", nil, nil)
+		confOut(kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "reduced").ToStream())
 	}},
-	{"table-join-inner", []string{"left", "right"}, func(b *kstream.Builder) {
-		kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) string { return a + "/" + c }).ToStream().To("out", serde.String(), serde.String())
+	{"table-groupby-same-key", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(k, strings.ToUpper(v)) }, nil, nil)
+		red := kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "same-key")
+		confOut(kstream.TableJoin(red, confRight(b), func(_, a, c string) string { return a + "|" + c }).ToStream())
 	}},
-	{"table-join-left", []string{"left", "right"}, func(b *kstream.Builder) {
-		kstream.TableLeftJoin(confLeft(b), confRight(b), func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) }).
-			ToStream().To("out", serde.String(), serde.String())
+	{"table-groupby-null-key", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[*string, string] {
+			if strings.HasPrefix(v, "e") {
+				return kstream.KV[*string](nil, k)
+			}
+			return kstream.KV(confPtr(confLetter(v)), k)
+		}, serde.Nullable(serde.String()), serde.String())
+		kstream.MapValues(kstream.TableCount(g, "nk-count").ToStream(), confN).To("out", serde.Nullable(serde.String()), serde.String())
 	}},
-	{"table-join-outer", []string{"left", "right"}, func(b *kstream.Builder) {
-		kstream.TableOuterJoin(confLeft(b), confRight(b), func(_, a string, aok bool, c string, cok bool) string {
+	{"table-groupby-null-value", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(k, v string) kstream.KeyValue[string, *string] {
+			if len(v) > 5 {
+				return kstream.KV[string, *string](confLetter(v), nil)
+			}
+			return kstream.KV(confLetter(v), confPtr(k))
+		}, serde.String(), serde.Nullable(serde.String()))
+		confOut(kstream.TableAggregate(g, func() string { return "" },
+			func(_ string, k *string, agg string) string { return agg + "+" + *k },
+			func(_ string, k *string, agg string) string { return agg + "-" + *k },
+			serde.String(), "nv-agg").ToStream())
+	}},
+	{"table-reduce-null-adder", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(_, v string) kstream.KeyValue[string, *string] { return kstream.KV(confLetter(v), confPtr(v)) },
+			serde.String(), serde.Nullable(serde.String()))
+		confOutNullable(kstream.TableReduce(g,
+			func(agg, v *string) *string {
+				if *v == "once" {
+					return nil
+				}
+				return confPtr(*agg + "+" + *v)
+			},
+			func(agg, v *string) *string { return confPtr(*agg + "-" + *v) },
+			"null-adder").ToStream())
+	}},
+	{"table-aggregate-null", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV("len"+strconv.Itoa(len(v)), v) }, nil, nil)
+		confOutNullable(kstream.TableAggregate(g, func() *string { return confPtr("0") },
+			func(_, v string, agg *string) *string {
+				if v == "joins" {
+					return nil
+				}
+				return confPtr(*agg + "+" + v)
+			},
+			func(_, v string, agg *string) *string {
+				if *agg == "0+"+v {
+					return nil
+				}
+				return confPtr(*agg + "-" + v)
+			},
+			serde.Nullable(serde.String()), "null-agg").ToStream())
+	}},
+	{"table-count-filter", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), v) }, nil, nil)
+		counts := kstream.TableCount(g, "lc").Filter(func(_ string, n int64) bool { return n > 1 })
+		confOut(kstream.TableMapValues(counts, confN).ToStream())
+	}},
+	{"table-groupby-two-aggregates", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confLeft(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), v) }, nil, nil)
+		confOut(kstream.MapValues(kstream.TableCount(g, "g2-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+		confOut(kstream.TableReduce(g, func(agg, v string) string { return agg + "+" + v }, func(agg, v string) string { return agg + "-" + v }, "g2-reduce").ToStream())
+	}},
+	{"table-tostream-ops", func(b *kstream.Builder) {
+		s := confLeft(b).ToStream().Filter(func(_, v string) bool { return len(v) != 2 })
+		confOut(kstream.MapValuesWithKey(s, func(k, v string) string { return k + "=" + v }))
+	}},
+	{"table-tostream-groupbykey-count", func(b *kstream.Builder) {
+		confOut(kstream.MapValues(kstream.Count(confLeft(b).ToStream().GroupByKey(), "updates").ToStream(), confN))
+	}},
+	{"table-tostream-repartition-totable", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confLeft(b).ToStream(), func(_, v string) string { return confLetter(v) }).Repartition("tr")
+		confOut(s.ToTable("tr-table").ToStream())
+	}},
+	{"named-table-operators", func(b *kstream.Builder) {
+		f := confLeft(b).Filter(func(_, v string) bool { return len(v) > 2 }, kstream.Named("t-filter"))
+		confOut(kstream.TableMapValues(f, func(v string) string { return v + "!" }, kstream.Named("t-map")).ToStream(kstream.Named("t-stream")))
+	}},
+	{"table-join-inner", func(b *kstream.Builder) {
+		confOut(kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) string { return a + "/" + c }).ToStream())
+	}},
+	{"table-join-left", func(b *kstream.Builder) {
+		confOut(kstream.TableLeftJoin(confLeft(b), confRight(b), func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) }).ToStream())
+	}},
+	{"table-join-outer", func(b *kstream.Builder) {
+		confOut(kstream.TableOuterJoin(confLeft(b), confRight(b), func(_, a string, aok bool, c string, cok bool) string {
 			return confOrDash(a, aok) + "/" + confOrDash(c, cok)
-		}).ToStream().To("out", serde.String(), serde.String())
+		}).ToStream())
 	}},
-	{"table-join-derived", []string{"left", "right"}, func(b *kstream.Builder) {
+	{"table-join-derived", func(b *kstream.Builder) {
 		l, r := confLeft(b), confRight(b)
 		lf := l.Filter(func(_, v string) bool { return len(v) > 2 })
 		rm := kstream.TableMapValues(r, strings.ToUpper)
 		j1 := kstream.TableLeftJoin(lf, rm, func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) },
 			kstream.Materialized("j1", serde.String()))
-		j1.ToStream().To("out", nil, nil)
+		confOut(j1.ToStream())
 		rf := r.Filter(func(_, v string) bool { return v != "" }, kstream.Materialized[string]("right-filtered", nil))
-		kstream.TableOuterJoin(j1, kstream.TableMapValuesWithKey(rf, func(k, v string) string { return k + strconv.Itoa(len(v)) }),
+		confOut(kstream.TableOuterJoin(j1, kstream.TableMapValuesWithKey(rf, func(k, v string) string { return k + strconv.Itoa(len(v)) }),
 			func(_, a string, aok bool, c string, cok bool) string {
 				return confOrDash(a, aok) + "&" + confOrDash(c, cok)
 			}).
-			Filter(func(_, v string) bool { return !strings.HasPrefix(v, "-") }).
-			ToStream().To("out", serde.String(), serde.String())
+			Filter(func(_, v string) bool { return !strings.HasPrefix(v, "-") }).ToStream())
 	}},
-	{"stream-totable", []string{"left"}, func(b *kstream.Builder) {
+	{"table-join-null-joiner", func(b *kstream.Builder) {
+		j := kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) *string {
+			if len(a) == len(c) {
+				return nil
+			}
+			return confPtr(a + "/" + c)
+		})
+		confOutNullable(j.ToStream())
+		g := kstream.TableGroupBy(j, func(k string, v *string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(*v), k) }, serde.String(), serde.String())
+		confOut(kstream.MapValues(kstream.TableCount(g, "nj-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+	}},
+	{"table-join-self", func(b *kstream.Builder) {
+		l := confLeft(b)
+		confOut(kstream.TableJoin(l, l, func(_, a, c string) string { return a + "&" + c }).ToStream())
+	}},
+	{"table-leftjoin-self-filtered", func(b *kstream.Builder) {
+		l := confLeft(b)
+		confOut(kstream.TableLeftJoin(l, l.Filter(func(_, v string) bool { return len(v) > 4 }),
+			func(_, a, c string, ok bool) string { return a + "&" + confOrDash(c, ok) }).ToStream())
+	}},
+	{"table-outerjoin-self-mapped", func(b *kstream.Builder) {
+		l := confLeft(b)
+		confOut(kstream.TableOuterJoin(l, kstream.TableMapValues(l, strings.ToUpper), func(_, a string, aok bool, c string, cok bool) string {
+			return confOrDash(a, aok) + "&" + confOrDash(c, cok)
+		}).ToStream())
+	}},
+	{"table-join-of-joins", func(b *kstream.Builder) {
+		l, r := confLeft(b), confRight(b)
+		j1 := kstream.TableJoin(l, r, func(_, a, c string) string { return a + "*" + c })
+		j2 := kstream.TableLeftJoin(l.Filter(func(_, v string) bool { return len(v) > 3 }), kstream.TableMapValues(r, strings.ToUpper),
+			func(_, a, c string, ok bool) string { return a + "+" + confOrDash(c, ok) })
+		confOut(kstream.TableOuterJoin(j1, j2, func(_, a string, aok bool, c string, cok bool) string {
+			return confOrDash(a, aok) + "|" + confOrDash(c, cok)
+		}).ToStream())
+	}},
+	{"table-join-groupby-count", func(b *kstream.Builder) {
+		j := kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) string { return a + c })
+		g := kstream.TableGroupBy(j, func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), v) }, nil, nil)
+		confOut(kstream.MapValues(kstream.TableCount(g, "jc").ToStream(), confN))
+	}},
+	{"table-leftjoin-groupby-aggregate", func(b *kstream.Builder) {
+		j := kstream.TableLeftJoin(confLeft(b), confRight(b), func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) })
+		g := kstream.TableGroupBy(j, func(k, v string) kstream.KeyValue[string, string] { return kstream.KV("len"+strconv.Itoa(len(v)), k) }, nil, nil)
+		confOut(kstream.TableAggregate(g, func() string { return "" },
+			func(_, k, agg string) string { return agg + "+" + k },
+			func(_, k, agg string) string { return agg + "-" + k },
+			serde.String(), "lj-agg").ToStream())
+	}},
+	{"table-outerjoin-filter-mapvalues", func(b *kstream.Builder) {
+		j := kstream.TableOuterJoin(confLeft(b), confRight(b), func(_, a string, aok bool, c string, cok bool) string {
+			return confOrDash(a, aok) + "/" + confOrDash(c, cok)
+		})
+		m := kstream.TableMapValuesWithKey(j.Filter(func(_, v string) bool { return !strings.HasPrefix(v, "-") }), func(k, v string) string { return k + ":" + v })
+		confOut(m.ToStream())
+		g := kstream.TableGroupBy(m, func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(v[3:4], k) }, nil, nil)
+		confOut(kstream.MapValues(kstream.TableCount(g, "oj-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+	}},
+	{"table-join-named-materialized", func(b *kstream.Builder) {
+		j := kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) string { return a + "~" + c },
+			kstream.Named("lr"), kstream.Materialized("lr-store", serde.String()))
+		confOut(j.Filter(func(_, v string) bool { return len(v) > 8 }).ToStream())
+	}},
+	{"table-filternot-materialized-join", func(b *kstream.Builder) {
+		l := confLeft(b).FilterNot(func(_, v string) bool { return strings.HasPrefix(v, "k") }, kstream.Materialized("not-k", serde.String()))
+		r := confRight(b).FilterNot(func(_, v string) bool { return v == "" })
+		confOut(kstream.TableLeftJoin(l, r, func(_, a, c string, ok bool) string { return a + "/" + confOrDash(c, ok) }).ToStream())
+	}},
+	{"table-join-aggregate", func(b *kstream.Builder) {
+		l := confLeft(b)
+		g := kstream.TableGroupBy(confRight(b), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(k, v) }, nil, nil)
+		agg := kstream.TableAggregate(g, func() string { return "" },
+			func(_, v, a string) string { return a + confLetter(v) },
+			func(_, _, a string) string { return a + "-" },
+			serde.String(), "r-agg")
+		confOut(kstream.TableOuterJoin(l, agg, func(_, a string, aok bool, c string, cok bool) string {
+			return confOrDash(a, aok) + "^" + confOrDash(c, cok)
+		}).ToStream())
+	}},
+
+	// ==== Streams as tables, stream-table joins ====
+
+	{"stream-totable", func(b *kstream.Builder) {
 		s := kstream.Stream(b, "left", serde.String(), serde.String())
-		kstream.SelectKey(s, func(_, v string) string { return confLetter(v) }).ToTable("by-letter").ToStream().To("out", nil, nil)
+		confOut(kstream.SelectKey(s, func(_, v string) string { return confLetter(v) }).ToTable("by-letter").ToStream())
 	}},
-	{"stream-totable-join", []string{"left", "right"}, func(b *kstream.Builder) {
+	{"stream-totable-in", func(b *kstream.Builder) { confOut(confIn(b).ToTable("in-table").ToStream()) }},
+	{"stream-totable-unnamed", func(b *kstream.Builder) {
+		confOut(kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).ToTable("letter-table").ToStream())
+	}},
+	{"mapvalues-null-totable", func(b *kstream.Builder) {
+		m := kstream.MapValues(confIn(b), func(v string) *string {
+			if len(v) > 5 {
+				return nil
+			}
+			return confPtr(v + "!")
+		}).WithSerdes(serde.String(), serde.Nullable(serde.String()))
+		confOutNullable(m.ToTable("mn-table").ToStream())
+	}},
+	{"stream-totable-groupby", func(b *kstream.Builder) {
+		g := kstream.TableGroupBy(confIn(b).ToTable("in-t"), func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(confLetter(v), k) }, nil, nil)
+		confOut(kstream.TableAggregate(g, func() string { return "" },
+			func(_, k, agg string) string { return agg + "+" + k },
+			func(_, k, agg string) string { return agg + "-" + k },
+			serde.String(), "in-t-agg").ToStream())
+	}},
+	{"stream-totable-join", func(b *kstream.Builder) {
 		t := kstream.Stream(b, "left", serde.String(), serde.String()).ToTable("as-table")
-		kstream.TableJoin(t, confRight(b), func(_, a, c string) string { return a + "*" + c }).ToStream().To("out", serde.String(), serde.String())
+		confOut(kstream.TableJoin(t, confRight(b), func(_, a, c string) string { return a + "*" + c }).ToStream())
 	}},
-	{"stream-table-join-derived", []string{"left", "right"}, func(b *kstream.Builder) {
+	{"stream-totable-self-join", func(b *kstream.Builder) {
+		s := confIn(b)
+		t := s.ToTable("self-table")
+		confOut(kstream.LeftJoin(s, t, func(_, v, tv string, ok bool) string { return v + "|" + confOrDash(tv, ok) }))
+	}},
+	{"stream-table-join-derived", func(b *kstream.Builder) {
 		s := kstream.Stream(b, "left", serde.String(), serde.String())
 		rt := confRight(b).Filter(func(_, v string) bool { return v != "" })
-		kstream.Join(s, rt, func(_, a, c string) string { return a + "|" + c }).To("out", serde.String(), serde.String())
-		kstream.LeftJoin(s, rt, func(_, a, c string, ok bool) string { return a + "|" + confOrDash(c, ok) }).To("out", serde.String(), serde.String())
+		confOut(kstream.Join(s, rt, func(_, a, c string) string { return a + "|" + c }))
+		confOut(kstream.LeftJoin(s, rt, func(_, a, c string, ok bool) string { return a + "|" + confOrDash(c, ok) }))
 	}},
-	{"stream-count-filter", []string{"left"}, func(b *kstream.Builder) {
-		counts := kstream.Count(kstream.Stream(b, "left", serde.String(), serde.String()).GroupByKey(), "counts")
-		kstream.TableMapValues(counts, func(n int64) string { return "count " + strconv.FormatInt(n, 10) }).ToStream().To("out", serde.String(), serde.String())
-		kstream.TableMapValues(counts.Filter(func(_ string, n int64) bool { return n%2 == 0 }), func(n int64) string { return "even " + strconv.FormatInt(n, 10) }).
-			ToStream().To("out", serde.String(), serde.String())
+	{"stream-table-join", func(b *kstream.Builder) {
+		s := confIn(b)
+		confOut(kstream.Join(s, confLeft(b), func(_, v, t string) string { return v + "|" + t }))
 	}},
-	{"stream-groupby-reduce", []string{"left"}, func(b *kstream.Builder) {
-		s := kstream.Stream(b, "left", serde.String(), serde.String())
-		g := kstream.GroupBy(s, func(_, v string) string { return confLetter(v) }, serde.String())
-		kstream.Reduce(g, func(agg, v string) string { return agg + "+" + v }, "reduced-stream").ToStream().To("out", nil, nil)
+	{"stream-table-leftjoin", func(b *kstream.Builder) {
+		s := confIn(b)
+		confOut(kstream.LeftJoin(s, confRight(b), func(_, v, t string, ok bool) string { return v + "|" + confOrDash(t, ok) }))
 	}},
+	{"stream-table-join-rekeyed", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confIn(b), confLenKey)
+		confOut(kstream.Join(s, confLeft(b), func(_, v, t string) string { return v + "|" + t }))
+	}},
+	{"stream-table-two-joins-rekeyed", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confIn(b), confLenKey)
+		t := confLeft(b)
+		confOut(kstream.Join(s, t, func(_, v, tv string) string { return v + "|" + tv }))
+		confOut(kstream.LeftJoin(s, t, func(_, v, tv string, ok bool) string { return v + "|" + confOrDash(tv, ok) }))
+	}},
+	{"rekeyed-two-joins-count", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confIn(b), confLenKey)
+		t := confLeft(b)
+		confOut(kstream.Join(s, t, func(_, v, tv string) string { return v + "|" + tv }))
+		confOut(kstream.LeftJoin(s, t, func(_, v, tv string, ok bool) string { return v + "|" + confOrDash(tv, ok) }))
+		confOut(kstream.MapValues(kstream.Count(s.GroupByKey(), "rk-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+	}},
+	{"map-join", func(b *kstream.Builder) {
+		m := kstream.Map(confIn(b), func(k, v string) (string, string) { return confLenKey(k, v), k })
+		confOut(kstream.Join(m, confRight(b), func(_, v, t string) string { return v + "|" + t }))
+	}},
+	{"stream-join-mapped-table", func(b *kstream.Builder) {
+		s := confIn(b)
+		confOut(kstream.Join(s, kstream.TableMapValues(confLeft(b), strings.ToUpper), func(_, v, t string) string { return v + "|" + t }))
+	}},
+	{"stream-join-joined-table", func(b *kstream.Builder) {
+		s := confIn(b)
+		j := kstream.TableJoin(confLeft(b), confRight(b), func(_, a, c string) string { return a + "+" + c })
+		confOut(kstream.LeftJoin(s, j, func(_, v, t string, ok bool) string { return v + "|" + confOrDash(t, ok) }))
+	}},
+
+	// ==== Global tables (topic global) ====
+
+	{"global-join", func(b *kstream.Builder) {
+		s := confIn(b)
+		confOut(kstream.JoinGlobal(s, confGlobal(b), func(_, v string) string { return confLetter(v) },
+			func(_, v, g string) string { return v + "@" + g }))
+	}},
+	{"global-leftjoin", func(b *kstream.Builder) {
+		s := confIn(b)
+		confOut(kstream.LeftJoinGlobal(s, confGlobal(b), func(_, v string) string { return confLetter(v) },
+			func(_, v, g string, ok bool) string { return v + "@" + confOrDash(g, ok) }))
+	}},
+	{"global-leftjoin-missing-key", func(b *kstream.Builder) {
+		s := confIn(b)
+		confOut(kstream.LeftJoinGlobal(s, confGlobal(b), func(_, v string) string {
+			if len(v) > 5 {
+				return "" // never a key of the global table; null in Main.java
+			}
+			return confLetter(v)
+		}, func(k, v, g string, ok bool) string { return k + ":" + v + "@" + confOrDash(g, ok) }))
+	}},
+	{"global-join-rekeyed", func(b *kstream.Builder) {
+		s := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) })
+		j := kstream.JoinGlobal(s, confGlobal(b), func(k, _ string) string { return k }, func(_, _, g string) string { return g })
+		confOut(kstream.MapValues(kstream.Count(j.GroupByKey(), "g-count").ToStream(), confN))
+	}},
+	{"global-two-joins-and-table", func(b *kstream.Builder) {
+		s := confIn(b)
+		g := confGlobal(b)
+		r := confRight(b)
+		letter := func(_, v string) string { return confLetter(v) }
+		confOut(kstream.JoinGlobal(s, g, letter, func(_, _, gv string) string { return "J" + gv }))
+		lj := kstream.LeftJoinGlobal(s, g, letter, func(_, _, gv string, ok bool) string { return "L" + confOrDash(gv, ok) })
+		confOut(kstream.LeftJoin(lj, r, func(_, v, rv string, ok bool) string { return v + "|" + confOrDash(rv, ok) }))
+	}},
+
+	// ==== Processor API ====
+
+	{"process-store", func(b *kstream.Builder) {
+		p := kstream.Process(confIn(b), func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				out := r
+				if r.HasNullKey() {
+					out.Value = "nokey:" + r.Value
+					ctx.Forward(out)
+					return nil
+				}
+				st, err := kstream.GetKeyValueStore[string, int64](ctx, "proc-store")
+				if err != nil {
+					return err
+				}
+				n, _, err := st.Get(r.Key)
+				if err != nil {
+					return err
+				}
+				n++
+				if err := st.Put(r.Key, n); err != nil {
+					return err
+				}
+				out.Value = r.Value + "#" + confN(n)
+				ctx.Forward(out)
+				return nil
+			})
+		}, kstream.WithStores(kstream.KeyValueStore("proc-store", serde.String(), serde.Int64(), kstream.InMemory())))
+		confOut(p)
+	}},
+	{"process-shared-store", func(b *kstream.Builder) {
+		st := kstream.KeyValueStore("shared-store", serde.String(), serde.Int64(), kstream.InMemory())
+		s := confIn(b)
+		kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				if r.HasNullKey() {
+					return nil
+				}
+				kv, err := kstream.GetKeyValueStore[string, int64](ctx, "shared-store")
+				if err != nil {
+					return err
+				}
+				n, _, err := kv.Get(r.Key)
+				if err != nil {
+					return err
+				}
+				return kv.Put(r.Key, n+1)
+			})
+		}, kstream.WithStores(st))
+		confOut(kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				if r.HasNullKey() {
+					return nil
+				}
+				kv, err := kstream.GetKeyValueStore[string, int64](ctx, "shared-store")
+				if err != nil {
+					return err
+				}
+				n, _, err := kv.Get(r.Key)
+				if err != nil {
+					return err
+				}
+				out := r
+				out.Value = r.Value + "@" + confN(n)
+				ctx.Forward(out)
+				return nil
+			})
+		}, kstream.WithStores(st)))
+	}},
+	{"process-rekey-count", func(b *kstream.Builder) {
+		p := kstream.Process(confIn(b), func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				out := r
+				out.Key = confLetter(r.Value)
+				ctx.Forward(out)
+				return nil
+			})
+		})
+		confOut(kstream.MapValues(kstream.Count(p.GroupByKey(), "proc-count").ToStream(), confN))
+	}},
+	{"process-forward-to", func(b *kstream.Builder) {
+		p := kstream.Process(confIn(b), func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				if len(r.Value) <= 4 {
+					ctx.ForwardTo("short-child", r)
+				} else {
+					ctx.ForwardTo("long-child", r)
+				}
+				return nil
+			})
+		})
+		confOut(kstream.MapValues(p, func(v string) string { return "short:" + v }, kstream.Named("short-child")))
+		confOut(kstream.MapValues(p, func(v string) string { return "long:" + v }, kstream.Named("long-child")))
+	}},
+	{"process-tombstones", func(b *kstream.Builder) {
+		p := kstream.Process(confIn(b), func() kstream.Processor[string, string, string, string] {
+			return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+				if r.Value == "go" {
+					ctx.Forward(r.AsTombstone())
+					return nil
+				}
+				out := r.WithHeader("p", []byte(r.Key))
+				out.Value = "p:" + r.Value
+				ctx.Forward(out)
+				return nil
+			})
+		})
+		confOut(p)
+	}},
+
+	// ==== Several sub-topologies ====
+
+	{"independent-subtopologies", func(b *kstream.Builder) {
+		confOut(confIn(b).Filter(func(_, v string) bool { return len(v) == 5 }))
+		confOut(kstream.MapValuesWithKey(confLeft(b).ToStream(), func(_, v string) string { return "t:" + v }))
+	}},
+}
+
+func confIn(b *kstream.Builder) kstream.KStream[string, string] {
+	return kstream.Stream(b, "in", serde.String(), serde.String())
 }
 
 func confLeft(b *kstream.Builder) kstream.KTable[string, string] {
@@ -134,14 +823,29 @@ func confRight(b *kstream.Builder) kstream.KTable[string, string] {
 	return kstream.Table(b, "right", serde.String(), serde.String(), "right-store")
 }
 
-// confLetter is the first letter of v, or "_" for an empty value (or a tombstone, whose
-// value is "" here and null in Java).
+func confGlobal(b *kstream.Builder) kstream.GlobalKTable[string, string] {
+	return kstream.GlobalTable(b, "global", serde.String(), serde.String(), "global-store")
+}
+
+// confOut writes s to topic out.
+func confOut(s kstream.KStream[string, string]) { s.To("out", serde.String(), serde.String()) }
+
+// confOutNullable writes s to topic out; a nil value is a Kafka null.
+func confOutNullable(s kstream.KStream[string, *string]) {
+	s.To("out", serde.String(), serde.Nullable(serde.String()))
+}
+
+// confLetter is the first letter of v, or "_" for an empty value (or a null one, which is ""
+// here and null in Java).
 func confLetter(v string) string {
 	if v == "" {
 		return "_"
 	}
 	return v[:1]
 }
+
+// confLenKey is the key "k" + len(v) % 5 of the re-keying scenarios.
+func confLenKey(_, v string) string { return "k" + strconv.Itoa(len(v)%5) }
 
 func confOrDash(v string, ok bool) string {
 	if !ok {
@@ -150,89 +854,9 @@ func confOrDash(v string, ok bool) string {
 	return v
 }
 
-// confTableRecord is one input record of the table scenarios; a nil value is a Kafka null.
-type confTableRecord struct {
-	topic, key string
-	value      *string
-	ts         time.Time
-	headers    []kstream.Header
-}
+func confN(n int64) string { return strconv.FormatInt(n, 10) }
 
-// confTableInput is the input of every table scenario (see Main.tableInput).
-func confTableInput() []confTableRecord {
-	words := []string{"kafka", "streams", "go", "", "exactly", "once", "tables", "joins"}
-	recs := make([]confTableRecord, 0, 60)
-	for i := range 60 {
-		r := confTableRecord{topic: "left", key: "k" + strconv.Itoa(i*7%5), ts: time.UnixMilli(1_700_000_000_000 + int64(i*13%40)*1000)}
-		if i%3 == 2 {
-			r.topic = "right"
-		}
-		if i%7 != 5 {
-			r.value = &words[i%len(words)]
-		}
-		if i%4 == 0 {
-			r.headers = []kstream.Header{{Key: "i", Value: []byte(strconv.Itoa(i))}}
-		}
-		recs = append(recs, r)
-	}
-	return recs
-}
-
-// confRunTables runs one table scenario through the driver.
-func confRunTables(t *testing.T, inputs []string, build func(b *kstream.Builder)) []string {
-	t.Helper()
-	b := kstream.NewBuilder()
-	build(b)
-	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "conformance"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	ins := map[string]*kstreamtest.InputTopic[string, string]{}
-	for _, topic := range inputs {
-		ins[topic] = kstreamtest.CreateInputTopic(d, topic, serde.String(), serde.String())
-	}
-	for _, r := range confTableInput() {
-		in, ok := ins[r.topic]
-		if !ok {
-			continue
-		}
-		var v []byte
-		if r.value != nil {
-			v = []byte(*r.value)
-		}
-		if err := in.PipeRaw([]byte(r.key), v, r.ts, r.headers...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lines := confReadOut(t, d)
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return lines
-}
-
-// confReadOut reads topic out in the golden format; a null value is "<null>".
-func confReadOut(t *testing.T, d *kstreamtest.Driver) []string {
-	t.Helper()
-	recs, err := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.Nullable(serde.String())).ReadRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := make([]string, 0, len(recs))
-	for _, r := range recs {
-		hs := make([]string, 0, len(r.Headers))
-		for _, h := range r.Headers {
-			hs = append(hs, h.Key+"="+string(h.Value))
-		}
-		v := "<null>"
-		if r.Value != nil {
-			v = *r.Value
-		}
-		lines = append(lines, fmt.Sprintf("%s|%s|%d|%s", r.Key, v, r.Timestamp.UnixMilli(), strings.Join(hs, ",")))
-	}
-	return lines
-}
+func confPtr(s string) *string { return &s }
 
 // confStateless is also the topology of TestDriverMatchesRuntime, writing to out.
 func confStateless(s kstream.KStream[string, string], out string, repartition bool) {
@@ -249,65 +873,212 @@ func confStateless(s kstream.KStream[string, string], out string, repartition bo
 	merged.To(out, serde.String(), serde.String())
 }
 
-// confInput is the input of every scenario.
-func confInput() []kstream.Record[string, string] {
+// confRecord is one input record; a nil key or value is a Kafka null.
+type confRecord struct {
+	topic      string
+	key, value *string
+	ts         time.Time
+	headers    []kstream.Header
+}
+
+// confInput is the input of every scenario, in order (see Main.input and the README):
+// for i = 0..59, a record of topic in (i < 48), one of left or right, and one of global
+// (i % 4 == 0).
+func confInput() []confRecord {
 	words := []string{"kafka", "streams", "go", "", "exactly", "once", "tables", "joins"}
-	recs := make([]kstream.Record[string, string], 0, 40)
-	for i := range 40 {
-		r := kstream.Record[string, string]{
-			Key:       "k" + strconv.Itoa(i%7),
-			Value:     words[i%len(words)],
-			Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1000),
+	ms := func(n int) time.Time { return time.UnixMilli(1_700_000_000_000 + int64(n)*1000) }
+	header := func(i int) []kstream.Header {
+		return []kstream.Header{{Key: "i", Value: []byte(strconv.Itoa(i))}}
+	}
+	var recs []confRecord
+	for i := range 60 {
+		if i < 48 {
+			r := confRecord{topic: "in", ts: ms(i * 11 % 48)}
+			if i%9 != 4 {
+				r.key = confPtr("k" + strconv.Itoa(i%7))
+			}
+			if i%10 != 7 && i != 40 {
+				r.value = &words[i%8]
+			}
+			if i%3 == 0 {
+				r.headers = header(i)
+			}
+			recs = append(recs, r)
 		}
-		if i%3 == 0 {
-			r.Headers = []kstream.Header{{Key: "i", Value: []byte(strconv.Itoa(i))}}
+		r := confRecord{topic: "left", ts: ms(i * 13 % 40)}
+		if i%3 == 2 {
+			r.topic = "right"
+		}
+		if i%11 != 7 {
+			r.key = confPtr("k" + strconv.Itoa(i*7%5))
+		}
+		if i%7 != 5 {
+			r.value = &words[i%8]
+		}
+		if i%4 == 0 {
+			r.headers = header(i)
 		}
 		recs = append(recs, r)
+		if i%4 == 0 {
+			g := i / 4
+			r := confRecord{topic: "global", ts: ms(g)}
+			if g%7 != 6 {
+				r.key = confPtr(confLetter(words[g*3%8]))
+			}
+			if g%5 != 3 {
+				r.value = confPtr("G" + strconv.Itoa(g))
+			}
+			recs = append(recs, r)
+		}
 	}
 	return recs
 }
 
-// confRun runs one scenario through the driver and returns its output in the golden format.
-func confRun(t *testing.T, build func(s kstream.KStream[string, string])) []string {
-	t.Helper()
-	b := kstream.NewBuilder()
-	build(kstream.Stream(b, "in", serde.String(), serde.String()))
-	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "conformance"})
-	if err != nil {
-		t.Fatal(err)
+// confBytes is s as record bytes: nil (a Kafka null) for nil.
+func confBytes(s *string) []byte {
+	if s == nil {
+		return nil
 	}
-	defer d.Close()
-	in := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
-	for _, r := range confInput() {
-		if err := in.PipeRecord(r); err != nil {
-			t.Fatal(err)
+	return []byte(*s)
+}
+
+// confSources returns the topics a topology reads, from the Source lines of its Describe
+// text (global tables' included).
+func confSources(describe string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(describe, "\n") {
+		_, rest, ok := strings.Cut(line, "(topics: [")
+		if !ok || !strings.HasPrefix(strings.TrimSpace(line), "Source: ") {
+			continue
+		}
+		list, _, _ := strings.Cut(rest, "])")
+		for _, topic := range strings.Split(list, ", ") {
+			out[topic] = true
 		}
 	}
-	lines := confReadOut(t, d)
+	return out
+}
+
+// confRun builds a scenario and runs confInput through the driver, returning its Describe
+// text and its output in the golden format. A build, pipe or read error ends the output
+// with a line "error: ..." (so that it is a difference like any other).
+func confRun(build func(b *kstream.Builder), opts ...kstreamtest.Option) (describe string, lines []string) {
+	b := kstream.NewBuilder()
+	build(b)
+	topo, err := b.Build()
+	if err != nil {
+		msg := "error: " + strings.ReplaceAll(err.Error(), "\n", "; ")
+		return msg + "\n", []string{msg}
+	}
+	describe = topo.Describe()
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "conformance"}, opts...)
+	if err != nil {
+		return describe, []string{"error: " + err.Error()}
+	}
+	defer d.Close()
+	sources := confSources(describe)
+	ins := map[string]*kstreamtest.InputTopic[string, string]{}
+	for _, r := range confInput() {
+		if !sources[r.topic] {
+			continue
+		}
+		in, ok := ins[r.topic]
+		if !ok {
+			in = kstreamtest.CreateInputTopic(d, r.topic, serde.String(), serde.String())
+			ins[r.topic] = in
+		}
+		if err := in.PipeRaw(confBytes(r.key), confBytes(r.value), r.ts, r.headers...); err != nil {
+			lines = append(lines, "error: "+err.Error())
+			break
+		}
+	}
+	lines = append(confReadOut(d), lines...)
 	if err := d.Close(); err != nil {
-		t.Fatal(err)
+		lines = append(lines, "error: closing: "+err.Error())
+	}
+	return describe, lines
+}
+
+// confReadOut reads topic out in the golden format; a Kafka null key or value is "<null>".
+func confReadOut(d *kstreamtest.Driver) []string {
+	recs, err := kstreamtest.CreateOutputTopic(d, "out", serde.Nullable(serde.String()), serde.Nullable(serde.String())).ReadRecords()
+	lines := make([]string, 0, len(recs))
+	str := func(s *string) string {
+		if s == nil {
+			return "<null>"
+		}
+		return *s
+	}
+	for _, r := range recs {
+		hs := make([]string, 0, len(r.Headers))
+		for _, h := range r.Headers {
+			hs = append(hs, h.Key+"="+string(h.Value))
+		}
+		lines = append(lines, fmt.Sprintf("%s|%s|%d|%s", str(r.Key), str(r.Value), r.Timestamp.UnixMilli(), strings.Join(hs, ",")))
+	}
+	if err != nil {
+		lines = append(lines, "error: reading out: "+err.Error())
 	}
 	return lines
 }
 
-// confGolden reads a golden file as lines; it must end in a newline.
+// confGolden reads a golden output file as lines; it must end in a newline.
 func confGolden(t *testing.T, path string) []string {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (regenerate the golden files with testing/conformance/run.sh)", err)
-	}
-	s := string(data)
+	s := confFile(t, path)
 	if s == "" {
 		return nil
 	}
 	if !strings.HasSuffix(s, "\n") {
 		t.Fatalf("%s: no final newline", path)
 	}
-	if strings.Contains(s, "\r") {
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func confFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate the golden files with testing/conformance/run.sh)", err)
+	}
+	if strings.Contains(string(data), "\r") {
 		t.Fatalf("%s: has \\r; lines must end in \\n", path)
 	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return string(data)
+}
+
+// confByKey groups output lines by their key (the text before the first "|"), keeping their
+// order within each key.
+func confByKey(lines []string) map[string][]string {
+	out := map[string][]string{}
+	for _, l := range lines {
+		k, _, _ := strings.Cut(l, "|")
+		out[k] = append(out[k], l)
+	}
+	return out
+}
+
+// confDiffByKey compares want and got key by key; it returns "" when every key has the same
+// records in the same order, or the diffs of the keys that differ.
+func confDiffByKey(want, got []string) string {
+	w, g := confByKey(want), confByKey(got)
+	keys := make([]string, 0, len(w)+len(g))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		if !slices.Equal(w[k], g[k]) {
+			fmt.Fprintf(&sb, "  key %s: java %d records, go %d records\n%s", k, len(w[k]), len(g[k]), confDiff(w[k], g[k]))
+		}
+	}
+	return sb.String()
 }
 
 // confDiff is a line diff of want (Java) and got (Go) with 3 lines of context: "-" marks a
@@ -368,31 +1139,152 @@ func confDiff(want, got []string) string {
 	return sb.String()
 }
 
-// TestConformanceWithJava requires the driver's output to equal Java TopologyTestDriver's
-// for the same topology and input, record for record and in order. The goldens are read
-// from $KSTREAM_CONFORMANCE_DIR when set (CI regenerates them there with Java), otherwise
-// from testdata/conformance.
+// confFirstLines returns at most n lines of a diff, for logging a pending difference.
+func confFirstLines(diff string, n int) string {
+	lines := strings.SplitAfter(diff, "\n")
+	if len(lines) <= n {
+		return diff
+	}
+	return strings.Join(lines[:n], "") + fmt.Sprintf("         ... (%d more diff lines)\n", len(lines)-n)
+}
+
+// confNullKeyReason is the pending reason of the scenarios whose output differs from Java's
+// only in null keys. Such a scenario is compared twice: as it is (the pending difference),
+// and with Java's null keys written as "" keys, where any difference fails the test, so that
+// the rest of its output is still checked.
+const confNullKeyReason = "a record read with a null key (or made from one by a stateless operator) reaches the sink as key \"\" instead of a null key: " +
+	"the null-key mark is not kept by the operators that make a new record (MapValues, FlatMapValues, Process, joins ...) " +
+	"and the sink serializes the key instead of writing nil for Record.HasNullKey (owner: nulls)"
+
+// confNullKeysAsEmpty returns lines with Java's null keys ("<null>|...") written as "" keys.
+func confNullKeysAsEmpty(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if rest, ok := strings.CutPrefix(l, "<null>|"); ok {
+			l = "|" + rest
+		}
+		out[i] = l
+	}
+	return out
+}
+
+// confOutputDiffs compares outputs with Java's: got1 (1 partition) record for record, got4
+// (4 partitions) key by key. An empty string means no difference.
+func confOutputDiffs(want, got1, got4 []string) (diff1, diff4 string) {
+	if !slices.Equal(got1, want) {
+		diff1 = fmt.Sprintf("java %d records, go %d records (line numbers: java, go)\n%s", len(want), len(got1), confDiff(want, got1))
+	}
+	return diff1, confDiffByKey(want, got4)
+}
+
+// TestConformanceWithJava requires, for every scenario, the driver's Describe text to equal
+// Java's byte for byte, and its output to equal Java TopologyTestDriver's for the same
+// topology and input: record for record and in order with one partition, and key by key
+// (the same records in the same order for each key) with 4 partitions. Known differences are
+// listed in conformancePending. The goldens are read from $KSTREAM_CONFORMANCE_DIR when set
+// (CI regenerates them there with Java), otherwise from testdata/conformance. With -v it
+// logs a summary line "conformance: N scenarios (M with 4 partitions), F failed, P pending".
 func TestConformanceWithJava(t *testing.T) {
 	dir := os.Getenv("KSTREAM_CONFORMANCE_DIR")
 	if dir == "" {
 		dir = filepath.Join("testdata", "conformance")
 	}
-	check := func(t *testing.T, name string, run func() []string) {
-		path := filepath.Join(dir, name+".txt")
-		want := confGolden(t, path)
-		got := run()
-		if slices.Equal(got, want) {
-			return
-		}
-		t.Errorf("Go driver output differs from Java's %s: java %d records, go %d records\n"+
-			"  (line numbers: java, go)\n%s", path, len(want), len(got), confDiff(want, got))
-	}
+	names := map[string]bool{}
 	for _, sc := range confScenarios {
-		t.Run(sc.name, func(t *testing.T) { check(t, sc.name, func() []string { return confRun(t, sc.build) }) })
+		if names[sc.name] {
+			t.Fatalf("scenario %s is defined twice", sc.name)
+		}
+		names[sc.name] = true
 	}
-	for _, sc := range confTableScenarios {
+	for key, reason := range conformancePending {
+		name, kind, _ := strings.Cut(key, "/")
+		if !names[name] || (kind != "" && kind != "describe" && kind != "p4") {
+			t.Errorf("conformancePending[%q] (%s) names no scenario or check; remove it", key, reason)
+		}
+		if _, both := conformancePending[name]; both && kind == "p4" {
+			t.Errorf("conformancePending has both %q and %q; %q covers both partition counts", name, key, name)
+		}
+	}
+	// Every golden file belongs to a scenario, so that a renamed scenario leaves none behind.
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".txt"), ".describe")
+		if !names[name] {
+			t.Errorf("%s belongs to no scenario of confScenarios", f)
+		}
+	}
+
+	var ran, ranP4, failed, pending int
+	for _, sc := range confScenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			check(t, sc.name, func() []string { return confRunTables(t, sc.inputs, sc.build) })
+			ran++
+			bad, isPending := false, false
+			// check reports the difference diff ("": none) of the check named key.
+			check := func(key, what, diff string) {
+				reason, pend := conformancePending[key]
+				switch {
+				case diff == "" && pend:
+					bad = true
+					t.Errorf("%s now matches Java's: remove conformancePending[%q] (%s)", what, key, reason)
+				case diff != "" && pend:
+					isPending = true
+					t.Logf("pending %q (%s): %s differs from Java's:\n%s", key, reason, what, confFirstLines(diff, 12))
+				case diff != "":
+					bad = true
+					t.Errorf("%s differs from Java's:\n%s", what, diff)
+				}
+			}
+
+			descPath := filepath.Join(dir, sc.name+".describe.txt")
+			wantDesc := confFile(t, descPath)
+			gotDesc, got1 := confRun(sc.build)
+			descDiff := ""
+			if gotDesc != wantDesc {
+				descDiff = confDiff(strings.Split(wantDesc, "\n"), strings.Split(gotDesc, "\n"))
+			}
+			check(sc.name+"/describe", "Describe ("+descPath+", line numbers: java, go)", descDiff)
+
+			outPath := filepath.Join(dir, sc.name+".txt")
+			want := confGolden(t, outPath)
+			_, got4 := confRun(sc.build, kstreamtest.Partitions(4))
+			ranP4++
+			diff1, diff4 := confOutputDiffs(want, got1, got4)
+			what1 := "the output (" + outPath + ")"
+			what4 := "the output with 4 partitions, per key (" + outPath + ")"
+			for _, key := range []string{sc.name, sc.name + "/p4"} {
+				if conformancePending[key] != confNullKeyReason {
+					continue
+				}
+				// Only the null keys may differ.
+				n1, n4 := confOutputDiffs(confNullKeysAsEmpty(want), got1, got4)
+				if key == sc.name && n1 != "" {
+					bad = true
+					t.Errorf("%s differs from Java's beyond its null keys (pending: %s), with Java's null keys written as \"\":\n%s", what1, key, n1)
+				}
+				if n4 != "" {
+					bad = true
+					t.Errorf("%s differs from Java's beyond its null keys (pending: %s), with Java's null keys written as \"\":\n%s", what4, key, n4)
+				}
+			}
+			if _, ok := conformancePending[sc.name]; ok {
+				both := diff1
+				if diff4 != "" {
+					both += "with 4 partitions, per key:\n" + diff4
+				}
+				check(sc.name, what1+" (1 and 4 partitions)", both)
+			} else {
+				check(sc.name, what1, diff1)
+				check(sc.name+"/p4", what4, diff4)
+			}
+			if bad {
+				failed++
+			} else if isPending {
+				pending++
+			}
 		})
 	}
+	t.Logf("conformance: %d scenarios (%d with 4 partitions), %d failed, %d pending", ran, ranP4, failed, pending)
 }

@@ -14,8 +14,12 @@
 //
 // By default every topic has one partition, so the order of output equals the order of
 // processing. [Partitions] and [TopicPartitions] give topics more partitions: records are
-// then placed by the murmur2 hash of their serialized key, as the Java producer does, and
-// each (sub-topology, partition) pair is a separate task, as on a broker.
+// then placed by the murmur2 hash of their serialized key, as the Java producer does (a
+// record with a null key, nil key bytes, goes to partition 0), and each (sub-topology,
+// partition) pair is a separate task, as on a broker.
+//
+// [InputTopic.PipeRaw] pipes a record given as bytes: a nil key or value is a Kafka null,
+// whatever the topic's serdes, as TestInputTopic.pipeInput with a null key or value.
 //
 // A Driver is not safe for concurrent use.
 package kstreamtest

@@ -25,7 +25,10 @@ func viaDriver(t *testing.T, repartition bool) []kvts {
 	defer d.Close()
 	in := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
 	for _, r := range confInput() {
-		if err := in.PipeRecord(r); err != nil {
+		if r.topic != "in" {
+			continue
+		}
+		if err := in.PipeRaw(confBytes(r.key), confBytes(r.value), r.ts, r.headers...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,8 +55,11 @@ func viaBroker(t *testing.T, repartition bool, n int) []kvts {
 	}()
 	var raw []*kgo.Record
 	for _, r := range confInput() {
-		kr := &kgo.Record{Topic: in, Key: []byte(r.Key), Value: []byte(r.Value), Timestamp: r.Timestamp}
-		for _, h := range r.Headers {
+		if r.topic != "in" {
+			continue
+		}
+		kr := &kgo.Record{Topic: in, Key: confBytes(r.key), Value: confBytes(r.value), Timestamp: r.ts}
+		for _, h := range r.headers {
 			kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}
 		raw = append(raw, kr)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates the conformance golden files: builds the Java program beside this script
 # (kafka-streams 4.4.0 TopologyTestDriver) and runs every scenario, writing
-# OUTDIR/<scenario>.txt. OUTDIR defaults to kstreamtest/testdata/conformance/ in the repo.
+# OUTDIR/<scenario>.txt (its output records) and OUTDIR/<scenario>.describe.txt (its
+# topology.describe()). OUTDIR defaults to kstreamtest/testdata/conformance/ in the repo; the
+# *.txt files already in it are deleted first, so that a renamed or removed scenario leaves
+# no golden behind (other files, such as its README.md, stay).
 #
 #   testing/conformance/run.sh [OUTDIR]
 #
@@ -33,4 +36,5 @@ if [[ ! -f "$stamp" || -n "$(find "$here/pom.xml" "$here/src" -newer "$stamp" -p
 	touch "$stamp"
 fi
 
+rm -f "$out"/*.txt
 java -cp "$here/target/classes:$here/target/lib/*" conformance.Main "$out"
