@@ -51,6 +51,11 @@ type node struct {
 	internal bool
 	// Sinks.
 	sinkTopic string // fixed topic, or "" for a topic chosen per record
+	// readBack is the source that reads a repartition sink's topic back.
+	readBack *node
+	// keepsNullKeys marks a join that keeps stream records with a null key (a left join
+	// with a table or a global table), which repartitions upstream must let through.
+	keepsNullKeys bool
 	// stores are the state stores this node uses.
 	stores []*storeDef
 	// globals are the global stores this node reads. They are not listed by Describe (as

@@ -246,7 +246,7 @@ func MapValues[K, V, VR any](s KStream[K, V], fn func(V) VR, opts ...Option) KSt
 func MapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) VR, opts ...Option) KStream[K, VR] {
 	out := addProcessor(s, "MAPVALUES", s.b.options("MapValues", opts), func() Processor[K, V, K, VR] {
 		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
-			ctx.Forward(Record[K, VR]{Key: r.Key, Value: fn(r.Key, r.Value), Timestamp: r.Timestamp, Headers: r.Headers})
+			ctx.Forward(Record[K, VR]{Key: r.Key, Value: fn(r.Key, r.Value), Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
 			return nil
 		})
 	})
@@ -288,7 +288,7 @@ func FlatMapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, opt
 	out := addProcessor(s, "FLATMAPVALUES", s.b.options("FlatMapValues", opts), func() Processor[K, V, K, VR] {
 		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
 			for _, v := range fn(r.Key, r.Value) {
-				ctx.Forward(Record[K, VR]{Key: r.Key, Value: v, Timestamp: r.Timestamp, Headers: r.Headers})
+				ctx.Forward(Record[K, VR]{Key: r.Key, Value: v, Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
 			}
 			return nil
 		})
@@ -323,15 +323,21 @@ func Process[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], newProcessor func() 
 }
 
 // Merge returns a stream with the records of s and other. There is no ordering guarantee
-// between the two inputs.
+// between the two inputs. Merging a stream with itself gives each record once, as in Kafka
+// Streams (the merge node has the stream as its parent once); merging it with a stream
+// derived from it (a filter of it, say) gives a record once for each side that has it.
 func (s KStream[K, V]) Merge(other KStream[K, V], opts ...Option) KStream[K, V] {
 	c := s.b.options("Merge", opts)
 	if other.b != s.b {
 		s.b.errorf("Merge: the streams come from different builders")
 		return s
 	}
+	parents := []*node{s.n, other.n}
+	if other.n == s.n {
+		parents = parents[:1]
+	}
 	n := &node{kind: kindProcessor}
-	s.b.addNode(n, "MERGE", c.name, s.n, other.n)
+	s.b.addNode(n, "MERGE", c.name, parents...)
 	n.instantiate = func(t *task) (any, error) {
 		ctx, err := childInputs[K, V](t, n)
 		if err != nil {
@@ -363,8 +369,9 @@ func (s KStream[K, V]) WithSerdes(ks serde.Serde[K], vs serde.Serde[V]) KStream[
 
 // To writes every record to topic. Nil serdes mean the stream's own (see [KStream]).
 // Records are partitioned by the murmur2 hash of the serialized key, as Java producers do;
-// records with a nil key are spread over partitions. The topic must exist when the
-// application starts.
+// records with a nil key are spread over partitions. A record with a null key
+// ([Record.HasNullKey]) is written with a null key and a tombstone with a null value,
+// whatever the serdes. The topic must exist when the application starts.
 func (s KStream[K, V]) To(topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) {
 	c := s.b.options("To", opts)
 	if topic == "" {
@@ -405,10 +412,13 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 				t.processingError(n, fmt.Errorf("topic function returned an empty topic name"))
 				return
 			}
-			kb, err := serialize(ks, r.Key)
-			if err != nil {
-				t.serializationError(n, topic, fmt.Errorf("key: %w", err))
-				return
+			var kb []byte // a null key is written as a null key
+			var err error
+			if !r.HasNullKey() {
+				if kb, err = serialize(ks, r.Key); err != nil {
+					t.serializationError(n, topic, fmt.Errorf("key: %w", err))
+					return
+				}
 			}
 			var vb []byte // a tombstone is written as a null value
 			if !r.IsTombstone() {
@@ -428,8 +438,11 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 
 // Repartition writes the stream to an internal topic "<application.id>-<name>-repartition"
 // and reads it back, so that records are partitioned by their current key. It uses the
-// stream's serdes (see [WithSerdes]). Options: [Named] is not needed (name names it),
-// [NumPartitions].
+// stream's serdes (see [KStream.WithSerdes]). Records with a null key ([Record.HasNullKey]) are
+// dropped before the topic, as Kafka Streams drops them, unless a join that keeps them
+// ([LeftJoin], [LeftJoinGlobal]) is downstream; the same holds for the repartitions that
+// grouping, joins and [KStream.ToTable] insert. Options: [Named] is not needed (name names
+// it), [NumPartitions].
 func (s KStream[K, V]) Repartition(name string, opts ...Option) KStream[K, V] {
 	c := s.b.options("Repartition", opts, "NumPartitions")
 	if name == "" {
@@ -449,7 +462,53 @@ func (s KStream[K, V]) Repartition(name string, opts ...Option) KStream[K, V] {
 	src := &node{kind: kindSource, topics: []string{topic}, internal: true}
 	s.b.addNode(src, "", name+"-repartition-source")
 	src.instantiate = sourceInstance(src, s.ks, s.vs)
+	sink.readBack = src
+	write := sink.instantiate
+	sink.instantiate = func(t *task) (any, error) {
+		in, err := write(t)
+		if err != nil {
+			return nil, err
+		}
+		produce, keep := in.(func(Record[K, V])), nullKeyJoinDownstream(src)
+		return func(r Record[K, V]) {
+			if !dropNullKey(r, keep) {
+				produce(r)
+			}
+		}, nil
+	}
 	return KStream[K, V]{b: s.b, n: src, ks: s.ks, vs: s.vs}
+}
+
+// dropNullKey reports whether a repartition drops r before writing it to its topic: Kafka
+// Streams puts a filter ahead of every repartition topic that drops the records with a null
+// key, silently (no log, no dropped-records count), unless keep, when a join that keeps
+// null-key records is downstream (see [nullKeyJoinDownstream]); the filter then lets every
+// record through. (InternalStreamsBuilder.rewriteRepartitionNodes in Kafka Streams 4.4.)
+func dropNullKey[K, V any](r Record[K, V], keep bool) bool { return !keep && r.HasNullKey() }
+
+// nullKeyJoinDownstream reports whether a join that keeps stream records with a null key
+// ([LeftJoin], [LeftJoinGlobal]: KIP-962) is downstream of n, following repartition topics
+// to the operators that read them back, as Kafka Streams' NodesWithRelaxedNullKeyJoinDownstream
+// looks for one below each repartition.
+func nullKeyJoinDownstream(n *node) bool {
+	seen := map[*node]bool{}
+	var walk func(x *node) bool
+	walk = func(x *node) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+		if x.keepsNullKeys || (x.readBack != nil && walk(x.readBack)) {
+			return true
+		}
+		for _, c := range x.children {
+			if walk(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(n)
 }
 
 // repartitionIfKeyChanged is the hook that key-dependent operators (grouping, joins) call:

@@ -43,6 +43,12 @@ type Stats struct {
 	TransactionalID       string // the producer's transactional id (exactly-once only)
 	RecordsInLastCommit   int64  // input records covered by the last commit
 	ChangelogRecordsTotal int64  // changelog records written, all stores
+	// DroppedRecords counts the records that operators skipped because of a null key or a
+	// null value (an aggregation, a join or a table source given a record it cannot use),
+	// all tasks together, since the instance started: Kafka Streams' dropped-records
+	// metric for those records. Records processed again after a failure or an aborted
+	// transaction are counted again, as in Kafka Streams.
+	DroppedRecords int64
 }
 
 // commitStats accumulates Stats.
@@ -56,6 +62,7 @@ type commitStats struct {
 	n         int
 	lastCount int64
 	changelog atomic.Int64
+	dropped   atomic.Int64
 }
 
 func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
@@ -80,7 +87,8 @@ func (r *Runtime) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
-		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: r.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load()}
+		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: r.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
+		DroppedRecords: c.dropped.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)
 	}
