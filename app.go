@@ -191,8 +191,9 @@ func (a *App) State() State { return State(a.state.Load()) }
 // a batch of records is being processed.
 func (a *App) Tasks() []TaskID { return a.rt.Tasks() }
 
-// Stats returns the instance's commit figures: commits, aborted transactions and commit
-// latency. It is safe to call at any time.
+// Stats returns the instance's commit figures (commits, aborted transactions and commit
+// latency) and the count of records dropped for a null key or value. It is safe to call at
+// any time.
 func (a *App) Stats() Stats { return a.rt.Stats() }
 
 // StandbyTasks returns the ids of the standby tasks this instance keeps now, sorted.

@@ -161,7 +161,8 @@ func (g Guarantee) String() string {
 }
 
 // Stats are an instance's commit figures: commits (transactions committed under
-// ExactlyOnce), transactions aborted, commit latency.
+// ExactlyOnce), transactions aborted, commit latency; and the records its operators
+// dropped for a null key or value (DroppedRecords; see docs/semantics.md).
 type Stats = runtime.Stats
 
 // StandbyListener observes standby replicas. Its methods are called from the goroutine

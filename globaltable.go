@@ -98,8 +98,14 @@ func GlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde
 
 // JoinGlobal joins each record of s with the global table's current value for the key
 // that keyOf computes from the record (an inner join: records whose mapped key is not in
-// the table, or maps to null, are dropped). The output keeps the stream record's key,
+// the table are dropped). The output keeps the stream record's key (a null one too),
 // timestamp and headers. Only stream records produce output; table updates do not.
+//
+// As in Kafka Streams (KStreamKTableJoinProcessor), a stream record with a null value
+// (a tombstone or a nil value) is dropped and keyOf is not called; so is a record whose
+// mapped key is null: a nil pointer, map, slice or interface, or a key the table's key
+// serde writes as nil bytes. Both count in [Stats].DroppedRecords. The stream record's own
+// key plays no part: keyOf gets the zero K for a null key, and what it returns decides.
 //
 // Unlike [Join], s and the table need not be co-partitioned, and s is never repartitioned,
 // even after a key-changing operator. Options: [Named]. It corresponds to Kafka Streams'
@@ -115,8 +121,8 @@ func JoinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], k
 }
 
 // LeftJoinGlobal is [JoinGlobal] that keeps stream records whose mapped key is not in the
-// global table (or maps to null): the joiner is then called with found false and the zero
-// VG.
+// global table, or is null: the joiner is then called with found false and the zero VG.
+// Records with a null value are dropped, as by JoinGlobal.
 func LeftJoinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], keyOf func(key K, v V) KG, joiner func(key K, v V, vg VG, found bool) VR, opts ...Option) KStream[K, VR] {
 	return joinGlobal(s, g, "LeftJoinGlobal", keyOf, func(k K, v V, vg VG, found bool) (VR, bool) {
 		return joiner(k, v, vg, found), true
@@ -147,22 +153,37 @@ func joinGlobal[K, V, KG, VG, VR any](s KStream[K, V], g GlobalKTable[KG, VG], o
 		}
 		return func(r Record[K, V]) {
 			defer t.recoverIn(n)
-			kg := keyOf(r.Key, r.Value)
-			var vg VG
-			found := false
-			kb, err := serialize(g.ks, kg)
-			if err != nil {
-				t.processingError(n, fmt.Errorf("serializing the key of global store %s: %w", name, err))
+			// KStreamKTableJoinProcessor, which Kafka Streams runs for global joins too: a
+			// record with a null value is dropped, and so is one whose mapped key is null,
+			// unless the join is a left join, which joins it with nothing.
+			if nullValue(r) {
+				t.dropRecord(n, "value")
 				return
 			}
-			if kb != nil { // a null key matches nothing
+			kg := keyOf(r.Key, r.Value)
+			var kb []byte
+			if !isNil(kg) {
+				var err error
+				if kb, err = serialize(g.ks, kg); err != nil {
+					t.processingError(n, fmt.Errorf("serializing the key of global store %s: %w", name, err))
+					return
+				}
+			}
+			if kb == nil && !n.relaxedJoin {
+				t.dropRecord(n, "join key")
+				return
+			}
+			var vg VG
+			found := false
+			if kb != nil {
+				var err error
 				if vg, found, err = st.Get(kg); err != nil {
 					t.processingError(n, err)
 					return
 				}
 			}
 			if vr, ok := join(r.Key, r.Value, vg, found); ok {
-				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers})
+				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
 			}
 		}, nil
 	}

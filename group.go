@@ -16,7 +16,8 @@ type KGroupedStream[K, V any] struct {
 
 // GroupByKey groups the stream by its current key. If a key-changing operator ran before,
 // the aggregation first repartitions through "<application.id>-<store name>-repartition",
-// using the stream's serdes (set them with [KStream.WithSerdes]).
+// using the stream's serdes (set them with [KStream.WithSerdes]); records with a null key
+// are dropped there (see [KStream.Repartition]), and by the aggregation otherwise.
 //
 // As in Kafka Streams with topology.optimization=all, the joins and aggregations below one
 // key-changing operator share one repartition topic, named after the first of them: two
@@ -30,7 +31,10 @@ type KGroupedStream[K, V any] struct {
 func (s KStream[K, V]) GroupByKey() KGroupedStream[K, V] { return KGroupedStream[K, V]{s: s} }
 
 // GroupBy groups the stream by a new key; the aggregation always repartitions. ks is the
-// serde of the new key; the value keeps the stream's value serde. [Named] names the
+// serde of the new key; the value keeps the stream's value serde. The new key is null only
+// if key returns a nil pointer, map, slice or interface (key gets the zero K for a record
+// with a null key: a string key function cannot return null); such records are dropped
+// before the repartition topic, as Kafka Streams drops null keys there. [Named] names the
 // key-selecting operator and the repartition topic, "<application.id>-<name>-repartition",
 // as Kafka Streams' Grouped.as does; without it the topic is named after the store of the
 // first aggregation. Options: [Named].
@@ -45,14 +49,16 @@ func GroupBy[K, V, KR any](s KStream[K, V], key func(K, V) KR, ks serde.Serde[KR
 }
 
 // Count counts the records of each key into the store named name, a table of counts.
-// Records whose key serializes to nil, and tombstones, are skipped, as Kafka Streams skips
-// null keys and values.
+// Records with a null key ([Record.HasNullKey], or a key that serializes to nil) or a null
+// value (a tombstone, or a nil value) are skipped and counted in [Stats].DroppedRecords, as
+// Kafka Streams skips null keys and values.
 func Count[K, V any](g KGroupedStream[K, V], name string, opts ...StoreOption) KTable[K, int64] {
 	return Aggregate(g, func() int64 { return 0 }, func(_ K, _ V, n int64) int64 { return n + 1 }, serde.Int64(), name, opts...)
 }
 
 // Reduce combines the values of each key with fn (the first value is stored as it is) into
-// the store named name. The value serde is the stream's.
+// the store named name. The value serde is the stream's. Records with a null key or value
+// are skipped, as by [Count]; a nil result of fn deletes the key.
 func Reduce[K, V any](g KGroupedStream[K, V], fn func(acc, v V) V, name string, opts ...StoreOption) KTable[K, V] {
 	return aggregate(g, "KSTREAM-REDUCE", "Reduce", nil, func(_ K, v V, acc V, had bool) V {
 		if !had {
@@ -65,9 +71,9 @@ func Reduce[K, V any](g KGroupedStream[K, V], fn func(acc, v V) V, name string, 
 // Aggregate folds the values of each key into an aggregate of type VA, starting from
 // init(), and keeps it in the store named name (serialized with vs).
 //
-// As in Kafka Streams (KStreamAggregate, KStreamReduce), records whose key serializes to
-// nil and tombstones are skipped, and each update has the largest timestamp of the records
-// aggregated into the key so far.
+// As in Kafka Streams (KStreamAggregate, KStreamReduce), records with a null key or value
+// are skipped (see [Count]), a nil aggregate (for a nilable VA) deletes the key, and each
+// update has the largest timestamp of the records aggregated into the key so far.
 func Aggregate[K, V, VA any](g KGroupedStream[K, V], init func() VA, agg func(key K, value V, acc VA) VA, vs serde.Serde[VA], name string, opts ...StoreOption) KTable[K, VA] {
 	return aggregate(g, "KSTREAM-AGGREGATE", "Aggregate", init, func(k K, v V, acc VA, _ bool) VA { return agg(k, v, acc) }, vs, name, opts)
 }
@@ -102,10 +108,17 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 			return nil, err
 		}
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) error {
+			// KStreamAggregate and KStreamReduce skip null keys and values, with a warning
+			// and a dropped record.
+			if r.HasNullKey() || nullValue(r) {
+				t.dropRecord(n, "key or value")
+				return nil
+			}
 			if kb, err := ks.Serialize(r.Key); err != nil {
 				return fmt.Errorf("serializing the key: %w", err)
-			} else if kb == nil || nullValue(r) {
-				return nil // null keys and values are not aggregated
+			} else if kb == nil {
+				t.dropRecord(n, "key")
+				return nil
 			}
 			acc, ts, had, err := getTS(st, r.Key)
 			if err != nil {

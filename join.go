@@ -5,8 +5,9 @@ import (
 )
 
 // Table reads topic as a table kept in the store named storeName: for each key, the latest
-// value; a record with a null value (a tombstone) deletes its key, and records with a null
-// key are dropped. The topic itself serves as the store's changelog, so no changelog topic
+// value; a record with a null value (a tombstone) deletes its key and is forwarded as a
+// delete (even for a key that was absent), and records with a null key are dropped and
+// counted in [Stats].DroppedRecords. The topic itself serves as the store's changelog, so no changelog topic
 // is created (Kafka Streams' source-topic reuse). Every update is forwarded downstream
 // (Kafka Streams' KTableSource, materialized, with caching disabled); [KTable.ToStream]
 // turns a delete into a tombstone record.
@@ -21,8 +22,9 @@ func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde
 
 // Join joins each record of s with the table's current value for its key (an inner join:
 // records whose key is not in the table are dropped). Only stream records produce output;
-// table updates do not. Stream records with a null value (tombstones, nil values) are
-// dropped, as Kafka Streams' KStreamKTableJoinProcessor drops them. The table may be one
+// table updates do not. Stream records with a null key ([Record.HasNullKey]) or a null
+// value (tombstones, nil values) are dropped and counted in [Stats].DroppedRecords, as
+// Kafka Streams' KStreamKTableJoinProcessor drops them. The table may be one
 // without a store of its own (a filtered or mapped table): the lookup reads through to the
 // stores it derives from. s and the table must be co-partitioned (checked at start); if a
 // key-changing operator ran on s, it is first repartitioned, as Kafka Streams does, through
@@ -43,7 +45,11 @@ func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K,
 }
 
 // LeftJoin is [Join] that keeps stream records whose key is not in the table: the joiner is
-// then called with found false and the zero VT.
+// then called with found false and the zero VT. Since Kafka Streams 3.7 (KIP-962) a left
+// join also keeps stream records with a null key ([Record.HasNullKey]): the table is not
+// looked up, the joiner is called with found false, and the output keeps the null key.
+// Repartitions upstream let null keys through to it (see [KStream.Repartition]). Records
+// with a null value are still dropped.
 func LeftJoin[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT, found bool) VR, opts ...Option) KStream[K, VR] {
 	return joinTable(s, t, "KSTREAM-LEFTJOIN", "LeftJoin", func(k K, v V, vt VT, found bool) (VR, bool) {
 		return joiner(k, v, vt, found), true
@@ -76,15 +82,23 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op st
 			return nil, err
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
-			if nullValue(r) {
-				return nil // KStreamKTableJoinProcessor ignores records with a null value
+			// KStreamKTableJoinProcessor drops records with a null value, and those with a
+			// null key unless the join is a left join, which joins them with nothing.
+			nullKey := r.HasNullKey()
+			if nullValue(r) || (nullKey && !n.relaxedJoin) {
+				tk.dropRecord(n, "join key or value")
+				return nil
 			}
-			vt, _, found, err := get(r.Key)
-			if err != nil {
-				return err
+			var vt VT
+			var found bool
+			if !nullKey {
+				var err error
+				if vt, _, found, err = get(r.Key); err != nil {
+					return err
+				}
 			}
 			if vr, ok := join(r.Key, r.Value, vt, found); ok {
-				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers})
+				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
 			}
 			return nil
 		}))

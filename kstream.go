@@ -27,6 +27,19 @@
 // updates into records; a delete becomes a tombstone ([Record.IsTombstone]), which a sink
 // writes as a null value.
 //
+// # Null keys and values
+//
+// A Kafka record may have a null key or a null value (no bytes at all). Kafka Streams
+// decides "null" on the deserialized object, which a Go string or int64 cannot be, so
+// kstream decides on the wire: a record read with nil key or value bytes carries the mark
+// ([Record.HasNullKey], [Record.IsTombstone]) through the operators that keep its key or
+// value, and sinks write it back as nil bytes, whatever the serdes. Each operator applies
+// Kafka Streams' rule for nulls: stateless operators keep such records (their functions get
+// the zero value), aggregations and the stream-table inner join drop them, a left join keeps
+// a null key, a table source deletes on a null value and drops a null key. A dropped record
+// is logged at warn and counted in [Stats].DroppedRecords, as Kafka Streams counts it in
+// its dropped-records metric. The rule of every operator is in docs/semantics.md.
+//
 // # Runtime model
 //
 // The topology is cut at repartition topics into sub-topologies; a task is one sub-topology
@@ -57,7 +70,10 @@ type Header struct {
 // Headers is shared with the input record and with sibling operators; treat it as read-only
 // and use [Record.WithHeader] to add one.
 //
-// A record may be a tombstone: its value is a Kafka null (see [Record.IsTombstone]).
+// A record may be a tombstone: its value is a Kafka null (see [Record.IsTombstone]); and
+// its key may be a Kafka null (see [Record.HasNullKey]). A processor that forwards its
+// input record, or a copy of it with other fields changed, keeps those marks; a Record built
+// anew has neither, unless made with [Record.AsNullKey] or [Record.AsTombstone].
 type Record[K, V any] struct {
 	Key       K
 	Value     V
@@ -82,12 +98,25 @@ type Record[K, V any] struct {
 func (r Record[K, V]) IsTombstone() bool { return r.null && isZero(r.Value) }
 
 // HasNullKey reports whether r's key is a Kafka null: r was read with a null key (nil key
-// bytes) and its Key is still the zero value, or Key is a nil pointer, map, slice or
-// interface. Kafka Streams decides "null key" on the deserialized object; a Go string or
-// int64 cannot be nil, so kstream decides on the wire and carries the mark with the record.
-// Operators that drop null-key records in Kafka Streams (aggregations, stream-table and
-// global-table inner joins, repartitioning) drop these.
+// bytes) or made with [Record.AsNullKey], and its Key is still the zero value; or Key is a
+// nil pointer, map, slice or interface. Kafka Streams decides "null key" on the
+// deserialized object; a Go string or int64 cannot be nil, so kstream decides on the wire
+// and carries the mark with the record. Operators that keep the key ([KStream.Filter],
+// [MapValues], [KStream.Merge], branches, [LeftJoin], ...) keep the mark; an operator that
+// computes a key ([SelectKey], [Map], [GroupBy], ...) makes a record whose key is null only
+// if the new key is nil. The operators that drop null-key records in Kafka Streams drop
+// these: aggregations, the stream-table inner [Join], table sources, and repartitions
+// (unless a left join downstream keeps them); docs/semantics.md has every rule.
 func (r Record[K, V]) HasNullKey() bool { return (r.nullKey && isZero(r.Key)) || isNil(r.Key) }
+
+// AsNullKey returns a copy of r whose key is a Kafka null (the zero K as seen by
+// operators), for processors that forward records without a key: a sink writes it with a
+// null key, whatever the key serde, and the operators that drop null keys drop it.
+func (r Record[K, V]) AsNullKey() Record[K, V] {
+	var zero K
+	r.Key, r.nullKey = zero, true
+	return r
+}
 
 // AsTombstone returns a copy of r whose value is a Kafka null (the zero V as seen by
 // operators), for processors that write deletes to a compacted topic.

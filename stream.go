@@ -252,7 +252,7 @@ func MapValues[K, V, VR any](s KStream[K, V], fn func(V) VR, opts ...Option) KSt
 func MapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) VR, opts ...Option) KStream[K, VR] {
 	out := addProcessor(s, "MAPVALUES", s.b.options("MapValues", opts), func() Processor[K, V, K, VR] {
 		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
-			ctx.Forward(Record[K, VR]{Key: r.Key, Value: fn(r.Key, r.Value), Timestamp: r.Timestamp, Headers: r.Headers})
+			ctx.Forward(Record[K, VR]{Key: r.Key, Value: fn(r.Key, r.Value), Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
 			return nil
 		})
 	})
@@ -296,7 +296,7 @@ func FlatMapValuesWithKey[K, V, VR any](s KStream[K, V], fn func(K, V) []VR, opt
 	out := addProcessor(s, "FLATMAPVALUES", s.b.options("FlatMapValues", opts), func() Processor[K, V, K, VR] {
 		return ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
 			for _, v := range fn(r.Key, r.Value) {
-				ctx.Forward(Record[K, VR]{Key: r.Key, Value: v, Timestamp: r.Timestamp, Headers: r.Headers})
+				ctx.Forward(Record[K, VR]{Key: r.Key, Value: v, Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
 			}
 			return nil
 		})
@@ -340,15 +340,21 @@ func Process[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], newProcessor func() 
 }
 
 // Merge returns a stream with the records of s and other. There is no ordering guarantee
-// between the two inputs.
+// between the two inputs. Merging a stream with itself gives each record once, as in Kafka
+// Streams (the merge node has the stream as its parent once); merging it with a stream
+// derived from it (a filter of it, say) gives a record once for each side that has it.
 func (s KStream[K, V]) Merge(other KStream[K, V], opts ...Option) KStream[K, V] {
 	c := s.b.options("Merge", opts)
 	if other.b != s.b {
 		s.b.errorf("Merge: the streams come from different builders")
 		return s
 	}
+	parents := []*node{s.n, other.n}
+	if other.n == s.n {
+		parents = parents[:1] // Kafka Streams forwards each record once
+	}
 	n := &node{kind: kindProcessor, merge: true}
-	s.b.addNode(n, "MERGE", c.name, s.n, other.n)
+	s.b.addNode(n, "MERGE", c.name, parents...)
 	n.instantiate = func(t *task) (any, error) {
 		ctx, err := childInputs[K, V](t, n)
 		if err != nil {
@@ -380,8 +386,9 @@ func (s KStream[K, V]) WithSerdes(ks serde.Serde[K], vs serde.Serde[V]) KStream[
 
 // To writes every record to topic. Nil serdes mean the stream's own (see [KStream]).
 // Records are partitioned by the murmur2 hash of the serialized key, as Java producers do;
-// records with a nil key are spread over partitions. The topic must exist when the
-// application starts.
+// records with a nil key are spread over partitions. A record with a null key
+// ([Record.HasNullKey]) is written with a null key and a tombstone with a null value,
+// whatever the serdes. The topic must exist when the application starts.
 func (s KStream[K, V]) To(topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) {
 	c := s.b.options("To", opts)
 	if topic == "" {
@@ -429,10 +436,13 @@ func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[
 				t.processingError(n, fmt.Errorf("topic function returned an empty topic name"))
 				return
 			}
-			kb, err := serialize(ks, r.Key)
-			if err != nil {
-				t.serializationError(n, topic, fmt.Errorf("key: %w", err))
-				return
+			var kb []byte // a null key is written as a null key
+			var err error
+			if !r.HasNullKey() {
+				if kb, err = serialize(ks, r.Key); err != nil {
+					t.serializationError(n, topic, fmt.Errorf("key: %w", err))
+					return
+				}
 			}
 			var vb []byte // a tombstone is written as a null value
 			if !r.IsTombstone() {
@@ -452,8 +462,10 @@ func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[
 
 // Repartition writes the stream to an internal topic "<application.id>-<name>-repartition"
 // and reads it back, so that records are partitioned by their current key. It uses the
-// stream's serdes (see [WithSerdes]). As in Kafka Streams, records with a null key are not
-// written (see [Record.HasNullKey]); the operators are a filter "<name>-repartition-filter",
+// stream's serdes (see [KStream.WithSerdes]). As in Kafka Streams, records with a null key
+// ([Record.HasNullKey]) are dropped before the topic, silently, unless a join that keeps
+// them ([LeftJoin], [LeftJoinGlobal]) is downstream; the same holds for the repartitions
+// that grouping, joins and [KStream.ToTable] insert. The operators are a filter "<name>-repartition-filter",
 // a sink "<name>-repartition-sink" and a source "<name>-repartition-source". It corresponds
 // to Kafka Streams' KStream.repartition(Repartitioned.as(name)); unlike the repartitions
 // that aggregations and joins make, it is never shared. Options: [Named] is not needed (name

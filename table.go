@@ -320,8 +320,10 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 // ToTable reads the stream as a changelog, as Kafka Streams' KStream.toTable does: each
 // record is the new value of its key, kept in the store named storeName (a timestamped
 // store, logged to "<application.id>-<storeName>-changelog" unless opts say otherwise); a
-// record whose value is a Kafka null (see [Record.IsTombstone]) or nil deletes its key, and
-// records whose key serializes to nil are dropped. The operator is named KSTREAM-TOTABLE-
+// record whose value is a Kafka null (see [Record.IsTombstone]) or nil deletes its key
+// (forwarded as a delete even if the key was absent), and records with a null key
+// ([Record.HasNullKey], or a key that serializes to nil) are dropped and counted in
+// [Stats].DroppedRecords. The operator is named KSTREAM-TOTABLE-
 // followed by a generated number. If a key-changing operator ran before, the stream is
 // first repartitioned, as Kafka Streams' toTable(Materialized.as(storeName)) does, through
 // "<application.id>-<operator>-repartition" (for example
@@ -349,20 +351,22 @@ func (s KStream[K, V]) ToTable(storeName string, opts ...StoreOption) KTable[K, 
 // it if its value is null; the update is forwarded with the old value when asked for.
 func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], vs serde.Serde[V]) KTable[K, V] {
 	info := storedInfo()
-	fromSource := len(n.parents) == 1 && n.parents[0].kind == kindSource
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskTableStore[K, V](t, d.name)
 		if err != nil {
 			return nil, err
 		}
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
-			// Records with a null key are dropped (KTableSource skips them).
-			if fromSource && t.cur != nil && t.cur.Key == nil {
+			// Records with a null key are dropped: KTableSource skips them with a warning
+			// and a dropped record.
+			if r.HasNullKey() {
+				t.dropRecord(n, "key")
 				return nil
 			}
 			if kb, err := ks.Serialize(r.Key); err != nil {
 				return fmt.Errorf("serializing the key: %w", err)
 			} else if kb == nil {
+				t.dropRecord(n, "key")
 				return nil
 			}
 			old, _, had, err := getTS(st, r.Key)

@@ -120,7 +120,8 @@ func TableCount[K, V any](g KGroupedTable[K, V], name string, opts ...StoreOptio
 // KGroupedTable.reduce does (KTableReduce): the first row of a group is its value; a row
 // joining the group is combined with adder(acc, v), a row leaving it is removed with
 // subtractor(acc, v). A group whose rows all left keeps the value subtractor returned; it is
-// deleted only if that value is nil. The value serde is the grouped table's.
+// deleted only if that value is nil. A nil value returned by adder deletes the group too, and
+// the next row to join it starts it afresh. The value serde is the grouped table's.
 func TableReduce[K, V any](g KGroupedTable[K, V], adder, subtractor func(acc, v V) V, name string, opts ...StoreOption) KTable[K, V] {
 	return tableAggregate(g, "KTABLE-REDUCE", g.vs, name, opts, func(_ K, in change[V], acc V, had bool, accTs, ts int64) (res V, ok bool, newTs int64) {
 		inter, interOK := acc, had
@@ -136,7 +137,9 @@ func TableReduce[K, V any](g KGroupedTable[K, V], adder, subtractor func(acc, v 
 		if !interOK {
 			return in.new, true, newTs
 		}
-		return adder(inter, in.new), true, max(ts, accTs)
+		// A nil result is stored as KTableReduce stores it: the key is deleted.
+		res = adder(inter, in.new)
+		return res, !isNil(res), max(ts, accTs)
 	})
 }
 

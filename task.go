@@ -131,6 +131,18 @@ func (t *task) errorContext(kind ErrorKind, n *node, err error) ErrorContext {
 	return ec
 }
 
+// dropRecord notes that operator n skipped the record in hand because of its null key or
+// value, as Kafka Streams' processors do: a warning with the record's coordinates, and one
+// more in the dropped-records count ([Stats].DroppedRecords).
+func (t *task) dropRecord(n *node, why string) {
+	t.env.RecordDropped()
+	attrs := []any{"operator", n.name, "task", t.id.String()}
+	if r := t.cur; r != nil {
+		attrs = append(attrs, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
+	}
+	t.log.Warn("kstream: skipping a record with a null "+why, attrs...)
+}
+
 func (t *task) deserializationError(n *node, err error) {
 	t.handle(t.h.deser, t.errorContext(DeserializationError, n, err))
 }

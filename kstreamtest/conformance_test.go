@@ -22,46 +22,8 @@ import (
 // its Describe text. A pending difference is logged (the first differing lines), not failed;
 // a pending entry whose scenario now matches fails the test, so that it is removed here.
 var conformancePending = map[string]string{
-	"stateless":                   confNullKeyReason,
-	"siblings":                    confNullKeyReason,
-	"filter-tombstones":           confNullKeyReason,
-	"filternot-peek":              confNullKeyReason,
-	"mapvalues-withkey":           confNullKeyReason,
-	"flatmapvalues":               confNullKeyReason,
-	"foreach-sibling":             confNullKeyReason,
-	"merge-self":                  "Merge of a stream with itself forwards each record twice (Java: once); also null keys written as \"\" (owner: nulls)",
-	"merge-three":                 confNullKeyReason,
-	"merge-sources":               confNullKeyReason,
-	"stream-topics":               confNullKeyReason,
-	"split-keys-values":           confNullKeyReason,
-	"split-unnamed":               confNullKeyReason,
-	"to-topic-func":               confNullKeyReason,
-	"to-topic-func/describe":      "Describe: Java prints (extractor class: <toString>) (owner: naming)",
-	"mapvalues-to-null":           confNullKeyReason,
-	"named-operators":             confNullKeyReason,
-	"through-topic":               confNullKeyReason,
-	"merge-with-repartitioned":    confNullKeyReason,
-	"stream-count":                "a null key read with serde.String() is counted under key \"\" (Java drops null keys) (owner: nulls)",
-	"stream-reduce":               "a null key read with serde.String() is reduced under key \"\" (Java drops null keys) (owner: nulls)",
-	"stream-aggregate":            "a null key read with serde.String() is aggregated under key \"\" (Java drops null keys) (owner: nulls)",
-	"stream-count-filter":         "a null key of topic left read as a stream is counted under key \"\" (Java drops null keys) (owner: nulls)",
-	"stream-join-own-count":       "a null key is counted under key \"\", and the join then finds that count (Java drops null keys in both) (owner: nulls)",
-	"table-reduce-null-adder":     "TableReduce: an adder returning nil emits the delete but keeps the old row, so the next add starts from it, with the old timestamp (owner: nulls)",
-	"stream-totable/describe":     "Describe: ToTable has no Named option, so Go cannot name its processor by-letter as Java's toTable(Named.as(\"by-letter\"), ...) does; no null-key filter node before the repartition sink; generated names numbered differently; Java indents Sub-topology N > 0 by 2 spaces, not 3 (owner: naming)",
-	"mapvalues-null-totable":      "ToTable keeps the records read with a null key (as key \"\"): MapValues loses the null-key mark, and ToTable drops only null keys that come straight from a source (Java's toTable drops every null key) (owner: nulls)",
-	"stream-totable-self-join":    confNullKeyReason,
-	"stream-table-join-derived":   confNullKeyReason,
-	"stream-table-leftjoin":       confNullKeyReason,
-	"stream-join-joined-table":    confNullKeyReason,
-	"global-join":                 "JoinGlobal joins stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
-	"global-leftjoin":             "LeftJoinGlobal joins stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
-	"global-leftjoin-missing-key": "LeftJoinGlobal joins stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
-	"global-join-rekeyed":         "JoinGlobal joins stream records with a null value (Java drops them), so they are counted (owner: nulls)",
-	"global-two-joins-and-table":  "JoinGlobal and LeftJoinGlobal join stream records with a null value (Java drops them); also null keys written as \"\" (owner: nulls)",
-	"process-store":               confNullKeyReason,
-	"process-forward-to":          confNullKeyReason,
-	"process-tombstones":          confNullKeyReason,
-	"independent-subtopologies":   confNullKeyReason,
+	"to-topic-func/describe":  "Describe: Java prints (extractor class: <the extractor's toString>), which a Go function has no equal of; Go prints the function's name (owner: lead)",
+	"stream-totable/describe": "Describe: ToTable has no Named option, so Go cannot name its processor and repartition topic by-letter as Java's toTable(Named.as(\"by-letter\"), ...) does; Go names them KSTREAM-TOTABLE-n, as Java's unnamed toTable does (owner: lead)",
 }
 
 // The scenarios of the conformance test, mirrored one for one (same order, same names of
@@ -1148,26 +1110,6 @@ func confFirstLines(diff string, n int) string {
 	return strings.Join(lines[:n], "") + fmt.Sprintf("         ... (%d more diff lines)\n", len(lines)-n)
 }
 
-// confNullKeyReason is the pending reason of the scenarios whose output differs from Java's
-// only in null keys. Such a scenario is compared twice: as it is (the pending difference),
-// and with Java's null keys written as "" keys, where any difference fails the test, so that
-// the rest of its output is still checked.
-const confNullKeyReason = "a record read with a null key (or made from one by a stateless operator) reaches the sink as key \"\" instead of a null key: " +
-	"the null-key mark is not kept by the operators that make a new record (MapValues, FlatMapValues, Process, joins ...) " +
-	"and the sink serializes the key instead of writing nil for Record.HasNullKey (owner: nulls)"
-
-// confNullKeysAsEmpty returns lines with Java's null keys ("<null>|...") written as "" keys.
-func confNullKeysAsEmpty(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		if rest, ok := strings.CutPrefix(l, "<null>|"); ok {
-			l = "|" + rest
-		}
-		out[i] = l
-	}
-	return out
-}
-
 // confOutputDiffs compares outputs with Java's: got1 (1 partition) record for record, got4
 // (4 partitions) key by key. An empty string means no difference.
 func confOutputDiffs(want, got1, got4 []string) (diff1, diff4 string) {
@@ -1254,21 +1196,6 @@ func TestConformanceWithJava(t *testing.T) {
 			diff1, diff4 := confOutputDiffs(want, got1, got4)
 			what1 := "the output (" + outPath + ")"
 			what4 := "the output with 4 partitions, per key (" + outPath + ")"
-			for _, key := range []string{sc.name, sc.name + "/p4"} {
-				if conformancePending[key] != confNullKeyReason {
-					continue
-				}
-				// Only the null keys may differ.
-				n1, n4 := confOutputDiffs(confNullKeysAsEmpty(want), got1, got4)
-				if key == sc.name && n1 != "" {
-					bad = true
-					t.Errorf("%s differs from Java's beyond its null keys (pending: %s), with Java's null keys written as \"\":\n%s", what1, key, n1)
-				}
-				if n4 != "" {
-					bad = true
-					t.Errorf("%s differs from Java's beyond its null keys (pending: %s), with Java's null keys written as \"\":\n%s", what4, key, n4)
-				}
-			}
 			if _, ok := conformancePending[sc.name]; ok {
 				both := diff1
 				if diff4 != "" {

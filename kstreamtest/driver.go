@@ -12,6 +12,11 @@
 // updates the global store at once, as TopologyTestDriver does; a record with a null value
 // deletes its key. [KeyValueStore] reads global stores too.
 //
+// A record with a null key or a null value is piped with [InputTopic.PipeRaw] and nil bytes,
+// or with [InputTopic.PipeRecord] and a record made by [kstream.Record.AsNullKey] or
+// [kstream.Record.AsTombstone]; [OutputTopic.ReadRecord] reports nil bytes the same way.
+// [Driver.DroppedRecords] counts the records that operators dropped for a null key or value.
+//
 // By default every topic has one partition, so the order of output equals the order of
 // processing. [Partitions] and [TopicPartitions] give topics more partitions: records are
 // then placed by the murmur2 hash of their serialized key, as the Java producer does (a
@@ -87,6 +92,7 @@ type Driver struct {
 	queue  []*kgo.Record            // records written to source topics, not yet processed
 	wall   time.Time
 	db     store.DB // every store, in memory
+	drops  int64    // records dropped for a null key or value
 	fatal  error
 	closed bool
 }
@@ -289,6 +295,15 @@ func (d *Driver) Produce(o *runtime.OutRecord) {
 // Logger implements the runtime's task environment.
 func (d *Driver) Logger() *slog.Logger { return d.log }
 
+// RecordDropped implements the runtime's task environment.
+func (d *Driver) RecordDropped() { d.drops++ }
+
+// DroppedRecords returns how many records the topology's operators dropped for a null key
+// or a null value so far, as [kstream.Stats].DroppedRecords counts them in an application
+// (TopologyTestDriver shows them in the dropped-records-total metric). A record with a null
+// key piped into a global table's topic counts too.
+func (d *Driver) DroppedRecords() int64 { return d.drops }
+
 // GlobalStore implements the runtime's task environment: global stores live in the
 // driver's memory DB, in the same namespace as in an application.
 func (d *Driver) GlobalStore(name string) (store.Backend, error) {
@@ -308,6 +323,7 @@ func (d *Driver) GlobalStore(name string) (store.Backend, error) {
 // global goroutine does.
 func (d *Driver) applyGlobal(g *runtime.GlobalStoreSpec, r *kgo.Record) error {
 	if r.Key == nil {
+		d.drops++ // the global KTableSource drops it
 		return nil
 	}
 	if g.Accept != nil {

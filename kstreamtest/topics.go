@@ -2,6 +2,7 @@ package kstreamtest
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/kstream-go/kstream"
@@ -57,21 +58,30 @@ func (in *InputTopic[K, V]) PipeAt(key K, value V, ts time.Time) error {
 }
 
 // PipeRecord writes r with its headers. A zero Timestamp means the topic's current time
-// (which then auto-advances).
+// (which then auto-advances). A record made with [kstream.Record.AsNullKey] is written with
+// a null key, and one made with [kstream.Record.AsTombstone] with a null value, whatever the
+// serdes:
+//
+//	in.PipeRecord(kstream.Record[string, string]{Value: "v"}.AsNullKey()) // null key
+//	in.PipeRecord(kstream.Record[string, string]{Key: "k"}.AsTombstone()) // null value
 func (in *InputTopic[K, V]) PipeRecord(r kstream.Record[K, V]) error {
-	kb, err := in.ks.Serialize(r.Key)
-	if err != nil {
-		return fmt.Errorf("kstreamtest: serializing the key for topic %q: %w", in.topic, err)
+	var kb, vb []byte
+	var err error
+	if !r.HasNullKey() {
+		if kb, err = in.ks.Serialize(r.Key); err != nil {
+			return fmt.Errorf("kstreamtest: serializing the key for topic %q: %w", in.topic, err)
+		}
 	}
-	vb, err := in.vs.Serialize(r.Value)
-	if err != nil {
-		return fmt.Errorf("kstreamtest: serializing the value for topic %q: %w", in.topic, err)
+	if !r.IsTombstone() {
+		if vb, err = in.vs.Serialize(r.Value); err != nil {
+			return fmt.Errorf("kstreamtest: serializing the value for topic %q: %w", in.topic, err)
+		}
 	}
 	return in.PipeRaw(kb, vb, r.Timestamp, r.Headers...)
 }
 
 // PipeRaw writes a record given as bytes, for example one that the topology's serdes cannot
-// decode. A nil key or value is a Kafka null.
+// decode, or one with a null key or value: a nil key or value is a Kafka null.
 func (in *InputTopic[K, V]) PipeRaw(key, value []byte, ts time.Time, headers ...kstream.Header) error {
 	if ts.IsZero() {
 		ts = in.now
@@ -126,7 +136,9 @@ func (o *OutputTopic[K, V]) QueueSize() int { return len(o.d.topics[o.topic]) - 
 // IsEmpty reports whether every record has been read.
 func (o *OutputTopic[K, V]) IsEmpty() bool { return o.QueueSize() == 0 }
 
-// ReadRecord reads the next record; it returns [ErrNoRecord] when there is none.
+// ReadRecord reads the next record; it returns [ErrNoRecord] when there is none. A record
+// written with a null key or value says so ([kstream.Record.HasNullKey],
+// [kstream.Record.IsTombstone]), whatever the serdes made of the nil bytes.
 func (o *OutputTopic[K, V]) ReadRecord() (OutputRecord[K, V], error) {
 	recs := o.d.topics[o.topic]
 	if o.pos >= len(recs) {
@@ -142,7 +154,16 @@ func (o *OutputTopic[K, V]) ReadRecord() (OutputRecord[K, V], error) {
 	if err != nil {
 		return OutputRecord[K, V]{}, fmt.Errorf("kstreamtest: topic %q partition %d offset %d: value: %w", raw.Topic, raw.Partition, raw.Offset, err)
 	}
-	out := OutputRecord[K, V]{Record: kstream.Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp}, Topic: raw.Topic, Partition: raw.Partition, Offset: raw.Offset}
+	rec := kstream.Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp}
+	// The marks hold only while the key or value is the zero value (what every serde of
+	// package serde makes of nil bytes); a serde that decodes nil to something else keeps it.
+	if raw.Key == nil && reflect.ValueOf(&rec.Key).Elem().IsZero() {
+		rec = rec.AsNullKey()
+	}
+	if raw.Value == nil && reflect.ValueOf(&rec.Value).Elem().IsZero() {
+		rec = rec.AsTombstone()
+	}
+	out := OutputRecord[K, V]{Record: rec, Topic: raw.Topic, Partition: raw.Partition, Offset: raw.Offset}
 	for _, h := range raw.Headers {
 		out.Headers = append(out.Headers, kstream.Header{Key: h.Key, Value: h.Value})
 	}

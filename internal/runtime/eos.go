@@ -48,6 +48,12 @@ type Stats struct {
 	// instance dropped its tasks and rejoined with a new producer: Kafka Streams' task
 	// migrations.
 	ProducerFences int64
+	// DroppedRecords counts the records that operators skipped because of a null key or a
+	// null value (an aggregation, a join or a table source given a record it cannot use),
+	// all tasks together, since the instance started: Kafka Streams' dropped-records
+	// metric for those records. Records processed again after a failure or an aborted
+	// transaction are counted again, as in Kafka Streams.
+	DroppedRecords int64
 }
 
 // commitStats accumulates Stats.
@@ -63,6 +69,7 @@ type commitStats struct {
 	txnID     string
 	changelog atomic.Int64
 	fences    atomic.Int64
+	dropped   atomic.Int64
 }
 
 func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
@@ -88,7 +95,7 @@ func (r *Runtime) Stats() Stats {
 	defer c.mu.Unlock()
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
 		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: c.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
-		ProducerFences: c.fences.Load()}
+		ProducerFences: c.fences.Load(), DroppedRecords: c.dropped.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)
 	}

@@ -435,8 +435,15 @@ func (r *Runtime) applyGlobal(fetches kgo.Fetches, g *globalRunner, booting bool
 					}
 				}
 			} else if rec.Key == nil && !rec.Attrs.IsControl() {
-				r.log.Debug("kstream: skipping a record with a null key in a global topic", "store", gs.spec.Name,
-					"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+				// As Kafka Streams: skipped silently while bootstrapping (restoring), and
+				// with a warning and a dropped record after (the global KTableSource).
+				attrs := []any{"store", gs.spec.Name, "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset}
+				if rec.Offset < part.end {
+					r.log.Debug("kstream: skipping a record with a null key in a global topic", attrs...)
+				} else {
+					r.RecordDropped()
+					r.log.Warn("kstream: skipping a record with a null key in a global topic", attrs...)
+				}
 			}
 			part.pos = rec.Offset + 1
 		}

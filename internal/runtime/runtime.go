@@ -1153,6 +1153,9 @@ func (r *Runtime) Tasks() []TaskID {
 // Logger implements TaskEnv.
 func (r *Runtime) Logger() *slog.Logger { return r.log }
 
+// RecordDropped implements TaskEnv.
+func (r *Runtime) RecordDropped() { r.stats.dropped.Add(1) }
+
 func (r *Runtime) produceFailed(f ProduceFailure) {
 	if r.fatal() != nil {
 		return // already stopping; the first error is the one reported

@@ -318,8 +318,9 @@ func (s *standbys) apply(fetches kgo.Fetches) error {
 			if rec.Attrs.IsControl() {
 				continue
 			}
-			applyChangelogRecord(b, ss.spec, rec)
-			n++
+			if applyChangelogRecord(b, ss.spec, rec) {
+				n++
+			}
 		}
 		if fp.LogStartOffset > pos {
 			pos = fp.LogStartOffset

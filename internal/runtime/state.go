@@ -419,8 +419,9 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 				if rec.Attrs.IsControl() {
 					continue
 				}
-				applyChangelogRecord(b, ls.spec, rec)
-				n++
+				if applyChangelogRecord(b, ls.spec, rec) {
+					n++
+				}
 			}
 			// Offsets removed by compaction or retention: the fetch may start past "pos".
 			if fp.LogStartOffset > pos {
@@ -470,9 +471,14 @@ func rate(n int64, d time.Duration) int64 {
 }
 
 // applyChangelogRecord adds one changelog record to a batch of its store: a null value
-// deletes; a timestamped store gets the record's timestamp in front of the value.
-func applyChangelogRecord(b store.Batch, spec StoreSpec, rec *kgo.Record) {
+// deletes; a timestamped store gets the record's timestamp in front of the value. A record
+// with a null key is skipped, as Kafka Streams' StoreChangelogReader skips it: a source
+// table's topic, which is its changelog, may hold some, and the table never stored them.
+// It reports whether it applied rec.
+func applyChangelogRecord(b store.Batch, spec StoreSpec, rec *kgo.Record) bool {
 	switch {
+	case rec.Key == nil:
+		return false
 	case rec.Value == nil:
 		b.Delete(rec.Key)
 	case spec.Timestamped:
@@ -480,4 +486,5 @@ func applyChangelogRecord(b store.Batch, spec StoreSpec, rec *kgo.Record) {
 	default:
 		b.Set(rec.Key, rec.Value)
 	}
+	return true
 }

@@ -124,6 +124,9 @@ type TaskEnv interface {
 	// global goroutine writes the store concurrently; each of its batches becomes visible
 	// at once and as a whole.
 	GlobalStore(name string) (store.Backend, error)
+	// RecordDropped counts one record that an operator skipped because of its null key or
+	// value (Stats.DroppedRecords).
+	RecordDropped()
 }
 
 // OutRecord is an output record with what error reports need to know about it. Carrying
