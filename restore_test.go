@@ -292,3 +292,50 @@ func TestRestoreWaitsForAnOpenTransaction(t *testing.T) {
 	outputs.checkExact(t, want)
 	t.Logf("the open transaction was %s old when the second instance started", age.Round(time.Millisecond))
 }
+
+// A changelog that ends in a transaction left open by a crashed owner, with nothing
+// committed after it: the restore waits for the broker to abort it, and the abort marker
+// then lies at or after the end measured at start, while every record before it is
+// aborted and filtered out by read_committed. The restore must end there, not wait for a
+// record below the end that will never come (the rebalance storm on Apache Kafka hung for
+// minutes this way).
+func TestRestoreEndsAfterAnAbortedTail(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 3, nil)
+	out := kafkatest.CreateTopic(t, "out", 3, nil)
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	changelog := cfg.ApplicationID + "-counts-changelog"
+	outputs := collect(t, out, readCommitted)
+	want := map[string]int64{}
+
+	first := start(t, newApp(t, countTopology(in, out), cfg))
+	produceCounts(t, in, 600, 50, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "the first counts", func() bool { return outputs.reached(want) })
+	if err := first.stop(); err != nil {
+		t.Fatalf("first instance: %v", err)
+	}
+
+	// The crashed owner's transaction, last on every partition of the changelog.
+	zombie := kafkatest.Client(t, kgo.TransactionalID(cfg.ApplicationID+"-crashed"), kgo.TransactionTimeout(5*time.Second))
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		for range 3 {
+			r := &kgo.Record{Topic: changelog, Partition: p, Key: []byte("zombie"), Value: count(1_000_000)}
+			if err := zombie.ProduceSync(kafkatest.Context(t, 30*time.Second), r).FirstErr(); err != nil {
+				t.Fatalf("zombie write to %s partition %d: %v", changelog, p, err)
+			}
+		}
+	}
+
+	cfg.StateDir = t.TempDir()
+	second := newApp(t, countTopology(in, out), cfg)
+	start(t, second)
+	kafkatest.Eventually(t, 90*time.Second, "RUNNING after the restore", func() bool { return second.State() == kstream.StateRunning })
+	produceCounts(t, in, 600, 50, 2, want)
+	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
+	outputs.checkExact(t, want)
+}

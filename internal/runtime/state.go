@@ -413,6 +413,10 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			for _, rec := range fp.Records {
 				if rec.Offset >= end {
+					// The fetch got past end: the offsets before it that returned no
+					// record were an aborted transaction's (read_committed drops them;
+					// its abort marker, written later, lies at end or after).
+					pos = end
 					break
 				}
 				pos = rec.Offset + 1
