@@ -574,13 +574,13 @@ func (r *Runtime) allowRebalance() {
 // group (a heartbeat that the lost session will never answer), and the group for the loop.
 // The callbacks then only set their partitions aside (deferDrop), and the transaction
 // aborts (see endTxnLocked).
-func (r *Runtime) onBlocked(context.Context, *kgo.Client) {
+func (r *Runtime) onBlocked(_ context.Context, cl *kgo.Client) {
 	r.endMu.Lock()
 	defer r.endMu.Unlock()
 	r.blocked = true
 	if r.ending && time.Since(r.endBegan) >= endGrace {
 		r.log.Info("kstream: a rebalance waits while the transaction ends; letting it through", "transactional_id", r.txnID)
-		r.consumer.AllowRebalance()
+		cl.AllowRebalance()
 	}
 }
 
@@ -863,7 +863,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			if prev != nil {
 				<-prev // a previous owner of the same stores is still restoring
 			}
-			r.startTask(t)
+			r.startTask(t, cl)
 			close(done)
 			r.reconcileStandbys() // the task may have been revoked and be a standby now
 		})
@@ -887,9 +887,11 @@ func (r *Runtime) maybeRunningLocked() {
 	r.setState(StateRunning)
 }
 
-// startTask restores the stores of t and creates its task, then resumes its input. It runs
-// on its own goroutine; if t was revoked meanwhile, it gives up quietly.
-func (r *Runtime) startTask(t *taskRun) {
+// startTask restores the stores of t and creates its task, then resumes its input on cl, the
+// consumer that was assigned it (r.consumer may not be set yet when the first assignment
+// comes, and is replaced after a fence). It runs on its own goroutine; if t was revoked
+// meanwhile, it gives up quietly.
+func (r *Runtime) startTask(t *taskRun, cl *kgo.Client) {
 	st := r.topo.SubTopologies[t.id.SubTopology]
 	ls, err := r.openStores(r.restoreCtx, t.id, st.Stores)
 	if err != nil {
@@ -920,7 +922,6 @@ func (r *Runtime) startTask(t *taskRun) {
 	t.task, t.stores = task, ls
 	parts := t.partitionMap()
 	r.maybeRunningLocked()
-	cl := r.consumer // replaced under mu after a fence (fence.go)
 	r.mu.Unlock()
 	cl.ResumeFetchPartitions(parts)
 	r.log.Info("kstream: task restored and running", "task", t.id.String())
