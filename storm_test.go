@@ -529,6 +529,9 @@ func TestRebalanceStorm(t *testing.T) {
 	}
 	finished := outputs.reached(want)
 	s.event(-1, "every count reached: %v (%d of %d outputs read)", finished, outputs.records(), produced.Load())
+	if !finished {
+		stuckOutput(t, brokers, s.out)
+	}
 	s.stop(last)
 	stopSampling()
 	<-samplerDone
@@ -574,4 +577,36 @@ func TestRebalanceStorm(t *testing.T) {
 		t.Fatalf("not every count was reached within 120s of the storm's end (%d of %d outputs read)", outputs.records(), produced.Load())
 	}
 	outputs.checkExact(t, want)
+}
+
+// stuckOutput logs, for a storm whose output stopped short, what the output topic's
+// partitions hold: their last stable offset against their high watermark, and the producers
+// with a transaction open on them, so that a hanging transaction shows.
+func stuckOutput(t *testing.T, brokers []string, topic string) {
+	t.Helper()
+	adm := kadm.NewClient(clientOn(t, brokers))
+	ctx := kafkatest.Context(t, 10*time.Second)
+	hwm, herr := adm.ListEndOffsets(ctx, topic)
+	lso, lerr := adm.ListCommittedOffsets(ctx, topic)
+	if err := errors.Join(herr, lerr); err != nil {
+		t.Logf("output %s: offsets: %v", topic, err)
+		return
+	}
+	parts := kadm.TopicsSet{}
+	hwm.Each(func(o kadm.ListedOffset) {
+		parts.Add(topic, o.Partition)
+		l, _ := lso.Lookup(topic, o.Partition)
+		t.Logf("output %s partition %d: last stable offset %d, high watermark %d", topic, o.Partition, l.Offset, o.Offset)
+	})
+	ps, err := adm.DescribeProducers(ctx, parts)
+	if err != nil {
+		t.Logf("output %s: producers: %v", topic, err)
+		return
+	}
+	ps.EachProducer(func(p kadm.DescribedProducer) {
+		if p.CurrentTxnStartOffset >= 0 {
+			t.Logf("output %s partition %d: producer %d epoch %d has a transaction open since offset %d (last write %s)",
+				topic, p.Partition, p.ProducerID, p.ProducerEpoch, p.CurrentTxnStartOffset, time.UnixMilli(p.LastTimestamp).Format(time.RFC3339Nano))
+		}
+	})
 }
