@@ -20,6 +20,11 @@ import (
 // iterators, which merge the pending entries with the underlying backend's keys in key
 // order. [Buffer.Discard] drops the pending entries, for a transaction that aborts.
 //
+// A range deletion (DeleteRange) drops the pending entries in its range and becomes a
+// pending range, which hides the underlying backend's keys in it from reads; Flush writes
+// the pending ranges before the pending entries, which are all younger than any range
+// covering them.
+//
 // The checkpoint is the underlying backend's: Checkpoint does not see a checkpoint set by
 // a batch of the buffer before Flush writes it.
 //
@@ -49,6 +54,16 @@ type Buffer struct {
 	// allocates; slabGen is gen when slab was allocated.
 	slab    []entry
 	slabGen uint64
+
+	// ranges are the pending range deletions, oldest first. A pending entry is always
+	// younger than the ranges covering it (a range deletion drops the entries it covers).
+	// The slice is only appended to until clear replaces it, so iterators may keep a
+	// prefix of it.
+	ranges []keyRange
+
+	// discards counts the calls of Discard: a reader that caches what it read (a window
+	// store's stream time) compares it to know whether the Buffer's contents went back.
+	discards uint64
 
 	size       int   // sum of len(key)+len(value) over the pending entries
 	sets, dels int   // pending entries that are values, that are deletion markers
@@ -92,6 +107,41 @@ type entry struct {
 
 func entryLess(a, b *entry) bool { return a.key < b.key }
 
+// keyRange is a pending range deletion of the keys in [from, to); a nil bound is
+// unbounded. Its bounds are copies owned by the Buffer and never modified.
+type keyRange struct{ from, to []byte }
+
+// covers reports whether r holds key k.
+func (r keyRange) covers(k []byte) bool {
+	return (r.from == nil || bytes.Compare(k, r.from) >= 0) && (r.to == nil || bytes.Compare(k, r.to) < 0)
+}
+
+// coversString is covers for a key held as a string.
+func (r keyRange) coversString(k string) bool {
+	return (r.from == nil || k >= string(r.from)) && (r.to == nil || k < string(r.to))
+}
+
+// overlaps reports whether r meets [from, to) (nil bounds unbounded, the range not empty).
+func (r keyRange) overlaps(from, to []byte) bool {
+	return (r.to == nil || from == nil || bytes.Compare(from, r.to) < 0) &&
+		(r.from == nil || to == nil || bytes.Compare(r.from, to) < 0)
+}
+
+// emptyRange reports whether [from, to) holds no key.
+func emptyRange(from, to []byte) bool {
+	return to != nil && (len(to) == 0 || from != nil && bytes.Compare(from, to) >= 0)
+}
+
+// coveredBy reports whether one of rs holds k.
+func coveredBy(rs []keyRange, k []byte) bool {
+	for _, r := range rs {
+		if r.covers(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // bufferDegree is the degree of the pending entries' B-tree: nodes hold 15 to 31 entries.
 const bufferDegree = 16
 
@@ -119,6 +169,9 @@ func (b *Buffer) Get(key []byte) ([]byte, bool, error) {
 		v := make([]byte, len(e.val))
 		copy(v, e.val)
 		return v, true, nil
+	}
+	if coveredBy(b.ranges, key) {
+		return nil, false, nil
 	}
 	if b.cacheMax <= 0 {
 		return b.under.Get(key)
@@ -245,6 +298,73 @@ func (b *Buffer) Delete(key []byte) error {
 	return nil
 }
 
+// DeleteRange implements [Backend]: the pending entries in [from, to) are dropped and the
+// range becomes pending, hiding the underlying backend's keys in it until Flush deletes
+// them there. It never fails.
+func (b *Buffer) DeleteRange(from, to []byte) error {
+	b.deleteRange(from, to)
+	return nil
+}
+
+func (b *Buffer) deleteRange(from, to []byte) {
+	if emptyRange(from, to) {
+		return
+	}
+	r := keyRange{from: bytes.Clone(from), to: bytes.Clone(to)}
+	if len(r.from) == 0 {
+		r.from = nil // every key is at least the empty key
+	}
+	var doomed []*entry
+	collect := func(e *entry) bool {
+		if r.to != nil && e.key >= string(r.to) {
+			return false
+		}
+		doomed = append(doomed, e)
+		return true
+	}
+	if r.from == nil {
+		b.tree.Ascend(collect)
+	} else {
+		b.tree.AscendGreaterOrEqual(&entry{key: string(r.from)}, collect)
+	}
+	if len(doomed) > 0 {
+		// Entries are removed, never modified: a snapshot holding them keeps them.
+		b.snap = nil
+		for _, e := range doomed {
+			b.tree.Delete(e)
+			delete(b.m, e.key)
+			b.forget(e)
+		}
+	}
+	b.ranges = append(b.ranges, r)
+	// The read cache must not answer for the keys the range deletes. Range deletions are
+	// rare (a window store makes one per expired segment), so a pass over the cache is
+	// affordable.
+	for k, c := range b.clean {
+		if r.coversString(k) {
+			delete(b.clean, k)
+			b.cleanSize -= cleanCost(k, c.val)
+		}
+	}
+	for k, c := range b.cleanOld {
+		if r.coversString(k) {
+			delete(b.cleanOld, k)
+			b.oldSize -= cleanCost(k, c.val)
+		}
+	}
+}
+
+// rangesIn returns the pending ranges that meet [from, to).
+func (b *Buffer) rangesIn(from, to []byte) []keyRange {
+	var out []keyRange
+	for _, r := range b.ranges {
+		if r.overlaps(from, to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // write records a pending value of key (a deletion marker if del is set), copying key and
 // value. It allocates at most a copy of each: none for a key that is already pending with
 // room for the value, none for the key if it is pending.
@@ -356,11 +476,12 @@ func (b *Buffer) newIter(from, to []byte, reverse, prefix bool) (Iterator, error
 	if to != nil {
 		c.hi, c.hasHi = string(to), true
 	}
-	if !b.pendingIn(&c) {
+	ranges := b.rangesIn(from, to)
+	if len(ranges) == 0 && !b.pendingIn(&c) {
 		return under, nil
 	}
 	c.tree = b.snapshot()
-	return &bufferIter{under: under, pending: c}, nil
+	return &bufferIter{under: under, pending: c, ranges: ranges}, nil
 }
 
 // pendingIn reports whether an entry is pending within the bounds of c.
@@ -408,8 +529,9 @@ func (b *Buffer) NewBatch() Batch { return &bufferBatch{b: b} }
 // ApproximateCount implements [Backend]: the underlying backend's estimate plus the
 // pending values minus the pending deletions, at least 0. It is approximate even over an
 // exact backend: a pending value of a key the underlying backend already holds counts
-// twice, and a pending deletion of a key it does not hold counts as one key less. After
-// Flush, it is the underlying backend's estimate.
+// twice, a pending deletion of a key it does not hold counts as one key less, and the keys
+// of pending range deletions still count. After Flush, it is the underlying backend's
+// estimate.
 func (b *Buffer) ApproximateCount() (int64, error) {
 	n, err := b.under.ApproximateCount()
 	if err != nil {
@@ -422,16 +544,16 @@ func (b *Buffer) ApproximateCount() (int64, error) {
 // checkpoint set by a batch of the buffer is not visible before Flush writes it.
 func (b *Buffer) Checkpoint() (int64, error) { return b.under.Checkpoint() }
 
-// Len returns the number of pending entries, values and deletion markers.
-func (b *Buffer) Len() int { return len(b.m) }
+// Len returns the number of pending writes: values, deletion markers and range deletions.
+func (b *Buffer) Len() int { return len(b.m) + len(b.ranges) }
 
 // Size returns the number of bytes of the pending keys and values. The memory the Buffer
 // holds is this plus roughly 100 bytes an entry (the entry, its map slot and its share of
 // the B-tree).
 func (b *Buffer) Size() int { return b.size }
 
-// Flush writes every pending entry to the underlying backend in one batch, together with a
-// checkpoint, and clears the pending entries and checkpoint. The checkpoint is checkpoint
+// Flush writes every pending range deletion, then every pending entry, to the underlying
+// backend in one batch, together with a checkpoint, and clears the pending entries and checkpoint. The checkpoint is checkpoint
 // if it is at least 0; a negative checkpoint leaves the underlying checkpoint as it is,
 // unless a batch of the buffer set a pending checkpoint, which is then written. With
 // nothing to write, Flush does nothing.
@@ -444,7 +566,7 @@ func (b *Buffer) Flush(checkpoint int64) error {
 	if !hasCP && b.hasCP {
 		cp, hasCP = b.cp, true
 	}
-	if len(b.m) == 0 && !hasCP {
+	if len(b.m) == 0 && len(b.ranges) == 0 && !hasCP {
 		return nil
 	}
 	if b.flushBatch == nil {
@@ -452,6 +574,9 @@ func (b *Buffer) Flush(checkpoint int64) error {
 	}
 	bt := b.flushBatch
 	bt.Reset()
+	for _, r := range b.ranges {
+		bt.DeleteRange(r.from, r.to)
+	}
 	b.tree.Ascend(func(e *entry) bool {
 		b.scratch = append(b.scratch[:0], e.key...)
 		if e.del {
@@ -466,7 +591,7 @@ func (b *Buffer) Flush(checkpoint int64) error {
 	}
 	if err := bt.Commit(); err != nil {
 		bt.Reset()
-		return fmt.Errorf("store: buffer: flush of %d entries: %w", len(b.m), err)
+		return fmt.Errorf("store: buffer: flush of %d entries and %d range deletions: %w", len(b.m), len(b.ranges), err)
 	}
 	if b.cacheMax > 0 {
 		for k, e := range b.m {
@@ -478,7 +603,9 @@ func (b *Buffer) Flush(checkpoint int64) error {
 }
 
 // Pending calls fn for every pending entry in key order: its key, its value, and whether it
-// is a deletion. The slices are valid only during the call.
+// is a deletion. The slices are valid only during the call. Pending range deletions are not
+// reported: they are a store's housekeeping (a window store's expired segments), which a
+// changelog does not carry.
 func (b *Buffer) Pending(fn func(key, value []byte, deleted bool)) {
 	b.tree.Ascend(func(e *entry) bool {
 		b.scratch = append(b.scratch[:0], e.key...)
@@ -487,9 +614,19 @@ func (b *Buffer) Pending(fn func(key, value []byte, deleted bool)) {
 	})
 }
 
-// Discard drops the pending entries and the pending checkpoint, leaving the underlying
+// Discard drops the pending entries, range deletions and checkpoint, leaving the underlying
 // backend as of the last Flush. Iterators already open keep their snapshot.
-func (b *Buffer) Discard() { b.clear() }
+func (b *Buffer) Discard() {
+	b.clear()
+	b.discards++
+}
+
+// discardCount implements discardCounter.
+func (b *Buffer) discardCount() uint64 { return b.discards }
+
+// discardCounter is implemented by a backend whose contents may go back to an earlier
+// state (a Buffer's Discard); discardCount changes when they do.
+type discardCounter interface{ discardCount() uint64 }
 
 // clear empties the pending entries and checkpoint.
 func (b *Buffer) clear() {
@@ -505,6 +642,7 @@ func (b *Buffer) clear() {
 		b.slab = nil
 	}
 	b.size, b.sets, b.dels = 0, 0, 0
+	b.ranges = nil // iterators may hold a prefix of the old slice
 	b.hasCP = false
 }
 
@@ -520,10 +658,12 @@ type bufferBatch struct {
 }
 
 // batchOp is one write of a bufferBatch: key data[off:off+klen], value the vlen bytes
-// after it.
+// after it. A range deletion's bounds are the key and the value, nil if fromNil, toNil.
 type batchOp struct {
 	off, klen, vlen int
 	del             bool
+	rng             bool
+	fromNil, toNil  bool
 }
 
 var _ Batch = (*bufferBatch)(nil)
@@ -538,6 +678,12 @@ func (bt *bufferBatch) Set(key, value []byte) {
 func (bt *bufferBatch) Delete(key []byte) {
 	bt.ops = append(bt.ops, batchOp{off: len(bt.data), klen: len(key), del: true})
 	bt.data = append(bt.data, key...)
+}
+
+// DeleteRange implements [Batch].
+func (bt *bufferBatch) DeleteRange(from, to []byte) {
+	bt.ops = append(bt.ops, batchOp{off: len(bt.data), klen: len(from), vlen: len(to), rng: true, fromNil: from == nil, toNil: to == nil})
+	bt.data = append(append(bt.data, from...), to...)
 }
 
 // SetCheckpoint implements [Batch]. An offset below [NoCheckpoint] makes Commit fail.
@@ -559,6 +705,17 @@ func (bt *bufferBatch) Commit() error {
 	b := bt.b
 	for _, op := range bt.ops {
 		key := bt.data[op.off : op.off+op.klen]
+		if op.rng {
+			from, to := key, bt.data[op.off+op.klen:op.off+op.klen+op.vlen]
+			if op.fromNil {
+				from = nil
+			}
+			if op.toNil {
+				to = nil
+			}
+			b.deleteRange(from, to)
+			continue
+		}
 		if op.del {
 			b.write(key, nil, true)
 		} else {
@@ -687,6 +844,7 @@ func (c *pendingCursor) fill() {
 type bufferIter struct {
 	under   Iterator
 	pending pendingCursor
+	ranges  []keyRange // pending range deletions hiding underlying keys
 
 	uKey, uVal []byte // the underlying iterator's current pair, if uHave
 	uHave      bool   // the underlying iterator is on a pair not yet merged
@@ -718,9 +876,11 @@ func (it *bufferIter) Next() bool {
 	}
 	reverse := it.pending.reverse
 	for {
-		if !it.uHave && !it.uDone {
+		for !it.uHave && !it.uDone {
 			if it.under.Next() {
-				it.uKey, it.uVal, it.uHave = it.under.Key(), it.under.Value(), true
+				if k := it.under.Key(); !coveredBy(it.ranges, k) {
+					it.uKey, it.uVal, it.uHave = k, it.under.Value(), true
+				}
 			} else if err := it.under.Err(); err != nil {
 				it.err = err
 				it.finish()

@@ -262,6 +262,13 @@ func (m model) rangeOf(from, to []byte, reverse bool) []kv {
 	return out
 }
 
+// deleteRange removes the keys in [from, to).
+func (m model) deleteRange(from, to []byte) {
+	for _, p := range m.rangeOf(from, to, false) {
+		delete(m, p.k)
+	}
+}
+
 func (m model) prefixOf(prefix []byte) []kv {
 	var out []kv
 	for _, p := range m.rangeOf(nil, nil, false) {
@@ -1117,18 +1124,29 @@ func testBufferRandomModel(t *testing.T, cache int) {
 				k, v := randKey(), randValue()
 				mustSet(t, buf, k, v)
 				view[k] = v
-			case x < 60:
+			case x < 57:
 				op = "delete"
 				k := randKey()
 				mustDelete(t, buf, k)
 				delete(view, k)
+			case x < 60:
+				op = "delete range"
+				from, to := randBound(), randBound()
+				if err := buf.DeleteRange(from, to); err != nil {
+					t.Fatal(err)
+				}
+				view.deleteRange(from, to)
 			case x < 70:
 				op = "batch"
 				bt := buf.NewBatch()
 				next := maps.Clone(view)
 				for range r.IntN(10) {
 					k := randKey()
-					if r.IntN(3) == 0 {
+					if r.IntN(15) == 0 {
+						from, to := randBound(), randBound()
+						bt.DeleteRange(from, to)
+						next.deleteRange(from, to)
+					} else if r.IntN(3) == 0 {
 						bt.Delete([]byte(k))
 						delete(next, k)
 					} else {

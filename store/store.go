@@ -11,6 +11,14 @@
 //
 // Keys are ordered by their bytes (bytewise lexicographic), as in Kafka Streams' RocksDB
 // stores; typed range queries therefore follow the order of the serialized keys.
+//
+// Over a Backend, [KeyValueStore] is a typed key-value store, and [WindowStore] and
+// [SessionStore] are Kafka Streams' window and session stores: entries in time segments that
+// expire with the observed stream time, each expired segment leaving with one
+// [Backend.DeleteRange] (see segmented.go for their key layout). Their backend keys are not
+// their changelog keys: a [ChangelogCodec] ([NewWindowChangelog], [NewSessionChangelog]) maps
+// one to the other, so that their changelogs are byte for byte Kafka Streams' and can be
+// restored from.
 package store
 
 import "errors"
@@ -53,6 +61,12 @@ type Backend interface {
 	Set(key, value []byte) error
 	// Delete removes one key; deleting an absent key is not an error.
 	Delete(key []byte) error
+	// DeleteRange removes every key in [from, to); a nil bound is unbounded, and an empty
+	// range (from >= to) removes nothing. Its cost does not grow with the number of keys
+	// it removes in a persistent engine (Pebble writes one range tombstone); the memory
+	// engine removes the keys one by one. Window and session stores drop expired segments
+	// with it.
+	DeleteRange(from, to []byte) error
 	// Range iterates over keys in [from, to) in ascending order; a nil bound is unbounded.
 	Range(from, to []byte) (Iterator, error)
 	// ReverseRange iterates over keys in [from, to) in descending order.
@@ -75,9 +89,14 @@ type Batch interface {
 	Set(key, value []byte)
 	// Delete adds a removal of key; writes apply in the order they were added.
 	Delete(key []byte)
+	// DeleteRange adds a removal of every key in [from, to) (bounds as in
+	// [Backend.DeleteRange], copied). It applies in order with the other writes: it removes
+	// the keys the batch set before it, not those it sets after it.
+	DeleteRange(from, to []byte)
 	// SetCheckpoint records offset as the backend's checkpoint when the batch commits.
 	SetCheckpoint(offset int64)
-	// Len is the number of writes in the batch (the checkpoint not counted).
+	// Len is the number of writes in the batch (a range deletion counts as one; the
+	// checkpoint is not counted).
 	Len() int
 	// Commit applies the batch. The batch is empty afterwards and may be reused.
 	Commit() error

@@ -522,6 +522,9 @@ func (ro readOnly) Set(_, _ []byte) error { return ro.err() }
 func (ro readOnly) Delete(_ []byte) error { return ro.err() }
 func (ro readOnly) NewBatch() store.Batch { return readOnlyBatch{ro.Backend.NewBatch(), ro} }
 
+// DeleteRange fails like every write.
+func (ro readOnly) DeleteRange(_, _ []byte) error { return ro.err() }
+
 type readOnlyBatch struct {
 	store.Batch
 	ro readOnly

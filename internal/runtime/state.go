@@ -165,6 +165,12 @@ func (l loggingBackend) Delete(key []byte) error {
 	l.s.log(key, nil)
 	return nil
 }
+
+// DeleteRange is not logged: a range deletion is a store's housekeeping (a window or
+// session store dropping its expired segments), which Kafka Streams does not log either;
+// the changelog topic's retention.ms removes those records.
+func (l loggingBackend) DeleteRange(from, to []byte) error { return l.s.raw.DeleteRange(from, to) }
+
 func (l loggingBackend) Range(from, to []byte) (store.Iterator, error) {
 	return l.s.raw.Range(from, to)
 }
@@ -193,6 +199,10 @@ func (lb *loggingBatch) Delete(k []byte) {
 func (lb *loggingBatch) SetCheckpoint(o int64) { lb.b.SetCheckpoint(o) }
 func (lb *loggingBatch) Len() int              { return lb.b.Len() }
 func (lb *loggingBatch) Reset()                { lb.b.Reset(); lb.logs = lb.logs[:0] }
+
+// DeleteRange is not logged (see loggingBackend.DeleteRange).
+func (lb *loggingBatch) DeleteRange(from, to []byte) { lb.b.DeleteRange(from, to) }
+
 func (lb *loggingBatch) Commit() error {
 	if err := lb.b.Commit(); err != nil {
 		return err

@@ -62,6 +62,44 @@ func (b *backend) Delete(key []byte) error {
 	return nil
 }
 
+// DeleteRange implements [store.Backend]. It removes the keys one by one (a B-tree has no
+// bulk deletion), under the namespace's lock.
+func (b *backend) DeleteRange(from, to []byte) error {
+	if err := b.checkOpen("delete range"); err != nil {
+		return err
+	}
+	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
+		return nil
+	}
+	b.ns.mu.Lock()
+	b.ns.deleteRangeLocked(from, to)
+	b.ns.mu.Unlock()
+	return nil
+}
+
+// deleteRangeLocked removes the keys in [from, to), nil bounds being unbounded.
+func (ns *namespace) deleteRangeLocked(from, to []byte) {
+	var doomed []item
+	collect := func(x item) bool {
+		if to != nil && bytes.Compare(x.key, to) >= 0 {
+			return false
+		}
+		doomed = append(doomed, x)
+		return true
+	}
+	if from == nil {
+		ns.mu.tree.Ascend(collect)
+	} else {
+		ns.mu.tree.AscendGreaterOrEqual(item{key: from}, collect)
+	}
+	for _, x := range doomed {
+		ns.mu.tree.Delete(x)
+	}
+	if len(doomed) > 0 {
+		ns.mu.snap = nil
+	}
+}
+
 func (ns *namespace) setLocked(it item) {
 	ns.mu.tree.ReplaceOrInsert(it)
 	ns.mu.snap = nil
@@ -175,6 +213,11 @@ type batch struct {
 type op struct {
 	it     item
 	delete bool
+	// rangeEnd is the exclusive end of a range deletion (it.key is its start); nil bounds
+	// are unbounded, with the *Nil fields telling nil from empty.
+	rangeEnd       []byte
+	isRange        bool
+	fromNil, toNil bool
 }
 
 var _ store.Batch = (*batch)(nil)
@@ -185,6 +228,15 @@ func (bt *batch) Set(key, value []byte) { bt.ops = append(bt.ops, op{it: newItem
 // Delete implements [store.Batch].
 func (bt *batch) Delete(key []byte) {
 	bt.ops = append(bt.ops, op{it: item{key: append([]byte{}, key...)}, delete: true})
+}
+
+// DeleteRange implements [store.Batch].
+func (bt *batch) DeleteRange(from, to []byte) {
+	bt.ops = append(bt.ops, op{
+		it:       item{key: append([]byte{}, from...)},
+		rangeEnd: append([]byte{}, to...),
+		isRange:  true, fromNil: from == nil, toNil: to == nil,
+	})
 }
 
 // SetCheckpoint implements [store.Batch]. An offset below [store.NoCheckpoint] makes
@@ -220,6 +272,19 @@ func (bt *batch) Commit() error {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	for _, o := range bt.ops {
+		if o.isRange {
+			from, to := o.it.key, o.rangeEnd
+			if o.fromNil {
+				from = nil
+			}
+			if o.toNil {
+				to = nil
+			}
+			if from == nil || to == nil || bytes.Compare(from, to) < 0 {
+				ns.deleteRangeLocked(from, to)
+			}
+			continue
+		}
 		if o.delete {
 			ns.deleteLocked(o.it.key)
 		} else {

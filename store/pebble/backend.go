@@ -94,6 +94,42 @@ func (b *backend) Delete(key []byte) error {
 	return nil
 }
 
+// DeleteRange implements [store.Backend] with one Pebble range deletion: its cost does not
+// depend on the number of keys it removes, whose space later compactions reclaim.
+func (b *backend) DeleteRange(from, to []byte) error {
+	lower, upper, ok := b.rangeBounds(from, to)
+	if !b.db.rlock() {
+		return b.closedError("delete range")
+	}
+	defer b.db.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	if err := b.db.pdb.DeleteRange(lower, upper, b.db.wo); err != nil {
+		return b.errorf("delete range", err)
+	}
+	return nil
+}
+
+// rangeBounds returns the Pebble keys bounding the user keys in [from, to), nil bounds
+// being the namespace's; ok is false for an empty range.
+func (b *backend) rangeBounds(from, to []byte) (lower, upper []byte, ok bool) {
+	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
+		return nil, nil, false
+	}
+	lower, upper = b.prefix[:], b.end
+	if from != nil {
+		lower = b.dataKey(from)
+	}
+	if to != nil {
+		upper = b.dataKey(to)
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return nil, nil, false // to is empty
+	}
+	return lower, upper, true
+}
+
 // Range implements [store.Backend].
 func (b *backend) Range(from, to []byte) (store.Iterator, error) {
 	return b.rangeIter("range", from, to, false)
@@ -105,18 +141,12 @@ func (b *backend) ReverseRange(from, to []byte) (store.Iterator, error) {
 }
 
 func (b *backend) rangeIter(op string, from, to []byte, reverse bool) (store.Iterator, error) {
-	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
+	lower, upper, ok := b.rangeBounds(from, to)
+	if !ok {
 		if b.db.isClosed() {
 			return nil, b.closedError(op)
 		}
 		return &iterator{b: b, done: true}, nil // empty range
-	}
-	lower, upper := b.prefix[:], b.end
-	if from != nil {
-		lower = b.dataKey(from)
-	}
-	if to != nil {
-		upper = b.dataKey(to)
 	}
 	return b.newIter(op, lower, upper, reverse)
 }
@@ -261,6 +291,19 @@ func (bt *batch) Delete(key []byte) {
 	copy(op.Key, bt.b.prefix[:])
 	copy(op.Key[dataPrefixLen:], key)
 	bt.finish(op)
+}
+
+// DeleteRange implements [store.Batch] with a Pebble range deletion in the batch.
+func (bt *batch) DeleteRange(from, to []byte) {
+	lower, upper, ok := bt.b.rangeBounds(from, to)
+	if !ok {
+		bt.n++ // a write that removes nothing
+		return
+	}
+	if err := bt.pebbleBatch().DeleteRange(lower, upper, nil); err != nil && bt.err == nil {
+		bt.err = err
+	}
+	bt.n++
 }
 
 func (bt *batch) finish(op *pebble.DeferredBatchOp) {

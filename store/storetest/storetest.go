@@ -36,6 +36,8 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"Ordering", testOrdering},
 		{"RangeBounds", testRangeBounds},
 		{"PrefixScan", testPrefixScan},
+		{"DeleteRange", testDeleteRange},
+		{"DeleteRangeBatch", testDeleteRangeBatch},
 		{"RandomModel", testRandomModel},
 		{"NamespaceIsolation", testNamespaceIsolation},
 		{"OpenTwice", testOpenTwice},
@@ -256,6 +258,21 @@ func (m model) rangeOf(from, to []byte, reverse bool) []kv {
 	return out
 }
 
+// deleteRange removes the model's keys in [from, to), nil being unbounded.
+func (m model) deleteRange(from, to []byte) {
+	for _, p := range m.rangeOf(from, to, false) {
+		delete(m, p.k)
+	}
+}
+
+// randRangeBound returns a bound for a random range: nil (unbounded) now and then.
+func randRangeBound(r *rand.Rand, randKey func() string) []byte {
+	if r.IntN(5) == 0 {
+		return nil
+	}
+	return []byte(randKey())
+}
+
 func (m model) prefixOf(prefix []byte) []kv {
 	var out []kv
 	for _, p := range m.sorted() {
@@ -407,6 +424,121 @@ func testPrefixScan(t *testing.T, db store.DB) {
 	}
 }
 
+// testDeleteRange deletes ranges with every kind of bound, directly, and checks scans,
+// Gets, counts, iterators opened before, and writes into a deleted range.
+func testDeleteRange(t *testing.T, db store.DB) {
+	b := mustOpen(t, db, "s", 0)
+	other := mustOpen(t, db, "other", 0)
+	mustSet(t, other, "a", "kept")
+	bounds := [][]byte{nil, {}, {0x00}, []byte("a"), []byte("a\x00"), []byte("ab"), []byte("b"), {0xff}, {0xff, 0xff}, {0xff, 0xff, 0xff, 0xff}}
+	fill := func() model {
+		m := model{}
+		for i, k := range edgeKeys {
+			mustSet(t, b, k, fmt.Sprint(i))
+			m[k] = fmt.Sprint(i)
+		}
+		return m
+	}
+	for _, from := range bounds {
+		for _, to := range bounds {
+			m := fill()
+			what := fmt.Sprintf("DeleteRange(%x, %x) [nil=%v,%v]", from, to, from == nil, to == nil)
+			if err := b.DeleteRange(from, to); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			m.deleteRange(from, to)
+			wantPairs(t, what+": scan", scanAll(t, b), m.sorted())
+			it, err := b.ReverseRange(nil, nil)
+			wantPairs(t, what+": reverse scan", drain(t, it, err), m.rangeOf(nil, nil, true))
+			for _, k := range edgeKeys {
+				if v, ok := m[k]; ok {
+					wantGet(t, b, k, v)
+				} else {
+					wantAbsent(t, b, k)
+				}
+			}
+			if n := count(t, b); n < int64(len(m))/2 || n > 2*int64(len(m))+1 {
+				t.Errorf("%s: ApproximateCount = %d; want about %d", what, n, len(m))
+			}
+		}
+	}
+	wantPairs(t, "another namespace", scanAll(t, other), []kv{{"a", "kept"}})
+
+	// An iterator opened before the deletion keeps its snapshot; keys written into the
+	// range afterwards are there.
+	m := fill()
+	it, err := b.Range(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteRange([]byte("a"), []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	wantPairs(t, "iterator opened before DeleteRange", drain(t, it, nil), m.sorted())
+	m.deleteRange([]byte("a"), []byte("b"))
+	mustSet(t, b, "aa", "new")
+	m["aa"] = "new"
+	wantPairs(t, "write after DeleteRange", scanAll(t, b), m.sorted())
+	// The whole namespace; the checkpoint stays.
+	bt := b.NewBatch()
+	bt.SetCheckpoint(9)
+	mustCommit(t, bt)
+	if err := b.DeleteRange(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantPairs(t, "DeleteRange(nil, nil)", scanAll(t, b), nil)
+	wantCheckpoint(t, b, 9)
+	wantPairs(t, "another namespace", scanAll(t, other), []kv{{"a", "kept"}})
+
+	// Many keys (an engine may store them in several files).
+	for i := range 3000 {
+		mustSet(t, b, fmt.Sprintf("seg%02d/k%04d", i%30, i), "v")
+	}
+	if err := b.DeleteRange(nil, []byte("seg15")); err != nil {
+		t.Fatal(err)
+	}
+	got := scanAll(t, b)
+	if len(got) != 1500 || got[0].k != "seg15/k0015" {
+		t.Errorf("after deleting 15 of 30 prefixes: %d keys, first %v", len(got), got[:min(1, len(got))])
+	}
+}
+
+// testDeleteRangeBatch checks that a batch applies range deletions in order with its other
+// writes, atomically with its checkpoint.
+func testDeleteRangeBatch(t *testing.T, db store.DB) {
+	b := mustOpen(t, db, "s", 0)
+	for _, k := range []string{"a1", "a2", "b1", "c1"} {
+		mustSet(t, b, k, "old")
+	}
+	bt := b.NewBatch()
+	bt.Set([]byte("a3"), []byte("set-before")) // deleted by the range below
+	bt.DeleteRange([]byte("a"), []byte("b"))
+	bt.Set([]byte("a2"), []byte("set-after")) // kept
+	bt.DeleteRange([]byte("x"), []byte("c"))  // empty: nothing
+	bt.DeleteRange(nil, []byte{})             // empty: nothing
+	bt.DeleteRange([]byte("c"), nil)
+	bt.SetCheckpoint(5)
+	if n := bt.Len(); n != 6 {
+		t.Errorf("Len = %d; want 6", n)
+	}
+	wantPairs(t, "before Commit", scanAll(t, b), []kv{{"a1", "old"}, {"a2", "old"}, {"b1", "old"}, {"c1", "old"}})
+	mustCommit(t, bt)
+	wantPairs(t, "after Commit", scanAll(t, b), []kv{{"a2", "set-after"}, {"b1", "old"}})
+	wantCheckpoint(t, b, 5)
+	// A failing batch applies none of its range deletions.
+	bt.DeleteRange(nil, nil)
+	bt.SetCheckpoint(-2)
+	if err := bt.Commit(); err == nil {
+		t.Fatal("Commit with checkpoint -2 succeeded")
+	}
+	wantPairs(t, "after a failed Commit", scanAll(t, b), []kv{{"a2", "set-after"}, {"b1", "old"}})
+	// Reset drops them.
+	bt.DeleteRange(nil, nil)
+	bt.Reset()
+	mustCommit(t, bt)
+	wantPairs(t, "after Reset", scanAll(t, b), []kv{{"a2", "set-after"}, {"b1", "old"}})
+}
+
 // testRandomModel compares the backend with a map after random writes, with enough keys
 // to exercise iterators that read in chunks.
 func testRandomModel(t *testing.T, db store.DB) {
@@ -430,11 +562,21 @@ func testRandomModel(t *testing.T, db store.DB) {
 			k := randKey()
 			mustDelete(t, b, k)
 			delete(m, k)
+		case x < 9 && r.IntN(4) == 0:
+			from, to := randRangeBound(r, randKey), randRangeBound(r, randKey)
+			if err := b.DeleteRange(from, to); err != nil {
+				t.Fatalf("DeleteRange(%x, %x): %v", from, to, err)
+			}
+			m.deleteRange(from, to)
 		default:
 			bt := b.NewBatch()
 			for range r.IntN(20) {
 				k := randKey()
-				if r.IntN(3) == 0 {
+				if r.IntN(40) == 0 {
+					from, to := randRangeBound(r, randKey), randRangeBound(r, randKey)
+					bt.DeleteRange(from, to)
+					m.deleteRange(from, to)
+				} else if r.IntN(3) == 0 {
 					bt.Delete([]byte(k))
 					delete(m, k)
 				} else {
@@ -921,6 +1063,7 @@ func testClosed(t *testing.T, db store.DB) {
 	isClosed("Get", err)
 	isClosed("Set", b.Set([]byte("a"), nil))
 	isClosed("Delete", b.Delete([]byte("a")))
+	isClosed("DeleteRange", b.DeleteRange(nil, nil))
 	_, err = b.Range(nil, nil)
 	isClosed("Range", err)
 	_, err = b.Range([]byte("b"), []byte("a"))
@@ -937,6 +1080,7 @@ func testClosed(t *testing.T, db store.DB) {
 	nb := b.NewBatch() // must not panic
 	nb.Set([]byte("x"), []byte("y"))
 	nb.Delete([]byte("x"))
+	nb.DeleteRange([]byte("a"), []byte("b"))
 	nb.SetCheckpoint(1)
 	isClosed("new Batch.Commit", nb.Commit())
 	nb.Reset()

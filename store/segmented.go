@@ -1,0 +1,533 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Segmented stores: the window and session stores keep their entries in time segments, as
+// Kafka Streams' RocksDB segmented stores do, so that expired data leaves with one range
+// deletion per expiry instead of a scan.
+//
+// # Layout
+//
+// A window or session store is one [Backend] namespace with this key layout:
+//
+//	0x00 0x01                                   -> state: observed stream time (int64 BE,
+//	                                               Unix ms, -1 before the first write) and
+//	                                               the last sequence number (int32 BE)
+//	0x01 <segment id uint64 BE> <schema key>    -> value
+//
+// The schema key is Kafka Streams' changelog key, byte for byte:
+//
+//	window store  (WindowKeySchema):  <serialized key> <window start int64 BE> <seqnum int32 BE>
+//	session store (SessionKeySchema): <serialized key> <session end int64 BE> <session start int64 BE>
+//
+// and the segment id is the segment timestamp (window start; session end) divided by the
+// segment interval. Within a segment the entries are therefore ordered by serialized key,
+// then by time, so that the windows of one key over a time range are one range scan per
+// segment, [key start, key end] within the segment, as in RocksDB. Scans of several keys
+// (or of all) read the segments in time order and, within each, the keys in byte order;
+// like Kafka Streams, they filter out the entries of other keys whose serialized key has the
+// scanned key as a prefix.
+//
+// Expired segments (below the segment of observed stream time minus retention) are removed
+// with one [Backend.DeleteRange] of every data key below the first live segment. The state
+// key is store metadata: it is not part of the changelog ([ChangelogCodec.ChangelogKey]
+// reports it as not logged), and restoring rebuilds it from the records.
+//
+// Timestamps are Unix milliseconds and must not be negative (Kafka Streams' windows never
+// start before 0).
+
+// Key prefixes of a segmented store.
+const (
+	segMetaPrefix byte = 0x00
+	segDataPrefix byte = 0x01
+	// segPrefixLen is the length of a data key's prefix: segDataPrefix and the segment id.
+	segPrefixLen = 1 + 8
+	// segStateLen is the length of the state value.
+	segStateLen = 8 + 4
+)
+
+var (
+	segStateKey  = []byte{segMetaPrefix, 0x01}
+	segDataStart = []byte{segDataPrefix}
+	segDataEnd   = []byte{segDataPrefix + 1}
+)
+
+// NoTimestamp is the observed stream time of a segmented store that has seen no record
+// (Kafka's RecordBatch.NO_TIMESTAMP).
+const NoTimestamp int64 = -1
+
+// DefaultWindowedChangelogAdditionalRetention is added to a window or session store's
+// retention to make the retention.ms of its changelog topic: Kafka Streams'
+// windowstore.changelog.additional.retention.ms default, one day.
+const DefaultWindowedChangelogAdditionalRetention = 24 * time.Hour
+
+// minSegmentInterval is the smallest default segment interval: Kafka Streams' segment
+// interval is max(retention/2, 60 s).
+const minSegmentInterval = 60_000
+
+// WindowedChangelogConfigs returns the configuration of the changelog topic of a window or
+// session store that keeps data for retention, as Kafka Streams creates it
+// (WindowedChangelogTopicConfig): cleanup.policy=compact,delete, so that records of expired
+// windows leave the topic too, and retention.ms = retention + additional (Kafka Streams'
+// windowstore.changelog.additional.retention.ms, [DefaultWindowedChangelogAdditionalRetention]
+// by default). The map is in the form topic creation takes (kadm.CreateTopic,
+// runtime.InternalTopic.Configs).
+func WindowedChangelogConfigs(retention, additional time.Duration) map[string]*string {
+	// Two Durations in milliseconds cannot overflow an int64, as Java's sum can.
+	ms := retention.Milliseconds() + additional.Milliseconds()
+	policy, ret := "compact,delete", strconv.FormatInt(ms, 10)
+	return map[string]*string{"cleanup.policy": &policy, "retention.ms": &ret}
+}
+
+// ChangelogCodec relates the backend keys of a store whose layout is not its changelog's (a
+// window or session store) to the records of its changelog, so that the changelog has
+// Kafka Streams' format and can be shared with (or migrated from) a Java application.
+//
+// The runtime logging a store's writes passes each written backend key through
+// ChangelogKey; the value (and, for a timestamped store, the record timestamp) is produced
+// as for a key-value store. Restoring passes each changelog record, with its value as the
+// store keeps it, to a [Restorer]. Range deletions (expired segments) are never logged: the
+// changelog topic's cleanup.policy=compact,delete and retention.ms (TopicConfigs) expire
+// its records.
+//
+// Kafka Streams logs a write even when it drops it for an expired segment; kstream stores
+// and logs nothing then. Restoring skips such records in both, so the restored stores agree.
+type ChangelogCodec interface {
+	// ChangelogKey returns the changelog key of a write of backend key k (a slice of k,
+	// valid as long as k is); logged is false for store metadata, which is not logged.
+	ChangelogKey(k []byte) (key []byte, logged bool)
+	// NewRestorer returns a Restorer that applies changelog records to the store partition
+	// whose backend is b, continuing from the state b holds (its observed stream time).
+	NewRestorer(b Backend) (Restorer, error)
+	// TopicConfigs is the configuration of the changelog topic ([WindowedChangelogConfigs]
+	// with the default additional retention).
+	TopicConfigs() map[string]*string
+}
+
+// Restorer applies changelog records to a store partition. It is used by one goroutine and
+// keeps state between records (the observed stream time), so one Restorer must see the
+// records of a restoration in offset order, and the batches it added to must commit in
+// that order.
+type Restorer interface {
+	// Restore adds to bt the writes applying one changelog record: its key and its value as
+	// the store keeps it (nil for a tombstone). A record of a segment that has expired
+	// (with respect to the stream time of the records restored so far) is skipped, as
+	// Kafka Streams skips it. It fails only for a malformed key.
+	Restore(bt Batch, key, value []byte) error
+}
+
+// segmented is the time-segmented layout over a backend shared by window and session
+// stores. The observed stream time lives in the backend (the state key), written with the
+// data, so that it survives restarts and a Buffer's Discard (an aborted transaction) takes
+// it back with the data. A typed store caches it (as Kafka Streams keeps it in memory),
+// which assumes that the backend is written through the store only; the cache is dropped
+// when a Buffer discards.
+type segmented struct {
+	name      string
+	b         Backend
+	retention int64 // ms
+	interval  int64 // ms, > 0
+	suffixLen int   // length of the schema key's suffix after the serialized key
+	timeAt    int   // offset from the end of a schema key of its segment timestamp
+
+	cache    segState // the state as of the last read or write, if cached
+	cached   bool
+	cacheGen uint64 // the backend's discard count when cache was taken
+	stateBuf [segStateLen]byte
+	scratch  []byte // a data key being built
+}
+
+// segState is the persisted state of a segmented store.
+type segState struct {
+	streamTime int64 // observed stream time: the largest segment timestamp written
+	seq        int32 // the last sequence number used (window stores retaining duplicates)
+}
+
+// appendTo appends the encoded state to dst.
+func (st segState) appendTo(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(st.streamTime))
+	return binary.BigEndian.AppendUint32(dst, uint32(st.seq))
+}
+
+func decodeSegState(v []byte) (segState, error) {
+	if len(v) != segStateLen {
+		return segState{}, fmt.Errorf("malformed state %x", v)
+	}
+	return segState{streamTime: int64(binary.BigEndian.Uint64(v)), seq: int32(binary.BigEndian.Uint32(v[8:]))}, nil
+}
+
+// readState reads the state of the store over b.
+func readState(b Backend) (segState, error) {
+	v, ok, err := b.Get(segStateKey)
+	if err != nil {
+		return segState{}, err
+	}
+	if !ok {
+		return segState{streamTime: NoTimestamp}, nil
+	}
+	return decodeSegState(v)
+}
+
+func (s *segmented) errorf(format string, args ...any) error {
+	return fmt.Errorf("store %s: "+format, append([]any{s.name}, args...)...)
+}
+
+// discardGen returns the backend's discard count (0 for a backend that cannot discard).
+func (s *segmented) discardGen() uint64 {
+	if d, ok := s.b.(discardCounter); ok {
+		return d.discardCount()
+	}
+	return 0
+}
+
+// state returns the store's state, from the cache if it is valid.
+func (s *segmented) state() (segState, error) {
+	gen := s.discardGen()
+	if s.cached && s.cacheGen == gen {
+		return s.cache, nil
+	}
+	st, err := readState(s.b)
+	if err != nil {
+		s.cached = false
+		return st, s.errorf("reading the stream time: %w", err)
+	}
+	s.cache, s.cached, s.cacheGen = st, true, gen
+	return st, nil
+}
+
+// remember caches st as the state after a successful write (err nil), or drops the cache.
+func (s *segmented) remember(st segState, err error) {
+	if err != nil {
+		s.cached = false
+		return
+	}
+	s.cache = st
+}
+
+// dataKeyBuf starts a data key of segment seg in the scratch buffer; append the schema key
+// to it. It is valid until the next call.
+func (s *segmented) dataKeyBuf(seg int64) []byte {
+	s.scratch = appendSegPrefix(s.scratch[:0], seg)
+	return s.scratch
+}
+
+// segmentID is Kafka Streams' segment id of a timestamp (AbstractSegments.segmentId):
+// timestamp / interval, truncated toward zero as Java's division is.
+func segmentID(ts, interval int64) int64 { return ts / interval }
+
+// minLiveSegment is the first segment that is live at stream time st: Kafka Streams'
+// segmentId(streamTime - retentionPeriod). Writes to earlier segments are dropped.
+func minLiveSegment(st, retention, interval int64) int64 {
+	return segmentID(satSub(st, retention), interval)
+}
+
+// minLiveTime is the earliest timestamp reads return at stream time st: Kafka Streams'
+// observedStreamTime - retentionPeriod + 1.
+func minLiveTime(st, retention int64) int64 { return satAdd(satSub(st, retention), 1) }
+
+func satAdd(a, b int64) int64 {
+	c := a + b
+	switch {
+	case b > 0 && c < a:
+		return math.MaxInt64
+	case b < 0 && c > a:
+		return math.MinInt64
+	}
+	return c
+}
+
+func satSub(a, b int64) int64 {
+	if b == math.MinInt64 {
+		return satAdd(satAdd(a, math.MaxInt64), 1)
+	}
+	return satAdd(a, -b)
+}
+
+// segmentStart and segmentEnd bound the timestamps of segment seg: [start, end).
+func segmentStart(seg, interval int64) int64 {
+	if seg > math.MaxInt64/interval {
+		return math.MaxInt64
+	}
+	return seg * interval
+}
+
+func segmentEnd(seg, interval int64) int64 { return segmentStart(satAdd(seg, 1), interval) }
+
+// appendSegPrefix appends the data key prefix of segment seg.
+func appendSegPrefix(dst []byte, seg int64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, segDataPrefix), uint64(seg))
+}
+
+// dataKey returns the backend key of schema key sk in segment seg.
+func dataKey(seg int64, sk []byte) []byte {
+	return append(appendSegPrefix(make([]byte, 0, segPrefixLen+len(sk)), seg), sk...)
+}
+
+// schemaKeyOf returns the schema key of data key k, or false for a key that is not data.
+func schemaKeyOf(k []byte) ([]byte, bool) {
+	if len(k) < segPrefixLen || k[0] != segDataPrefix {
+		return nil, false
+	}
+	return k[segPrefixLen:], true
+}
+
+// changelogKey implements ChangelogCodec.ChangelogKey for every segmented store.
+func changelogKey(k []byte) ([]byte, bool) { return schemaKeyOf(k) }
+
+// segTime returns the segment timestamp of schema key sk.
+func (s *segmented) segTime(sk []byte) int64 {
+	return int64(binary.BigEndian.Uint64(sk[len(sk)-s.timeAt:]))
+}
+
+// writer is what a segmented store writes through: its backend, or a batch when restoring.
+type writer interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	DeleteRange(from, to []byte) error
+}
+
+type batchWriter struct{ bt Batch }
+
+func (w batchWriter) Set(k, v []byte) error             { w.bt.Set(k, v); return nil }
+func (w batchWriter) Delete(k []byte) error             { w.bt.Delete(k); return nil }
+func (w batchWriter) DeleteRange(from, to []byte) error { w.bt.DeleteRange(from, to); return nil }
+
+// observe advances the stream time of st to ts, if later, and removes through w the
+// segments that expire with it; it reports whether st changed (and must be written).
+func (s *segmented) observe(w writer, st *segState, ts int64) (bool, error) {
+	if ts <= st.streamTime {
+		return false, nil
+	}
+	oldMin := minLiveSegment(st.streamTime, s.retention, s.interval)
+	st.streamTime = ts
+	if newMin := minLiveSegment(ts, s.retention, s.interval); newMin > oldMin && newMin > 0 {
+		// Every data key below the first live segment, in one range deletion.
+		if err := w.DeleteRange(segDataStart, appendSegPrefix(nil, newMin)); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// live reports whether a write with segment timestamp ts is kept at stream time st (the
+// segment of ts has not expired: Kafka Streams' getOrCreateSegmentIfLive).
+func (s *segmented) live(st, ts int64) bool {
+	return segmentID(ts, s.interval) >= minLiveSegment(st, s.retention, s.interval)
+}
+
+// write writes one entry (a deletion if value is nil) with data key dk (whose segment is
+// that of ts) and segment timestamp ts through w, advancing the stream time; it reports
+// false, writing nothing, if the entry's segment has expired. st is the state before the
+// write; it is updated, and written too if it changed or if forceState is set.
+func (s *segmented) write(w writer, st *segState, dk []byte, ts int64, value []byte, forceState bool) (bool, error) {
+	changed, err := s.observe(w, st, ts)
+	if err != nil {
+		return false, err
+	}
+	if changed || forceState {
+		if err := w.Set(segStateKey, st.appendTo(s.stateBuf[:0])); err != nil {
+			return false, err
+		}
+	}
+	if !s.live(st.streamTime, ts) {
+		return false, nil
+	}
+	if value == nil {
+		return true, w.Delete(dk)
+	}
+	return true, w.Set(dk, value)
+}
+
+// restore implements Restorer.Restore for every segmented store. seq, if not nil, returns
+// the sequence number of a schema key and whether it is to replace the state's.
+func (s *segmented) restore(st *segState, bt Batch, key, value []byte, seq func(sk []byte) (int32, bool)) error {
+	if len(key) < s.suffixLen {
+		return fmt.Errorf("store %s: restoring: malformed changelog key %x: shorter than %d bytes", s.name, key, s.suffixLen)
+	}
+	ts := s.segTime(key)
+	if ts < 0 {
+		return nil // a window before 0: no Kafka Streams store writes one
+	}
+	force := false
+	if seq != nil {
+		if n, later := seq(key); later {
+			st.seq, force = n, true
+		}
+	}
+	_, err := s.write(batchWriter{bt}, st, dataKey(segmentID(ts, s.interval), key), ts, value, force)
+	return err
+}
+
+// keyUpperBound returns an exclusive upper bound of the schema keys whose serialized key is
+// at most keyTo and whose suffix is at most maxSuffix: the successor of the largest of
+// keyTo[:l] + maxSuffix for every l (a shorter key followed by its suffix may sort after
+// keyTo followed by its own, when keyTo's next bytes are below the suffix's: Kafka Streams'
+// OrderedBytes.upperRange handles the same case).
+func keyUpperBound(keyTo, maxSuffix []byte) []byte {
+	var best, cand []byte
+	for l := len(keyTo); l >= 0; l-- {
+		cand = append(append(cand[:0], keyTo[:l]...), maxSuffix...)
+		if l == len(keyTo) || bytes.Compare(cand, best) > 0 {
+			best = append(best[:0], cand...)
+		}
+	}
+	return append(best, 0x00)
+}
+
+// segSpan is the part of one segment a scan reads: data keys in [from, to).
+type segSpan struct{ from, to []byte }
+
+// segScan iterates over segments first..last (descending if reverse), reading in each the
+// span that span returns, and yields the entries whose schema key accept takes. Each
+// segment's iterator is opened when the scan gets to it (as Kafka Streams' SegmentIterator
+// does), so it reads the segment as of that moment.
+type segScan struct {
+	s        *segmented
+	seg      int64 // the next segment to open
+	last     int64
+	reverse  bool
+	span     func(seg int64) (segSpan, bool)
+	accept   func(sk []byte) bool
+	cur      Iterator
+	done     bool
+	closed   bool
+	err      error
+	key, val []byte // the current entry: schema key and value
+}
+
+// emptyScan is a scan that yields nothing.
+func emptyScan() *segScan { return &segScan{done: true} }
+
+func (it *segScan) Next() bool {
+	it.key, it.val = nil, nil
+	if it.done || it.closed {
+		return false
+	}
+	for {
+		if it.cur == nil {
+			if (!it.reverse && it.seg > it.last) || (it.reverse && it.seg < it.last) {
+				it.done = true
+				return false
+			}
+			seg := it.seg
+			if it.reverse {
+				it.seg--
+			} else {
+				it.seg++
+			}
+			sp, ok := it.span(seg)
+			if !ok {
+				continue
+			}
+			var err error
+			if it.reverse {
+				it.cur, err = it.s.b.ReverseRange(sp.from, sp.to)
+			} else {
+				it.cur, err = it.s.b.Range(sp.from, sp.to)
+			}
+			if err != nil {
+				it.err, it.done = it.s.errorf("%w", err), true
+				return false
+			}
+		}
+		if !it.cur.Next() {
+			err := errors.Join(it.cur.Err(), it.cur.Close())
+			it.cur = nil
+			if err != nil {
+				it.err, it.done = it.s.errorf("%w", err), true
+				return false
+			}
+			continue
+		}
+		sk, ok := schemaKeyOf(it.cur.Key())
+		if !ok || len(sk) < it.s.suffixLen || !it.accept(sk) {
+			continue
+		}
+		it.key, it.val = sk, it.cur.Value()
+		return true
+	}
+}
+
+func (it *segScan) Err() error { return it.err }
+
+func (it *segScan) Close() error {
+	it.closed = true
+	if it.cur == nil {
+		return nil
+	}
+	err := it.cur.Close()
+	it.cur = nil
+	return err
+}
+
+// scan returns a scan of segments lo..hi, in reverse if reverse.
+func (s *segmented) scan(lo, hi int64, reverse bool, span func(int64) (segSpan, bool), accept func([]byte) bool) *segScan {
+	if lo > hi {
+		return emptyScan()
+	}
+	it := &segScan{s: s, seg: lo, last: hi, reverse: reverse, span: span, accept: accept}
+	if reverse {
+		it.seg, it.last = hi, lo
+	}
+	return it
+}
+
+// wholeScan returns a scan of every entry of segments lo..hi that accept takes, with one
+// backend iterator.
+func (s *segmented) wholeScan(lo, hi int64, reverse bool, accept func([]byte) bool) *segScan {
+	if lo > hi {
+		return emptyScan()
+	}
+	span := segSpan{appendSegPrefix(nil, lo), appendSegPrefix(nil, satAdd(hi, 1))}
+	if hi == math.MaxInt64 {
+		span.to = segDataEnd
+	}
+	return s.scan(0, 0, reverse, func(int64) (segSpan, bool) { return span, true }, accept)
+}
+
+// keyOf returns the serialized key of schema key sk.
+func (s *segmented) keyOf(sk []byte) []byte { return sk[:len(sk)-s.suffixLen] }
+
+// inKeyRange reports whether sk's serialized key is in [from, to] (nil bounds unbounded).
+func (s *segmented) inKeyRange(sk, from, to []byte) bool {
+	k := s.keyOf(sk)
+	return (from == nil || bytes.Compare(k, from) >= 0) && (to == nil || bytes.Compare(k, to) <= 0)
+}
+
+// ms converts a time to Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// durationMs converts a positive duration to whole milliseconds, rounding up a fraction of
+// one so that a positive duration never becomes 0.
+func durationMs(d time.Duration) int64 {
+	m := d.Milliseconds()
+	if d > 0 && time.Duration(m)*time.Millisecond < d {
+		m++
+	}
+	return m
+}
+
+// checkRetention validates a retention and a segment interval and returns them in
+// milliseconds, the interval defaulting to max(retention/2, 60 s).
+func checkRetention(retention, interval time.Duration) (int64, int64, error) {
+	if retention < 0 {
+		return 0, 0, fmt.Errorf("negative retention %s", retention)
+	}
+	if interval < 0 {
+		return 0, 0, fmt.Errorf("negative segment interval %s", interval)
+	}
+	r := durationMs(retention)
+	i := durationMs(interval)
+	if i == 0 {
+		i = max(r/2, minSegmentInterval)
+	}
+	return r, i, nil
+}
