@@ -209,23 +209,25 @@ func (p *panicError) Unwrap() error {
 	return err
 }
 
-// rootCause follows err's chain of wrapped errors to its end (the first of joined errors).
+// unwrapOnce returns the error err wraps (the first of joined errors), or nil.
+func unwrapOnce(err error) error {
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return u.Unwrap()
+	case interface{ Unwrap() []error }:
+		if errs := u.Unwrap(); len(errs) > 0 {
+			return errs[0]
+		}
+	}
+	return nil
+}
+
+// rootCause follows err's chain of wrapped errors to its end.
 func rootCause(err error) error {
-	for {
-		var next error
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			next = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			if errs := u.Unwrap(); len(errs) > 0 {
-				next = errs[0]
-			}
-		}
-		if next == nil {
-			return err
-		}
+	for next := unwrapOnce(err); next != nil; next = unwrapOnce(err) {
 		err = next
 	}
+	return err
 }
 
 // errorClass is the dead-letter header's stand-in for Java's exception class name: the Go
@@ -244,21 +246,8 @@ func errorClass(err error) string {
 func errorTrace(err error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%T: %s", err, err)
-	for cur := err; ; {
-		var next error
-		switch u := cur.(type) {
-		case interface{ Unwrap() error }:
-			next = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			if errs := u.Unwrap(); len(errs) > 0 {
-				next = errs[0]
-			}
-		}
-		if next == nil {
-			break
-		}
+	for next := unwrapOnce(err); next != nil; next = unwrapOnce(next) {
 		fmt.Fprintf(&b, "\nCaused by: %T: %s", next, next)
-		cur = next
 	}
 	var p *panicError
 	if errors.As(err, &p) && len(p.stack) > 0 {

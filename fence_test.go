@@ -20,11 +20,7 @@ import (
 // stay exactly 1..n per key and Run never returns.
 func TestExactlyOnceFencedProducerRejoins(t *testing.T) {
 	t.Parallel()
-	in := kafkatest.CreateTopic(t, "in", 3, nil)
-	out := kafkatest.CreateTopic(t, "out", 3, nil)
-	cfg := testConfig(t)
-	cfg.StateDir = t.TempDir()
-	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	in, out, cfg := eosSetup(t)
 	app := newApp(t, countTopology(in, out), cfg)
 	r := start(t, app)
 	outputs := collect(t, out, readCommitted)
@@ -71,11 +67,7 @@ func TestExactlyOnceFencedProducerRejoins(t *testing.T) {
 // the counts stay exactly 1..n per key.
 func TestExactlyOnceTransactionOutlivesTimeout(t *testing.T) {
 	t.Parallel()
-	in := kafkatest.CreateTopic(t, "in", 3, nil)
-	out := kafkatest.CreateTopic(t, "out", 3, nil)
-	cfg := testConfig(t)
-	cfg.StateDir = t.TempDir()
-	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	in, out, cfg := eosSetup(t)
 	cfg.TransactionTimeout = 2 * time.Second
 	var stalls atomic.Int64
 	var stallArmed atomic.Bool
@@ -114,4 +106,17 @@ func TestExactlyOnceTransactionOutlivesTimeout(t *testing.T) {
 	if st.TransactionsAborted+st.ProducerFences == 0 {
 		t.Fatal("a transaction outlived its timeout, but none aborted and the producer was never fenced")
 	}
+}
+
+// eosSetup makes the input and output topics (3 partitions each) and the configuration of
+// an exactly-once instance with a state directory of its own and commits as often as
+// possible.
+func eosSetup(t *testing.T) (in, out string, cfg kstream.Config) {
+	t.Helper()
+	in = kafkatest.CreateTopic(t, "in", 3, nil)
+	out = kafkatest.CreateTopic(t, "out", 3, nil)
+	cfg = testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	return in, out, cfg
 }

@@ -244,11 +244,7 @@ func TestRestoreDoesNotBlockOtherTasks(t *testing.T) {
 // 1,007 of 2,000 keys counted short).
 func TestRestoreWaitsForAnOpenTransaction(t *testing.T) {
 	t.Parallel()
-	in := kafkatest.CreateTopic(t, "in", 3, nil)
-	out := kafkatest.CreateTopic(t, "out", 3, nil)
-	cfg := testConfig(t)
-	cfg.StateDir = t.TempDir()
-	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	in, out, cfg := eosSetup(t)
 	changelog := cfg.ApplicationID + "-counts-changelog"
 	outputs := collect(t, out, readCommitted)
 	want := map[string]int64{}
@@ -301,11 +297,7 @@ func TestRestoreWaitsForAnOpenTransaction(t *testing.T) {
 // minutes this way).
 func TestRestoreEndsAfterAnAbortedTail(t *testing.T) {
 	t.Parallel()
-	in := kafkatest.CreateTopic(t, "in", 3, nil)
-	out := kafkatest.CreateTopic(t, "out", 3, nil)
-	cfg := testConfig(t)
-	cfg.StateDir = t.TempDir()
-	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
+	in, out, cfg := eosSetup(t)
 	changelog := cfg.ApplicationID + "-counts-changelog"
 	outputs := collect(t, out, readCommitted)
 	want := map[string]int64{}
