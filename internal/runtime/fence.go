@@ -76,13 +76,13 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 		}
 	}
 	r.fence.recent = append(kept, now)
-	n := len(r.fence.recent)
+	n, first := len(r.fence.recent), r.fence.recent[0]
 	r.fence.mu.Unlock()
 	r.stats.fences.Add(1)
 	if n > maxFences {
 		return fmt.Errorf("%w (fenced %d times within %s: another instance probably runs with a copy of this state directory)", fencedErr(r.txnID, r.cfg.TransactionTimeout, cause), n, fenceWindow)
 	}
-	if r.cfg.GiveUpAfter > 0 && n > 1 && now.Sub(r.fence.recent[0]) > r.cfg.GiveUpAfter {
+	if r.cfg.GiveUpAfter > 0 && n > 1 && now.Sub(first) > r.cfg.GiveUpAfter {
 		return fmt.Errorf("kstream: gave up after %s of fences (Config.GiveUpAfter): %w", r.cfg.GiveUpAfter, fencedErr(r.txnID, r.cfg.TransactionTimeout, cause))
 	}
 	r.setState(StateRebalancing)
