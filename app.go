@@ -76,6 +76,10 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 		cfg.Logger = slog.Default()
 	}
 	h := &handlers{deser: cfg.DeserializationErrorHandler, proc: cfg.ProcessingErrorHandler, prod: cfg.ProductionErrorHandler}
+	h.ts = cfg.DefaultTimestampExtractor
+	if h.ts == nil {
+		h.ts = FailOnInvalidTimestamp{}
+	}
 	for _, p := range []*ErrorHandler{&h.deser, &h.proc, &h.prod} {
 		if *p == nil {
 			*p = LogAndFail()

@@ -60,9 +60,10 @@ type node struct {
 	children []*node
 
 	// Sources.
-	topics   []string
-	reset    runtime.Reset
-	internal bool
+	topics    []string
+	reset     runtime.Reset
+	internal  bool
+	extractor TimestampExtractor // nil: Config.DefaultTimestampExtractor
 	// Sinks.
 	sinkTopic string // fixed topic, or "" for a topic chosen per record
 	// stores are the state stores this node uses.

@@ -62,6 +62,29 @@ type Config struct {
 	// default 10000.
 	MaxPollRecords int
 
+	// DefaultTimestampExtractor gives input records their timestamps (event time), unless
+	// their source has its own ([WithTimestampExtractor], [TableTimestampExtractor]). The
+	// default is [FailOnInvalidTimestamp]: the timestamp stored with the record, and a
+	// record without one stops the application. This corresponds to Kafka Streams'
+	// default.timestamp.extractor.
+	DefaultTimestampExtractor TimestampExtractor
+	// MaxTaskIdle is how long a task with several input partitions (co-partitioned
+	// sources, or a source and a repartition topic) waits, when one of its partitions has
+	// no record buffered but is caught up with its end, before it processes the others
+	// although a record with a lower timestamp could still arrive there ("enforced
+	// processing", counted in [Stats].EnforcedProcessing). Zero (Kafka Streams' default)
+	// does not wait for a caught-up partition, but still waits while an empty partition
+	// is known to have records on the broker not fetched yet, or while its lag is not
+	// known; a negative value never waits. This corresponds to max.task.idle.ms (negative:
+	// -1, disabled).
+	MaxTaskIdle time.Duration
+	// BufferedRecordsPerPartition bounds the records a task holds fetched but not yet
+	// processed per input partition, overriding the default 1000: a partition whose buffer
+	// is fuller than that after its task processed what it could (a task waiting for
+	// another partition, see MaxTaskIdle) stops being fetched until it drains. This
+	// corresponds to buffered.records.per.partition.
+	BufferedRecordsPerPartition int
+
 	// SessionTimeout, HeartbeatInterval and RebalanceTimeout tune group membership,
 	// overriding franz-go's defaults (45s, 3s, 60s). These correspond to the consumer's
 	// session.timeout.ms, heartbeat.interval.ms and max.poll.interval.ms.
@@ -211,6 +234,7 @@ func (c Config) runtimeConfig() runtime.Config {
 		ProducerOpts:      c.ProducerOptions,
 		CommitInterval:    c.CommitInterval,
 		MaxPollRecords:    c.MaxPollRecords,
+		MaxTaskIdle:       c.MaxTaskIdle,
 		DefaultReset:      runtime.Reset(c.OffsetReset),
 		ReplicationFactor: c.ReplicationFactor,
 		SessionTimeout:    c.SessionTimeout,
@@ -225,6 +249,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	if c.RestoreListener != nil {
 		rc.RestoreListener = c.RestoreListener
 	}
+	rc.BufferedRecordsPerPartition = c.BufferedRecordsPerPartition
 	rc.NumStandbys = c.NumStandbys
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce

@@ -322,6 +322,21 @@ var describeTopologies = []struct {
 		}
 		kstream.Process(dIn(b), dPass, kstream.WithStores(st("beta"), st("alpha-store"), st("gamma-7"))).To("out", nil, nil)
 	}},
+	{"processvalues-count", func(b *kstream.Builder) {
+		kstream.Count(kstream.ProcessValues(dIn(b), dPassValues).GroupByKey(), "pvc").ToStream().To("out", nil, nil)
+	}},
+	{"rekey-processvalues-two-counts", func(b *kstream.Builder) {
+		p := kstream.ProcessValues(dRekey(dIn(b)), dPassValues)
+		kstream.Count(p.GroupByKey(), "c1").ToStream().To("out", nil, nil)
+		kstream.Count(p.GroupByKey(), "c2").ToStream().To("out", nil, nil)
+	}},
+	{"processvalues-named-store", func(b *kstream.Builder) {
+		st := kstream.KeyValueStore("pv-store", serde.String(), serde.String())
+		p := kstream.ProcessValues(dIn(b), dPassValues, kstream.Named("pv"), kstream.WithStores(st))
+		kstream.MapValues(p, func(v string) string { return v }).To("out", nil, nil)
+		in2 := kstream.Stream(b, "in2", serde.String(), serde.String())
+		kstream.ProcessValues(kstream.ProcessValues(in2, dPassValues), dPassValues).To("out2", nil, nil)
+	}},
 	{"groupby-named-two-aggs", func(b *kstream.Builder) {
 		g := kstream.GroupBy(dIn(b), func(_, v string) string { return v }, serde.String(), kstream.Named("g"))
 		kstream.Count(g, "gc").ToStream().To("out", nil, nil)
@@ -384,6 +399,14 @@ func dLeftJoin(_, v, vt string, _ bool) string { return v + vt }
 
 func dPass() kstream.Processor[string, string, string, string] {
 	return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+		ctx.Forward(r)
+		return nil
+	})
+}
+
+// dPassValues is Describe.java's passValues: a FixedKeyProcessor that forwards its input.
+func dPassValues() kstream.FixedKeyProcessor[string, string, string] {
+	return kstream.FixedKeyProcessorFunc[string, string, string](func(ctx kstream.FixedKeyProcessorContext[string, string], r kstream.FixedKeyRecord[string, string]) error {
 		ctx.Forward(r)
 		return nil
 	})
@@ -1776,6 +1799,95 @@ var describeJava = map[string]string{
       <-- KSTREAM-SOURCE-0000000000
     Sink: KSTREAM-SINK-0000000002 (topic: out)
       <-- KSTREAM-PROCESSOR-0000000001
+
+`,
+	"processvalues-count": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> KSTREAM-PROCESSVALUES-0000000001
+    Processor: KSTREAM-PROCESSVALUES-0000000001 (stores: [])
+      --> KSTREAM-AGGREGATE-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-AGGREGATE-0000000002 (stores: [pvc])
+      --> KTABLE-TOSTREAM-0000000003
+      <-- KSTREAM-PROCESSVALUES-0000000001
+    Processor: KTABLE-TOSTREAM-0000000003 (stores: [])
+      --> KSTREAM-SINK-0000000004
+      <-- KSTREAM-AGGREGATE-0000000002
+    Sink: KSTREAM-SINK-0000000004 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000003
+
+`,
+	"rekey-processvalues-two-counts": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> KSTREAM-KEY-SELECT-0000000001
+    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
+      --> KSTREAM-PROCESSVALUES-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-PROCESSVALUES-0000000002 (stores: [])
+      --> c1-repartition-filter, c2-repartition-filter
+      <-- KSTREAM-KEY-SELECT-0000000001
+    Processor: c1-repartition-filter (stores: [])
+      --> c1-repartition-sink
+      <-- KSTREAM-PROCESSVALUES-0000000002
+    Processor: c2-repartition-filter (stores: [])
+      --> c2-repartition-sink
+      <-- KSTREAM-PROCESSVALUES-0000000002
+    Sink: c1-repartition-sink (topic: c1-repartition)
+      <-- c1-repartition-filter
+    Sink: c2-repartition-sink (topic: c2-repartition)
+      <-- c2-repartition-filter
+
+  Sub-topology: 1
+    Source: c1-repartition-source (topics: [c1-repartition])
+      --> KSTREAM-AGGREGATE-0000000003
+    Processor: KSTREAM-AGGREGATE-0000000003 (stores: [c1])
+      --> KTABLE-TOSTREAM-0000000007
+      <-- c1-repartition-source
+    Processor: KTABLE-TOSTREAM-0000000007 (stores: [])
+      --> KSTREAM-SINK-0000000008
+      <-- KSTREAM-AGGREGATE-0000000003
+    Sink: KSTREAM-SINK-0000000008 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000007
+
+  Sub-topology: 2
+    Source: c2-repartition-source (topics: [c2-repartition])
+      --> KSTREAM-AGGREGATE-0000000009
+    Processor: KSTREAM-AGGREGATE-0000000009 (stores: [c2])
+      --> KTABLE-TOSTREAM-0000000013
+      <-- c2-repartition-source
+    Processor: KTABLE-TOSTREAM-0000000013 (stores: [])
+      --> KSTREAM-SINK-0000000014
+      <-- KSTREAM-AGGREGATE-0000000009
+    Sink: KSTREAM-SINK-0000000014 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000013
+
+`,
+	"processvalues-named-store": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> pv
+    Processor: pv (stores: [pv-store])
+      --> KSTREAM-MAPVALUES-0000000001
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-MAPVALUES-0000000001 (stores: [])
+      --> KSTREAM-SINK-0000000002
+      <-- pv
+    Sink: KSTREAM-SINK-0000000002 (topic: out)
+      <-- KSTREAM-MAPVALUES-0000000001
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000003 (topics: [in2])
+      --> KSTREAM-PROCESSVALUES-0000000004
+    Processor: KSTREAM-PROCESSVALUES-0000000004 (stores: [])
+      --> KSTREAM-PROCESSVALUES-0000000005
+      <-- KSTREAM-SOURCE-0000000003
+    Processor: KSTREAM-PROCESSVALUES-0000000005 (stores: [])
+      --> KSTREAM-SINK-0000000006
+      <-- KSTREAM-PROCESSVALUES-0000000004
+    Sink: KSTREAM-SINK-0000000006 (topic: out2)
+      <-- KSTREAM-PROCESSVALUES-0000000005
 
 `,
 	"groupby-named-two-aggs": `Topologies:

@@ -146,7 +146,8 @@ const (
 )
 
 // RecordError is a record failure that stopped the application. It names the record's
-// coordinates and the operator; Unwrap returns the cause.
+// coordinates and the operator; Unwrap returns the cause. A failure with no input record (in
+// a punctuator) has an empty Topic and Offset -1.
 type RecordError struct {
 	Kind      ErrorKind
 	Topic     string
@@ -157,6 +158,9 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string {
+	if e.Topic == "" && e.Offset < 0 {
+		return fmt.Sprintf("kstream: %s error in operator %s (no input record, as in a punctuator): %v", e.Kind, e.Operator, e.Err)
+	}
 	return fmt.Sprintf("kstream: %s error in operator %s at topic %q partition %d offset %d: %v",
 		e.Kind, e.Operator, e.Topic, e.Partition, e.Offset, e.Err)
 }

@@ -11,9 +11,16 @@ import (
 // is created (Kafka Streams' source-topic reuse). Every update is forwarded downstream
 // (Kafka Streams' KTableSource, materialized, with caching disabled); [KTable.ToStream]
 // turns a delete into a tombstone record.
+//
+// The records' timestamps come from [Config.DefaultTimestampExtractor], or from the
+// extractor given with [TableTimestampExtractor].
 func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], storeName string, opts ...StoreOption) KTable[K, V] {
-	src := Stream(b, topic, ks, vs)
 	d := tableStoreDef(storeName, ks, vs, opts)
+	var srcOpts []Option
+	if d.extractorSet {
+		srcOpts = append(srcOpts, WithTimestampExtractor(d.extractor))
+	}
+	src := Stream(b, topic, ks, vs, srcOpts...)
 	d.sourceTopic = topic
 	n := b.tableNode(b.newName("KTABLE-SOURCE"), src.n)
 	b.addStore(d, n)

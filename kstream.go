@@ -40,6 +40,16 @@
 // is logged at warn and counted in [Stats].DroppedRecords, as Kafka Streams counts it in
 // its dropped-records metric. The rule of every operator is in docs/semantics.md.
 //
+// # Event time
+//
+// Every input record gets a timestamp from its source's [TimestampExtractor] (by default
+// the one Kafka stored with it). A task reading several partitions processes their records
+// in the order of their timestamps, across polls, waiting for an empty partition as
+// [Config.MaxTaskIdle] says; its stream time, the largest timestamp it processed, drives
+// [StreamTime] punctuators, and the instance's clock [WallClockTime] ones
+// ([ProcessorContext].Schedule). Outputs keep their input's timestamp. docs/eventtime.md has
+// the rules.
+//
 // # Runtime model
 //
 // The topology is cut at repartition topics into sub-topologies; a task is one sub-topology

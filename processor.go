@@ -3,6 +3,7 @@ package kstream
 import (
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Processor is the Processor API: a user-written operator that receives records of type
@@ -28,10 +29,14 @@ func (f ProcessorFunc[KIn, VIn, KOut, VOut]) Process(ctx ProcessorContext[KOut, 
 }
 
 // ProcessorContext is what a processor may do besides returning: forward records, read the
-// metadata of the input record, and log. It is valid for the life of the task.
+// metadata of the input record, schedule punctuators, and log. It is valid for the life of
+// the task.
 type ProcessorContext[K, V any] interface {
 	// Forward sends r to every child operator, in the order they were added. A child that
 	// drops r (a filter, a branch that does not match) drops it for its own subtree only.
+	// A record whose Timestamp is the zero time gets the timestamp of the record being
+	// processed, or in a punctuator the punctuation time, as Kafka Streams' forward does
+	// with the record context's timestamp.
 	Forward(r Record[K, V])
 	// ForwardTo sends r to the child operator named child only. Naming a child that does
 	// not exist is a processing error.
@@ -49,6 +54,14 @@ type ProcessorContext[K, V any] interface {
 	// [WithStores] (or created by it, for DSL aggregations). Use [GetKeyValueStore] for a
 	// typed handle.
 	Store(name string) (any, error)
+	// Schedule calls fn every interval of stream time or of wall-clock time (see
+	// [PunctuationType]) until the schedule is cancelled or the task closes; interval must
+	// be at least 1ms. Call it from Init, or from Process or a punctuator. fn runs on the
+	// task's goroutine, between records, with no input record in hand (RecordMetadata
+	// reports none); it may forward records and write stores, which, under exactly-once,
+	// are part of the open transaction like the records' own. It corresponds to Kafka
+	// Streams' ProcessorContext.schedule.
+	Schedule(interval time.Duration, typ PunctuationType, fn Punctuator) (Cancellable, error)
 }
 
 type initializer[K, V any] interface {
@@ -66,6 +79,9 @@ type procContext[K, V any] struct {
 }
 
 func (c *procContext[K, V]) Forward(r Record[K, V]) {
+	if r.Timestamp.IsZero() && c.t.hasTS {
+		r.Timestamp = time.UnixMilli(c.t.curTS)
+	}
 	for _, child := range c.children {
 		if c.t.fatal != nil {
 			return
@@ -75,6 +91,9 @@ func (c *procContext[K, V]) Forward(r Record[K, V]) {
 }
 
 func (c *procContext[K, V]) ForwardTo(name string, r Record[K, V]) {
+	if r.Timestamp.IsZero() && c.t.hasTS {
+		r.Timestamp = time.UnixMilli(c.t.curTS)
+	}
 	for i, n := range c.names {
 		if n == name {
 			c.children[i](r)
@@ -94,6 +113,10 @@ func (c *procContext[K, V]) RecordMetadata() (RecordMetadata, bool) {
 func (c *procContext[K, V]) TaskID() TaskID       { return c.t.id }
 func (c *procContext[K, V]) Name() string         { return c.n.name }
 func (c *procContext[K, V]) Logger() *slog.Logger { return c.t.log }
+
+func (c *procContext[K, V]) Schedule(interval time.Duration, typ PunctuationType, fn Punctuator) (Cancellable, error) {
+	return c.t.schedule(c.n, interval, typ, fn)
+}
 
 func (c *procContext[K, V]) Store(name string) (any, error) {
 	for _, d := range c.n.stores {

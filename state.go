@@ -38,6 +38,11 @@ type storeDef struct {
 	// the deserialization handler) for the runtime.
 	global bool
 	accept func(h *handlers) func(env runtime.TaskEnv, rec *kgo.Record) (bool, error)
+	// extractor is the timestamp extractor of a table's source topic
+	// (TableTimestampExtractor); extractorSet says the option was given, which applies to
+	// Table only.
+	extractor    TimestampExtractor
+	extractorSet bool
 }
 
 // StoreBuilder declares a state store for [Process]; create one with [KeyValueStore].
@@ -88,6 +93,10 @@ func (b *Builder) addStore(d *storeDef, n *node) {
 	}
 	d.users = append(d.users, n)
 	n.stores = append(n.stores, d)
+	if d.extractorSet && (d.sourceTopic == "" || d.global) {
+		b.errorf("store %q: option TableTimestampExtractor applies to Table only", d.name)
+		d.extractorSet = false // reported once
+	}
 }
 
 // GetKeyValueStore returns the typed store named name, which must have been connected to the

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
@@ -58,6 +59,7 @@ type Option interface{ apply(*opConfig) }
 
 type opConfig struct {
 	stores     []*storeDef
+	extractor  TimestampExtractor
 	mat        *matConfig
 	name       string
 	reset      OffsetReset
@@ -112,23 +114,25 @@ func (b *Builder) options(op string, opts []Option, allowed ...string) opConfig 
 }
 
 // Stream reads topic as a stream with the given key and value serdes.
-// It corresponds to Kafka Streams' StreamsBuilder.stream. Options: [Named], [WithOffsetReset].
+// It corresponds to Kafka Streams' StreamsBuilder.stream. Options: [Named], [WithOffsetReset],
+// [WithTimestampExtractor].
 func Stream[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
 	return StreamTopics(b, []string{topic}, ks, vs, opts...)
 }
 
 // StreamTopics reads several topics as one stream with the same serdes. Records of one
-// partition keep their order; records of different topics are interleaved by timestamp
-// within a task.
+// partition keep their order; the records of a task's partitions of different topics are
+// processed in the order of their timestamps (see [TimestampExtractor] and
+// [Config.MaxTaskIdle]). Options: as [Stream].
 func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
-	c := b.options("Stream", opts, "WithOffsetReset")
+	c := b.options("Stream", opts, "WithOffsetReset", "WithTimestampExtractor")
 	if len(topics) == 0 {
 		b.errorf("Stream: no topic given")
 	}
 	if ks == nil || vs == nil {
 		b.errorf("Stream(%v): key and value serdes are required: %w", topics, ErrNoSerde)
 	}
-	n := &node{kind: kindSource, topics: append([]string(nil), topics...), reset: runtime.Reset(c.reset)}
+	n := &node{kind: kindSource, topics: append([]string(nil), topics...), reset: runtime.Reset(c.reset), extractor: c.extractor}
 	b.addNode(n, "SOURCE", c.name)
 	n.instantiate = sourceInstance(n, ks, vs)
 	return KStream[K, V]{b: b, n: n, ks: ks, vs: vs}
@@ -151,7 +155,8 @@ func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) fun
 				t.deserializationError(n, fmt.Errorf("value: %w", err))
 				return
 			}
-			ctx.Forward(Record[K, V]{Key: k, Value: v, Timestamp: raw.Timestamp, Headers: fromKgoHeaders(raw.Headers), null: raw.Value == nil, nullKey: raw.Key == nil})
+			// The record's timestamp is the one its timestamp extractor gave it.
+			ctx.Forward(Record[K, V]{Key: k, Value: v, Timestamp: time.UnixMilli(t.curTS), Headers: fromKgoHeaders(raw.Headers), null: raw.Value == nil, nullKey: raw.Key == nil})
 		}), nil
 	}
 }
@@ -321,7 +326,8 @@ func SelectKey[K, V, KR any](s KStream[K, V], fn func(K, V) KR, opts ...Option) 
 
 // Process runs a [Processor] on every record. newProcessor is called once per task, so each
 // task gets its own instance. Because the processor may change keys, a key-dependent
-// operator downstream repartitions first.
+// operator downstream repartitions first; [ProcessValues] does not change keys and avoids
+// that.
 func Process[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], newProcessor func() Processor[KIn, VIn, KOut, VOut], opts ...Option) KStream[KOut, VOut] {
 	c := s.b.options("Process", opts, "WithStores")
 	prefix := "PROCESSOR"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/store"
@@ -14,9 +15,10 @@ import (
 // rawRecord is a record as it came from Kafka.
 type rawRecord = kgo.Record
 
-// handlers are the application's error handlers.
+// handlers are the application's error handlers, and its default timestamp extractor.
 type handlers struct {
 	deser, proc, prod ErrorHandler
+	ts                TimestampExtractor
 }
 
 // task is the typed processing state of one task: the instantiated operators of its
@@ -28,16 +30,30 @@ type task struct {
 	log     *slog.Logger
 	h       *handlers
 	sources map[string]sourceFn
-	inst    map[*node]any
-	stores  map[string]any // typed stores by name
-	closers []namedCloser
+	// extractors are the timestamp extractors of the sources that have their own, by topic.
+	extractors map[string]TimestampExtractor
+	inst       map[*node]any
+	stores     map[string]any // typed stores by name
+	closers    []namedCloser
 
 	cur   *rawRecord // input record being processed
 	fatal error      // set when a record failure must stop the application
+	// curTS is the timestamp (ms) of the record being processed, or the time of the
+	// punctuation being run (then punctuating is set); hasTS says there is one. Records
+	// forwarded by processors without a timestamp get it.
+	curTS       int64
+	hasTS       bool
+	punctuating bool
+	// streamTime is the largest timestamp processed (ms), runtime.UnknownTime before the
+	// first record; savedStreamTime is its value at the last commit.
+	streamTime, savedStreamTime int64
+	scheds                      []*schedule // punctuation schedules (punctuate.go)
+	schedSeq                    int
 }
 
 func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id runtime.TaskID, backends map[string]store.Backend) (*task, error) {
-	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, inst: map[*node]any{}, stores: map[string]any{}}
+	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, extractors: map[string]TimestampExtractor{},
+		inst: map[*node]any{}, stores: map[string]any{}, streamTime: runtime.UnknownTime, savedStreamTime: runtime.UnknownTime}
 	for _, n := range sub {
 		for _, d := range n.stores {
 			if _, done := t.stores[d.name]; done {
@@ -73,6 +89,9 @@ func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id run
 				topic = internalTopic(appID, topic)
 			}
 			t.sources[topic] = in.(sourceFn)
+			if n.extractor != nil {
+				t.extractors[topic] = n.extractor
+			}
 		}
 	}
 	return t, nil
@@ -91,20 +110,26 @@ func (t *task) instance(n *node) (any, error) {
 	return in, nil
 }
 
-// Process implements runtime.Task.
-func (t *task) Process(r *kgo.Record) error {
+// Process implements runtime.Task: the record, whose timestamp is ts, then the stream-time
+// punctuators it made due.
+func (t *task) Process(r *kgo.Record, ts int64) error {
 	src, ok := t.sources[r.Topic]
 	if !ok {
 		return fmt.Errorf("kstream: task %s got a record of topic %q that it does not read", t.id, r.Topic)
 	}
-	t.cur, t.fatal = r, nil
+	t.cur, t.curTS, t.hasTS, t.fatal = r, ts, true, nil
+	t.streamTime = max(t.streamTime, ts)
 	src(r)
-	t.cur = nil
+	t.cur, t.hasTS = nil, false
+	if t.fatal == nil && len(t.scheds) > 0 {
+		t.punctuate(StreamTime, t.streamTime)
+	}
 	return t.fatal
 }
 
 // Close implements runtime.Task.
 func (t *task) Close() error {
+	t.scheds = nil
 	var errs []error
 	for i := len(t.closers) - 1; i >= 0; i-- {
 		if err := t.closers[i].c.Close(); err != nil {
@@ -127,6 +152,11 @@ func (t *task) errorContext(kind ErrorKind, n *node, err error) ErrorContext {
 	if r := t.cur; r != nil {
 		ec.Topic, ec.Partition, ec.Offset = r.Topic, r.Partition, r.Offset
 		ec.Key, ec.Value, ec.Headers, ec.Timestamp = r.Key, r.Value, fromKgoHeaders(r.Headers), r.Timestamp
+		if t.hasTS {
+			ec.Timestamp = time.UnixMilli(t.curTS) // the extracted timestamp, as in Kafka Streams
+		}
+	} else if t.punctuating {
+		ec.Partition, ec.Timestamp = -1, time.UnixMilli(t.curTS)
 	}
 	return ec
 }

@@ -5,8 +5,16 @@
 // The driver runs the same compiled topology and the same per-task code as [kstream.App];
 // only Kafka is replaced. Like TopologyTestDriver, it processes each piped record to
 // completion before Pipe returns, including records that the topology writes to topics it
-// reads itself (repartition topics), in the order they were written. Output is kept in the
-// order it was produced; there is no caching, so every update is visible.
+// reads itself (repartition topics), in the order they were written; a task that reads
+// several partitions takes its buffered records in the order of their timestamps, as on a
+// broker (see docs/eventtime.md), and with [kstream.Config.MaxTaskIdle] may hold a record
+// back until its other partitions have one or the driver's clock passes the idle time.
+// Output is kept in the order it was produced; there is no caching, so every update is
+// visible.
+//
+// Every task exists from the start, as in TopologyTestDriver. Stream-time punctuators run
+// as records are processed; wall-clock ones when [Driver.AdvanceWallClockTime] moves the
+// driver's clock past their schedule.
 //
 // A record written to the topic of a global table (piped, or produced by the topology)
 // updates the global store at once, as TopologyTestDriver does; a record with a null value
@@ -70,8 +78,8 @@ func TopicPartitions(topic string, n int32) Option {
 }
 
 // WallClock sets the driver's initial wall-clock time, overriding the default of the time
-// New was called. Records piped without a timestamp, and outputs written without one, get
-// the wall-clock time.
+// New was called. Records piped without a timestamp get the wall-clock time; wall-clock
+// punctuators run on it (see [Driver.AdvanceWallClockTime]).
 func WallClock(t time.Time) Option { return func(o *options) { o.wall = t } }
 
 type topicPartition struct {
@@ -81,20 +89,39 @@ type topicPartition struct {
 
 // Driver runs a topology without a broker.
 type Driver struct {
-	topo   *runtime.Topology
-	log    *slog.Logger
-	opts   options
-	subOf  map[string]int                      // source topic -> sub-topology
-	global map[string]*runtime.GlobalStoreSpec // global table topic -> its store
-	tasks  map[runtime.TaskID]runtime.Task
-	next   map[topicPartition]int64 // next offset per partition
-	topics map[string][]*kgo.Record // every record written to each topic, in order
-	queue  []*kgo.Record            // records written to source topics, not yet processed
-	wall   time.Time
-	db     store.DB // every store, in memory
-	drops  int64    // records dropped for a null key or value
-	fatal  error
-	closed bool
+	topo    *runtime.Topology
+	log     *slog.Logger
+	opts    options
+	maxIdle time.Duration                       // Config.MaxTaskIdle
+	subOf   map[string]int                      // source topic -> sub-topology
+	global  map[string]*runtime.GlobalStoreSpec // global table topic -> its store
+	tasks   map[runtime.TaskID]*task
+	order   []*task                  // the tasks, by id
+	next    map[topicPartition]int64 // next offset per partition
+	topics  map[string][]*kgo.Record // every record written to each topic, in order
+	// slots are the records waiting to be processed, in the order they were written: a
+	// record of a global table's topic, or a turn of the task whose partition got one (it
+	// then processes the head of its partition group, its record with the lowest
+	// timestamp).
+	slots    []slot
+	wall     time.Time
+	db       store.DB // every store, in memory
+	drops    int64    // records dropped for a null key or value, or a negative timestamp
+	enforced int64
+	fatal    error
+	closed   bool
+}
+
+// task is one task of the topology and the buffer of its input partitions.
+type task struct {
+	id    runtime.TaskID
+	t     runtime.Task
+	group *runtime.PartitionGroup
+}
+
+type slot struct {
+	global *kgo.Record
+	task   *task
 }
 
 // New builds b as [kstream.New] would for cfg (only the application id, the error handlers
@@ -129,7 +156,7 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 		opts:   o,
 		subOf:  map[string]int{},
 		global: map[string]*runtime.GlobalStoreSpec{},
-		tasks:  map[runtime.TaskID]runtime.Task{},
+		tasks:  map[runtime.TaskID]*task{},
 		next:   map[topicPartition]int64{},
 		topics: map[string][]*kgo.Record{},
 		wall:   o.wall,
@@ -151,7 +178,66 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 			}
 		}
 	}
+	d.maxIdle = rc.MaxTaskIdle
+	// Every task exists from the start, as in TopologyTestDriver: its processors are
+	// initialized and their wall-clock punctuators run before any record arrives.
+	for _, st := range topo.SubTopologies {
+		var parts int32
+		for _, src := range st.Sources {
+			parts = max(parts, d.partitionsOf(src.Topic))
+		}
+		for p := range parts {
+			if err := d.newTask(st, p); err != nil {
+				d.Close()
+				return nil, err
+			}
+		}
+	}
 	return d, nil
+}
+
+// newTask creates the task of sub-topology st for partition p.
+func (d *Driver) newTask(st runtime.SubTopology, p int32) error {
+	id := runtime.TaskID{SubTopology: st.ID, Partition: p}
+	backends := make(map[string]store.Backend, len(st.Stores))
+	for _, spec := range st.Stores {
+		b, err := d.db.Open(spec.Name, p)
+		if err != nil {
+			return fmt.Errorf("kstreamtest: opening store %s: %w", spec.Name, err)
+		}
+		backends[spec.Name] = b
+	}
+	t := &task{id: id}
+	t.group = runtime.NewPartitionGroup(runtime.GroupConfig{
+		MaxTaskIdle: d.maxIdle,
+		Extract: func(r *kgo.Record, partitionTime int64) (int64, error) {
+			ts, err := t.t.Timestamp(r, partitionTime)
+			if err != nil {
+				return 0, fmt.Errorf("kstreamtest: task %s: extracting the timestamp of the record at topic %q partition %d offset %d: %w", id, r.Topic, r.Partition, r.Offset, err)
+			}
+			return ts, nil
+		},
+		Dropped: func(r *kgo.Record, ts int64) {
+			d.log.Warn("kstreamtest: skipping a record with a negative timestamp", "task", id.String(), "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "timestamp", ts)
+			d.drops++
+		},
+		// Every record written is "fetched" at once: a partition without records is
+		// caught up, as with TopologyTestDriver's consumer.
+		Lag:      func(string, int32, time.Time) (int64, bool) { return 0, true },
+		Enforced: func() { d.enforced++ },
+	})
+	for _, src := range st.Sources {
+		if p < d.partitionsOf(src.Topic) {
+			t.group.AddPartition(src.Topic, p)
+		}
+	}
+	var err error
+	if t.t, err = st.NewTask(d, id, backends); err != nil {
+		return fmt.Errorf("kstreamtest: creating task %s: %w", id, err)
+	}
+	d.tasks[id] = t
+	d.order = append(d.order, t)
+	return nil
 }
 
 func (d *Driver) partitionsOf(topic string) int32 {
@@ -164,8 +250,36 @@ func (d *Driver) partitionsOf(topic string) int32 {
 // WallClockTime returns the driver's wall-clock time.
 func (d *Driver) WallClockTime() time.Time { return d.wall }
 
-// AdvanceWallClockTime moves the driver's wall clock forward by by.
-func (d *Driver) AdvanceWallClockTime(by time.Duration) { d.wall = d.wall.Add(by) }
+// AdvanceWallClockTime moves the driver's wall clock forward by by, then runs the wall-clock
+// punctuators that are due (task by task, in the order of their ids), processes what they
+// wrote to topics the topology reads, and processes the records that waited for
+// [kstream.Config.MaxTaskIdle] to pass, as TopologyTestDriver.advanceWallClockTime does. A
+// punctuator's failure that the error handler does not absorb is returned, and stops the
+// driver as a record's would.
+func (d *Driver) AdvanceWallClockTime(by time.Duration) error {
+	d.wall = d.wall.Add(by)
+	if d.closed {
+		return ErrClosed
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	for _, t := range d.order {
+		if at := t.t.NextPunctuation(); at.IsZero() || at.After(d.wall) {
+			continue
+		}
+		if _, err := t.t.Punctuate(d.wall); err != nil {
+			d.fatal, d.slots = err, nil
+			return err
+		}
+	}
+	return d.drain()
+}
+
+// EnforcedProcessing counts the records processed although another input partition of
+// their task had none buffered, once [kstream.Config.MaxTaskIdle] passed (see
+// [kstream.Stats].EnforcedProcessing).
+func (d *Driver) EnforcedProcessing() int64 { return d.enforced }
 
 // Err returns the fatal error that stopped the topology, if any: once a record failure
 // that the error handlers did not absorb happens, every later Pipe returns it, as a real
@@ -180,18 +294,8 @@ func (d *Driver) Close() error {
 	}
 	d.closed = true
 	errs := []error{d.fatal}
-	ids := make([]runtime.TaskID, 0, len(d.tasks))
-	for id := range d.tasks {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b runtime.TaskID) int {
-		if a.SubTopology != b.SubTopology {
-			return a.SubTopology - b.SubTopology
-		}
-		return int(a.Partition - b.Partition)
-	})
-	for _, id := range ids {
-		errs = append(errs, d.tasks[id].Close())
+	for _, t := range d.order {
+		errs = append(errs, t.t.Close())
 	}
 	errs = append(errs, d.db.Close())
 	return errors.Join(errs...)
@@ -208,17 +312,77 @@ func (d *Driver) pipe(raw *kgo.Record) error {
 	if !d.reads(raw.Topic) {
 		return fmt.Errorf("kstreamtest: topic %q is not a source of the topology (sources: %v)", raw.Topic, d.sources())
 	}
-	d.append(raw)
-	for len(d.queue) > 0 {
-		r := d.queue[0]
-		d.queue = d.queue[1:]
-		if err := d.process(r); err != nil {
-			d.fatal = err
-			d.queue = nil
+	if err := d.append(raw); err != nil {
+		d.fatal, d.slots = err, nil
+		return err
+	}
+	return d.drain()
+}
+
+// drain processes records until none is left that may be processed now: every record
+// written so far, unless Config.MaxTaskIdle holds some back.
+func (d *Driver) drain() error {
+	for {
+		if d.fatal != nil { // a record written while processing failed its extractor
+			d.slots = nil
+			return d.fatal
+		}
+		i := d.nextSlot()
+		if i < 0 {
+			return nil
+		}
+		s := d.slots[i]
+		d.slots = slices.Delete(d.slots, i, i+1)
+		var err error
+		if s.global != nil {
+			err = d.applyGlobal(d.global[s.global.Topic], s.global)
+		} else {
+			err = d.step(s.task)
+		}
+		if err != nil {
+			d.fatal, d.slots = err, nil
 			return err
 		}
 	}
-	return nil
+}
+
+// nextSlot is the index of the first slot that can be processed now, or -1: a task's turn
+// waits while its partition group is not ready (see PartitionGroup.Ready). Turns of tasks
+// that have nothing buffered any more (their records were dropped for a negative
+// timestamp) are dropped.
+func (d *Driver) nextSlot() int {
+	var waiting map[*task]bool
+	for i := 0; i < len(d.slots); i++ {
+		s := d.slots[i]
+		if s.global != nil {
+			return i
+		}
+		if waiting[s.task] {
+			continue
+		}
+		if s.task.group.Buffered() == 0 {
+			d.slots = slices.Delete(d.slots, i, i+1)
+			i--
+			continue
+		}
+		if ready, _, _ := s.task.group.Ready(d.wall); ready {
+			return i
+		}
+		if waiting == nil {
+			waiting = map[*task]bool{}
+		}
+		waiting[s.task] = true
+	}
+	return -1
+}
+
+// step processes the next record of task t.
+func (d *Driver) step(t *task) error {
+	r, ts, err := t.group.Next()
+	if err != nil || r == nil {
+		return err
+	}
+	return t.t.Process(r, ts)
 }
 
 // reads reports whether the topology reads topic, as a source or a global table.
@@ -240,8 +404,9 @@ func (d *Driver) sources() []string {
 }
 
 // append gives raw a partition, an offset and a timestamp, records it in its topic, and
-// queues it for processing if the topology reads that topic.
-func (d *Driver) append(raw *kgo.Record) {
+// buffers it for processing if the topology reads that topic. The error is the timestamp
+// extractor's.
+func (d *Driver) append(raw *kgo.Record) error {
 	n := d.partitionsOf(raw.Topic)
 	raw.Partition = 0
 	if n > 1 && raw.Key != nil {
@@ -254,43 +419,31 @@ func (d *Driver) append(raw *kgo.Record) {
 		raw.Timestamp = d.wall
 	}
 	d.topics[raw.Topic] = append(d.topics[raw.Topic], raw)
-	if d.reads(raw.Topic) {
-		d.queue = append(d.queue, raw)
+	if d.global[raw.Topic] != nil {
+		d.slots = append(d.slots, slot{global: raw})
+		return nil
 	}
-}
-
-func (d *Driver) process(r *kgo.Record) error {
-	if g := d.global[r.Topic]; g != nil {
-		return d.applyGlobal(g, r)
-	}
-	id := runtime.TaskID{SubTopology: d.subOf[r.Topic], Partition: r.Partition}
-	t, ok := d.tasks[id]
+	sub, ok := d.subOf[raw.Topic]
 	if !ok {
-		var err error
-		st := d.topo.SubTopologies[id.SubTopology]
-		backends := make(map[string]store.Backend, len(st.Stores))
-		for _, spec := range st.Stores {
-			b, err := d.db.Open(spec.Name, id.Partition)
-			if err != nil {
-				return fmt.Errorf("kstreamtest: opening store %s: %w", spec.Name, err)
-			}
-			backends[spec.Name] = b
-		}
-		t, err = st.NewTask(d, id, backends)
-		if err != nil {
-			return fmt.Errorf("kstreamtest: creating task %s: %w", id, err)
-		}
-		d.tasks[id] = t
+		return nil
 	}
-	return t.Process(r)
+	t := d.tasks[runtime.TaskID{SubTopology: sub, Partition: raw.Partition}]
+	d.slots = append(d.slots, slot{task: t})
+	_, err := t.group.Add(raw.Topic, raw.Partition, []*kgo.Record{raw})
+	return err
 }
 
 // Produce implements the runtime's task environment: the record lands in its topic at
 // once (every topic exists in the driver).
 func (d *Driver) Produce(o *runtime.OutRecord) {
 	rec := o.Record
-	d.append(&rec)
+	if err := d.append(&rec); err != nil && d.fatal == nil {
+		d.fatal = err
+	}
 }
+
+// Now implements the runtime's task environment: the driver's wall clock.
+func (d *Driver) Now() time.Time { return d.wall }
 
 // Logger implements the runtime's task environment.
 func (d *Driver) Logger() *slog.Logger { return d.log }

@@ -50,10 +50,17 @@ type Stats struct {
 	ProducerFences int64
 	// DroppedRecords counts the records that operators skipped because of a null key or a
 	// null value (an aggregation, a join or a table source given a record it cannot use),
-	// all tasks together, since the instance started: Kafka Streams' dropped-records
-	// metric for those records. Records processed again after a failure or an aborted
-	// transaction are counted again, as in Kafka Streams.
+	// and the input records dropped for a negative timestamp (see TimestampExtractor), all
+	// tasks together, since the instance started: Kafka Streams' dropped-records metric for
+	// those records. Records processed again after a failure or an aborted transaction are
+	// counted again, as in Kafka Streams.
 	DroppedRecords int64
+	// EnforcedProcessing counts the records that a task with several input partitions
+	// processed although one of its partitions had no record buffered, because
+	// Config.MaxTaskIdle passed while that partition was caught up (Kafka Streams'
+	// enforced-processing metric): their order across partitions may not be the order of
+	// their timestamps.
+	EnforcedProcessing int64
 }
 
 // commitStats accumulates Stats.
@@ -70,6 +77,7 @@ type commitStats struct {
 	changelog atomic.Int64
 	fences    atomic.Int64
 	dropped   atomic.Int64
+	enforced  atomic.Int64
 }
 
 func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
@@ -95,7 +103,7 @@ func (r *Runtime) Stats() Stats {
 	defer c.mu.Unlock()
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
 		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: c.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
-		ProducerFences: c.fences.Load(), DroppedRecords: c.dropped.Load()}
+		ProducerFences: c.fences.Load(), DroppedRecords: c.dropped.Load(), EnforcedProcessing: c.enforced.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)
 	}
@@ -182,16 +190,19 @@ var errTxnTooOld = errors.New("the transaction is about to outlive the transacti
 // and the flush may wait for a broker), so that End gives up and the transaction aborts
 // before the broker aborts it and fences the producer. Once the offsets are sent it is not
 // canceled any more: cutting a commit in flight would leave its outcome unknown.
-func (r *Runtime) cutBeforeCommit(ctx context.Context) (context.Context, context.CancelFunc) {
+//
+// The offsets committed are offsets, the processed positions (setTxnOffsets).
+func (r *Runtime) cutBeforeCommit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
 	sent, late := false, false
-	ctx = kgo.PreTxnCommitFnContext(ctx, func(*kmsg.TxnOffsetCommitRequest) error {
+	ctx = kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if late {
 			return errTxnTooOld
 		}
+		setTxnOffsets(req, offsets)
 		sent = true
 		return nil
 	})
@@ -237,7 +248,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 		}
 	}
 	began := time.Now()
-	ectx, cancel := r.cutBeforeCommit(ctx)
+	ectx, cancel := r.cutBeforeCommit(ctx, offsets)
 	// Wait for every record of the transaction first: a record can fail after it was
 	// handed over (a too-large record fails once kgo knows its partition), and kgo would
 	// commit the transaction without it. The decision to commit is made after.
@@ -259,6 +270,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 			r.log.Warn("kstream: the transaction's outcome was unknown; the group's committed offsets show that it committed", "transactional_id", r.txnID, "err", err)
 			committed, err = true, nil
 			r.consumer.SetOffsets(offsets)
+			r.rewoundLocked()
 		}
 	}
 	r.inTxn = false
@@ -278,6 +290,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 		pos.dirty = false
 		pos.committed = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
 	}
+	r.committedLocked()
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
 			if err := ls.checkpoint(offsets); err != nil {
@@ -292,9 +305,10 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	return nil
 }
 
-// abortedLocked drops what the aborted transaction did locally: the buffered store changes
-// and the processed positions (the session has moved the consumer back to the committed
-// offsets).
+// abortedLocked drops what the aborted transaction did locally: the buffered store changes,
+// the processed positions, the records fetched but not processed, and the tasks' stream
+// times and punctuation schedules since the last commit (the session has moved the consumer
+// back to the committed offsets).
 func (r *Runtime) abortedLocked() {
 	rewind := map[string]map[int32]kgo.EpochOffset{}
 	for _, t := range r.tasks {
@@ -306,14 +320,26 @@ func (r *Runtime) abortedLocked() {
 		}
 		for tp, pos := range t.parts {
 			pos.next, pos.dirty = -1, false
-			if pos.committed.Offset >= 0 {
+			at := pos.committed
+			if at.Offset < 0 {
+				// Nothing committed here: back to the first record fetched, which kgo
+				// does not know to go back to when the group has no offset either.
+				at = pos.first
+			}
+			if at.Offset >= 0 {
 				if rewind[tp.topic] == nil {
 					rewind[tp.topic] = map[int32]kgo.EpochOffset{}
 				}
-				rewind[tp.topic][tp.partition] = pos.committed
+				rewind[tp.topic][tp.partition] = at
 			}
 		}
+		t.group.Restore()
+		t.punctuated = false
+		if t.task != nil {
+			t.task.Aborted()
+		}
 	}
+	r.rewoundLocked()
 	// kgo moved the consumer back to the offsets it knows were committed; after a commit
 	// whose outcome only the broker knew (see commitTxnLocked), this instance knows later
 	// ones.
@@ -367,6 +393,67 @@ func (r *Runtime) committedOnBroker(offsets map[string]map[int32]kgo.EpochOffset
 		return false
 	}
 	return match
+}
+
+// setTxnOffsets makes a transaction's offset commit carry the processed positions offsets:
+// kgo commits the position after the last record polled of each partition, but a task may
+// hold polled records that it has not processed yet (partgroup.go).
+func setTxnOffsets(req *kmsg.TxnOffsetCommitRequest, offsets map[string]map[int32]kgo.EpochOffset) {
+	set := map[topicPartition]bool{}
+	topics := req.Topics[:0]
+	for _, t := range req.Topics {
+		parts := t.Partitions[:0]
+		for _, p := range t.Partitions {
+			o, ok := offsets[t.Topic][p.Partition]
+			if !ok {
+				continue // nothing processed since the last commit
+			}
+			p.Offset, p.LeaderEpoch = o.Offset, o.Epoch
+			parts = append(parts, p)
+			set[topicPartition{t.Topic, p.Partition}] = true
+		}
+		if len(parts) > 0 {
+			t.Partitions = parts
+			topics = append(topics, t)
+		}
+	}
+	// A processed record was polled, so kgo lists its partition; in case it did not:
+	for topic, ps := range offsets {
+		for p, o := range ps {
+			if set[topicPartition{topic, p}] {
+				continue
+			}
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, o.Offset, o.Epoch
+			rt.Partitions = append(rt.Partitions, rp)
+			topics = append(topics, rt)
+		}
+	}
+	req.Topics = topics
+}
+
+// rewoundLocked drops the records the tasks hold but have not processed, after the
+// consumer was moved back to the processed (committed) positions: they are fetched again.
+// Partitions paused for a full buffer are resumed, and what was known of their lags is
+// forgotten.
+func (r *Runtime) rewoundLocked() {
+	resume := map[string][]int32{}
+	for _, t := range r.tasks {
+		t.group.Clear()
+		for tp, pos := range t.parts {
+			pos.first = kgo.EpochOffset{Offset: -1}
+			if pos.paused {
+				pos.paused = false
+				resume[tp.topic] = append(resume[tp.topic], tp.partition)
+			}
+		}
+	}
+	if len(resume) > 0 {
+		r.consumer.ResumeFetchPartitions(resume)
+	}
+	r.forgetLagsLocked()
 }
 
 // positionsLocked returns the processed positions not yet committed, the positions

@@ -88,6 +88,13 @@ type Runtime struct {
 	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
 	stats     commitStats
 
+	// wake is when the loop must look at the tasks again (wakeLocked); set and read by the
+	// loop's goroutine.
+	wake time.Time
+	// unpause are partitions paused for a full buffer and then revoked: the loop resumes
+	// them (flowControlLocked). Guarded by mu.
+	unpause map[string][]int32
+
 	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
 	standby  *standbys
 	wantMu   sync.Mutex
@@ -105,6 +112,18 @@ type taskRun struct {
 	task   Task // nil while the task's stores restore
 	parts  map[topicPartition]*partPos
 	stores map[string]*loggedStore
+	// group buffers the fetched records of the task's partitions across polls and hands
+	// them out in timestamp order (partgroup.go).
+	group *PartitionGroup
+	// punctuated is set when a wall-clock punctuator ran since the last commit: its writes
+	// and outputs need one even if no record was processed.
+	punctuated bool
+	// ready, idleWake and lagWait are the group's last answer (PartitionGroup.Ready):
+	// whether the task may process, when an idle partition stops holding it back, and
+	// whether it waits for a lag (see wakeLocked).
+	ready    bool
+	idleWake time.Time
+	lagWait  bool
 }
 
 type partPos struct {
@@ -115,6 +134,25 @@ type partPos struct {
 	// committed is the position this instance last committed (exactly-once), -1 if none:
 	// after an abort the consumer goes back there (see rewindLocked).
 	committed kgo.EpochOffset
+	// first is the offset of the first record fetched since the partition was assigned or
+	// the consumer moved back, -1 if none: where an abort moves back to when nothing was
+	// committed.
+	first kgo.EpochOffset
+	// paused is set while the partition's fetching is paused because its buffer is full.
+	paused bool
+	// What is known of the partition's lag (lag.go): from the last fetch that returned
+	// records, or else from the broker's offsets.
+	fetched   bool
+	fetchedTo int64 // offset after the last record fetched (control records too)
+	end       int64 // the partition's end (last stable offset under exactly-once) then
+	fetchedAt time.Time
+	probe     *lagProbe
+	waitSince time.Time // since when the task waits for this partition's lag
+}
+
+// newPartPos is the position of a partition just assigned.
+func newPartPos() *partPos {
+	return &partPos{next: -1, committed: kgo.EpochOffset{Offset: -1}, first: kgo.EpochOffset{Offset: -1}}
 }
 
 // New validates cfg and topo. It opens no connection.
@@ -140,6 +178,9 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	if cfg.MaxPollRecords <= 0 {
 		cfg.MaxPollRecords = 10000
 	}
+	if cfg.BufferedRecordsPerPartition <= 0 {
+		cfg.BufferedRecordsPerPartition = 1000
+	}
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 30 * time.Second
 	}
@@ -160,6 +201,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		changelogs: map[string]bool{},
 		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger, cacheBytes: cfg.BlockCacheBytes, memTableBytes: cfg.MemTableBytes},
 		restorers:  map[TaskID]chan struct{}{},
+		unpause:    map[string][]int32{},
 	}
 	r.standby = newStandbys(r)
 	for _, st := range topo.SubTopologies {
@@ -354,6 +396,10 @@ func (r *Runtime) openConsumer() error {
 		kgo.OnPartitionsLost(r.onLost),
 		kgo.OnPartitionsCallbackBlocked(r.onBlocked),
 		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
+		// Control records (transaction markers) come too, so that the position after the
+		// last fetched record is the consumer's, which the lag of a partition needs (lag.go);
+		// processLocked drops them.
+		kgo.KeepControlRecords(),
 	)
 	if r.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(r.cfg.SessionTimeout))
@@ -444,8 +490,12 @@ func (r *Runtime) loop(ctx context.Context) error {
 	lastCommit := time.Now()
 	for {
 		// Wake up when the next commit is due even if no record arrives, so that an idle
-		// instance still commits what it processed.
+		// instance still commits what it processed; and when a task must be looked at again
+		// (a wall-clock punctuation, the end of an idle wait).
 		wait := max(time.Until(lastCommit.Add(r.cfg.CommitInterval)), 5*time.Millisecond)
+		if !r.wake.IsZero() {
+			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
+		}
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		fetches := r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
 		cancel()
@@ -584,19 +634,17 @@ func (r *Runtime) onBlocked(_ context.Context, cl *kgo.Client) {
 	}
 }
 
-// processLocked runs one poll's records, each task on its own goroutine.
+// processLocked buffers one poll's records in their tasks' partition groups, then runs the
+// tasks that may process a record or have a wall-clock punctuator due, each task on its own
+// goroutine, and pauses or resumes the partitions whose buffers are full or no longer so.
 func (r *Runtime) processLocked(fetches kgo.Fetches) {
-	type work struct {
-		t     *taskRun
-		parts []kgo.FetchTopicPartition
-	}
-	var batch []*work
-	byTask := map[*taskRun]*work{}
+	now := time.Now()
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-		if len(p.Records) == 0 {
+		if len(p.Records) == 0 || r.fatal() != nil {
 			return
 		}
-		t := r.parts[topicPartition{p.Topic, p.Partition}]
+		tp := topicPartition{p.Topic, p.Partition}
+		t := r.parts[tp]
 		if t == nil {
 			// Not ours any more (revoked between fetch and poll); kgo drops it too.
 			return
@@ -609,14 +657,33 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 			r.consumer.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
 			return
 		}
-		w := byTask[t]
-		if w == nil {
-			w = &work{t: t}
-			byTask[t] = w
-			batch = append(batch, w)
+		pos := t.parts[tp]
+		r.noteFetch(pos, p.FetchPartition, now)
+		recs := p.Records
+		if slices.ContainsFunc(recs, isControl) {
+			// Transaction markers are not records of the topic.
+			recs = slices.DeleteFunc(slices.Clone(recs), isControl)
 		}
-		w.parts = append(w.parts, p)
+		if len(recs) == 0 {
+			return
+		}
+		if _, err := t.group.Add(p.Topic, p.Partition, recs); err != nil {
+			r.fail(err)
+		}
 	})
+	if r.fatal() != nil {
+		return
+	}
+	var batch []*taskRun
+	for _, t := range r.tasks {
+		if t.task == nil {
+			continue
+		}
+		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
+		if t.ready || due(t.task.NextPunctuation(), now) {
+			batch = append(batch, t)
+		}
+	}
 	if len(batch) > 0 {
 		if err := r.beginTxnLocked(); err != nil {
 			r.fail(err)
@@ -624,64 +691,125 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 		}
 	}
 	if len(batch) == 1 {
-		if err := batch[0].t.process(batch[0].parts); err != nil {
+		if err := batch[0].run(now); err != nil {
 			r.fail(err)
 		}
-		return
+	} else {
+		var wg sync.WaitGroup
+		for _, t := range batch {
+			wg.Go(func() {
+				if err := t.run(now); err != nil {
+					r.fail(err)
+				}
+			})
+		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	for _, w := range batch {
-		wg.Go(func() {
-			if err := w.t.process(w.parts); err != nil {
-				r.fail(err)
-			}
-		})
-	}
-	wg.Wait()
+	r.flowControlLocked()
+	r.wake = r.wakeLocked(now)
 }
 
-// process handles a task's share of one poll. With several input partitions the record with
-// the lowest timestamp goes first, as in Kafka Streams, so that results are deterministic.
-func (t *taskRun) process(parts []kgo.FetchTopicPartition) error {
-	if len(parts) == 1 {
-		p := parts[0]
-		pos := t.parts[topicPartition{p.Topic, p.Partition}]
-		for _, rec := range p.Records {
-			if err := t.task.Process(rec); err != nil {
-				return err
-			}
-			pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
-			pos.count++
-		}
-		return t.maybeFlush()
-	}
-	heads := make([]int, len(parts))
-	poss := make([]*partPos, len(parts))
-	for i, p := range parts {
-		poss[i] = t.parts[topicPartition{p.Topic, p.Partition}]
-	}
-	for {
-		best := -1
-		for i, p := range parts {
-			if heads[i] >= len(p.Records) {
-				continue
-			}
-			if best < 0 || p.Records[heads[i]].Timestamp.Before(parts[best].Records[heads[best]].Timestamp) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return t.maybeFlush()
-		}
-		rec := parts[best].Records[heads[best]]
-		heads[best]++
-		if err := t.task.Process(rec); err != nil {
+func isControl(r *kgo.Record) bool { return r.Attrs.IsControl() }
+
+// due reports whether a punctuation due at at (zero: none) is due at now.
+func due(at, now time.Time) bool { return !at.IsZero() && !at.After(now) }
+
+// run processes the task's buffered records in the order of its partition group while the
+// group is ready, then runs its wall-clock punctuators that are due. The group was ready
+// (or not) at now when the task was picked.
+func (t *taskRun) run(now time.Time) error {
+	for t.ready {
+		rec, ts, err := t.group.Next()
+		if err != nil {
 			return err
 		}
-		pos := poss[best]
+		if rec == nil {
+			break
+		}
+		if err := t.task.Process(rec, ts); err != nil {
+			return err
+		}
+		pos := t.parts[topicPartition{rec.Topic, rec.Partition}]
 		pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 		pos.count++
+		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
 	}
+	if due(t.task.NextPunctuation(), now) {
+		ran, err := t.task.Punctuate(now)
+		if err != nil {
+			return err
+		}
+		t.punctuated = t.punctuated || ran
+	}
+	return t.maybeFlush()
+}
+
+// flowControlLocked pauses fetching the partitions whose buffer holds more than
+// BufferedRecordsPerPartition records after their task processed what it could (Kafka
+// Streams' buffered.records.per.partition), and resumes those whose buffer went back to
+// it. A task that keeps up never pauses: only one that waits (for another partition, see
+// PartitionGroup.Ready) does.
+func (r *Runtime) flowControlLocked() {
+	limit := r.cfg.BufferedRecordsPerPartition
+	var pause, resume map[string][]int32
+	if len(r.unpause) > 0 {
+		resume, r.unpause = r.unpause, map[string][]int32{}
+	}
+	for _, t := range r.tasks {
+		if t.task == nil {
+			continue
+		}
+		for tp, pos := range t.parts {
+			n := t.group.Size(tp.topic, tp.partition)
+			switch {
+			case !pos.paused && n > limit:
+				pos.paused = true
+				if pause == nil {
+					pause = map[string][]int32{}
+				}
+				pause[tp.topic] = append(pause[tp.topic], tp.partition)
+			case pos.paused && n <= limit:
+				pos.paused = false
+				if resume == nil {
+					resume = map[string][]int32{}
+				}
+				resume[tp.topic] = append(resume[tp.topic], tp.partition)
+			}
+		}
+	}
+	if pause != nil {
+		r.consumer.PauseFetchPartitions(pause)
+	}
+	if resume != nil {
+		r.consumer.ResumeFetchPartitions(resume)
+	}
+}
+
+// lagRecheck is how soon the loop looks again at a task that waits for the lag of an
+// empty partition (a lag probe in flight, see lag.go).
+const lagRecheck = 50 * time.Millisecond
+
+// wakeLocked is when the loop must look at the tasks again even if no record arrives: the
+// next wall-clock punctuation, the end of an idle wait, or soon when a task waits for a
+// lag. Zero means only the commit interval matters.
+func (r *Runtime) wakeLocked(now time.Time) time.Time {
+	var wake time.Time
+	earlier := func(at time.Time) {
+		if !at.IsZero() && (wake.IsZero() || at.Before(wake)) {
+			wake = at
+		}
+	}
+	for _, t := range r.tasks {
+		if t.task == nil {
+			continue
+		}
+		earlier(t.task.NextPunctuation())
+		earlier(t.idleWake)
+		if t.lagWait {
+			earlier(now.Add(lagRecheck))
+		}
+	}
+	return wake
 }
 
 // maybeFlush writes large buffered store changes to the engine early.
@@ -714,7 +842,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
 		dirty = append(dirty, pos)
 	}
-	if len(dirty) == 0 {
+	if len(dirty) == 0 && !r.punctuatedLocked() {
 		return nil
 	}
 	for _, t := range r.tasks {
@@ -729,7 +857,13 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		return err
 	}
 	var commitErr error
-	r.consumer.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	commit := r.consumer.CommitOffsetsSync
+	if len(offsets) == 0 {
+		// Only punctuators wrote: their outputs are acknowledged, no offset moved.
+		commit = func(context.Context, map[string]map[int32]kgo.EpochOffset, func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
+		}
+	}
+	commit(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			commitErr = fmt.Errorf("kstream: committing offsets: %w", err)
 			return
@@ -751,6 +885,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		records += pos.count
 		pos.count = 0
 	}
+	r.committedLocked()
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
 			if err := ls.checkpoint(offsets); err != nil {
@@ -829,6 +964,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			if t == nil {
 				st := r.topo.SubTopologies[sub]
 				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}}
+				t.group = NewPartitionGroup(r.groupConfig(t))
 				r.tasks[id] = t
 				created = append(created, id.String())
 				if len(st.Stores) == 0 {
@@ -848,7 +984,8 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 				}
 			}
 			tp := topicPartition{topic, p}
-			t.parts[tp] = &partPos{next: -1, committed: kgo.EpochOffset{Offset: -1}}
+			t.parts[tp] = newPartPos()
+			t.group.AddPartition(topic, p)
 			r.parts[tp] = t
 		}
 	}
@@ -1027,8 +1164,14 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 			if t == nil {
 				continue
 			}
+			if pos := t.parts[tp]; pos.paused {
+				// kgo keeps a partition paused until it is resumed, also when it comes back
+				// with a later assignment.
+				r.unpause[tp.topic] = append(r.unpause[tp.topic], tp.partition)
+			}
 			delete(r.parts, tp)
 			delete(t.parts, tp)
+			t.group.RemovePartition(tp.topic, tp.partition)
 			if len(t.parts) == 0 {
 				if t.task == nil {
 					// Still restoring: startTask sees the task is gone and stops.
@@ -1153,6 +1296,37 @@ func (r *Runtime) Tasks() []TaskID {
 
 // Logger implements TaskEnv.
 func (r *Runtime) Logger() *slog.Logger { return r.log }
+
+// Now implements TaskEnv.
+func (r *Runtime) Now() time.Time { return time.Now() }
+
+// groupConfig is the configuration of the partition group of task t.
+func (r *Runtime) groupConfig(t *taskRun) GroupConfig {
+	return GroupConfig{
+		MaxTaskIdle: r.cfg.MaxTaskIdle,
+		Extract: func(rec *kgo.Record, partitionTime int64) (int64, error) {
+			ts, err := t.task.Timestamp(rec, partitionTime)
+			if err != nil {
+				return 0, fmt.Errorf("kstream: task %s: extracting the timestamp of the record at topic %q partition %d offset %d: %w", t.id, rec.Topic, rec.Partition, rec.Offset, err)
+			}
+			return ts, nil
+		},
+		Dropped: func(rec *kgo.Record, ts int64) {
+			// As Kafka Streams' RecordQueue: logged, counted as dropped, and passed over
+			// (its offset is processed: the record is not read again).
+			r.log.Warn("kstream: skipping a record with a negative timestamp", "task", t.id.String(), "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "timestamp", ts)
+			r.stats.dropped.Add(1)
+			if pos := t.parts[topicPartition{rec.Topic, rec.Partition}]; pos != nil {
+				pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
+				pos.count++
+			}
+		},
+		Lag: func(topic string, partition int32, now time.Time) (int64, bool) {
+			return r.lagOf(t, topicPartition{topic, partition}, now)
+		},
+		Enforced: func() { r.stats.enforced.Add(1) },
+	}
+}
 
 // RecordDropped implements TaskEnv.
 func (r *Runtime) RecordDropped() { r.stats.dropped.Add(1) }

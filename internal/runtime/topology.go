@@ -105,9 +105,25 @@ type SinkTopic struct {
 
 // Task processes the records of one task, one at a time, on one goroutine at a time.
 type Task interface {
-	// Process handles one input record. It returns a non-nil error only when the application
-	// must stop; recoverable errors have already gone through the error handlers.
-	Process(r *kgo.Record) error
+	// Timestamp extracts the timestamp (ms since the epoch) of an input record, with the
+	// timestamp extractor of its source. partitionTime is the largest timestamp taken from
+	// the record's partition so far, or UnknownTime. A negative timestamp means the record
+	// is dropped; an error means the application must stop.
+	Timestamp(r *kgo.Record, partitionTime int64) (int64, error)
+	// Process handles one input record whose timestamp is ts, then runs the stream-time
+	// punctuators that are due. It returns a non-nil error only when the application must
+	// stop; recoverable errors have already gone through the error handlers.
+	Process(r *kgo.Record, ts int64) error
+	// Punctuate runs the wall-clock punctuators due at now, and reports whether any ran.
+	// The error is as Process's.
+	Punctuate(now time.Time) (bool, error)
+	// NextPunctuation is when the next wall-clock punctuator is due; zero if there is none.
+	NextPunctuation() time.Time
+	// Committed tells the task that everything it did so far is committed; Aborted, that
+	// what it did since the last commit was rolled back (an aborted transaction), so that it
+	// goes back to its stream time and punctuation schedule of that commit.
+	Committed()
+	Aborted()
 	// Close releases the task's resources when the task is revoked or the app stops.
 	Close() error
 }
@@ -127,6 +143,8 @@ type TaskEnv interface {
 	// RecordDropped counts one record that an operator skipped because of its null key or
 	// value (Stats.DroppedRecords).
 	RecordDropped()
+	// Now is the wall-clock time of the task (the test driver's is its mock clock).
+	Now() time.Time
 }
 
 // OutRecord is an output record with what error reports need to know about it. Carrying
@@ -202,6 +220,13 @@ type Config struct {
 	// ExactlyOnce turns on exactly-once v2 (see eos.go); CommitInterval then defaults to
 	// 100ms.
 	ExactlyOnce bool
+	// MaxTaskIdle is Kafka Streams' max.task.idle.ms (see GroupConfig.MaxTaskIdle); zero
+	// is its default.
+	MaxTaskIdle time.Duration
+	// BufferedRecordsPerPartition bounds a task's buffer of fetched records per partition
+	// (Kafka Streams' buffered.records.per.partition, default 1000): a partition whose
+	// buffer stays above it after the task processed what it could is paused.
+	BufferedRecordsPerPartition int
 	// BlockCacheBytes and MemTableBytes size the Pebble database shared by every task
 	// (0: Pebble store defaults, 64 MiB and 32 MiB).
 	BlockCacheBytes int64

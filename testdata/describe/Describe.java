@@ -24,6 +24,9 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -287,6 +290,18 @@ public final class Describe {
             b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("gamma-7"), S, S));
             in(b).process(Describe::pass, "beta", "alpha-store", "gamma-7").to("out");
         });
+        m.put("processvalues-count", b -> in(b).processValues(Describe::passValues)
+                .groupByKey().count(Materialized.as("pvc")).toStream().to("out"));
+        m.put("rekey-processvalues-two-counts", b -> {
+            KStream<String, String> p = in(b).selectKey((k, v) -> v).processValues(Describe::passValues);
+            p.groupByKey().count(Materialized.as("c1")).toStream().to("out");
+            p.groupByKey().count(Materialized.as("c2")).toStream().to("out");
+        });
+        m.put("processvalues-named-store", b -> {
+            b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("pv-store"), S, S));
+            in(b).processValues(Describe::passValues, Named.as("pv"), "pv-store").mapValues(v -> v).to("out");
+            in2(b).processValues(Describe::passValues).processValues(Describe::passValues).to("out2");
+        });
         m.put("groupby-named-two-aggs", b -> {
             KGroupedStream<String, String> g = in(b).groupBy((k, v) -> v, Grouped.as("g"));
             g.count(Materialized.as("gc")).toStream().to("out");
@@ -344,6 +359,16 @@ public final class Describe {
             public void init(ProcessorContext<String, String> c) { ctx = c; }
             @Override
             public void process(Record<String, String> r) { ctx.forward(r); }
+        };
+    }
+
+    static FixedKeyProcessor<String, String, String> passValues() {
+        return new FixedKeyProcessor<String, String, String>() {
+            private FixedKeyProcessorContext<String, String> ctx;
+            @Override
+            public void init(FixedKeyProcessorContext<String, String> c) { ctx = c; }
+            @Override
+            public void process(FixedKeyRecord<String, String> r) { ctx.forward(r); }
         };
     }
 

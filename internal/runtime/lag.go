@@ -1,0 +1,190 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The lag of an empty partition decides whether a task with several input partitions may
+// process the others (PartitionGroup.Ready), as in Kafka Streams, where the consumer knows
+// each partition's lag from every fetch response. kgo returns a fetch response for a
+// partition only when it has records, so the lag is known here:
+//
+//   - from the last fetch that returned records for the partition: its end offset (the high
+//     watermark, or the last stable offset under exactly-once) minus the offset after the
+//     last record returned (transaction markers are returned too, so that this is the
+//     consumer's position);
+//   - for a partition from which nothing was fetched yet, from the broker: its end offset
+//     minus the position the consumer started at (the group's committed offset, or the
+//     reset policy's), asked once in the background (a lag probe).
+//
+// A lag that stays positive without any record arriving (which kgo's position could only
+// cause by passing over records it does not return) or a probe that cannot answer stops
+// holding the task back after staleLag.
+const staleLag = 5 * time.Second
+
+// lagProbe is a question to the broker about the lag of a partition nothing was fetched from.
+type lagProbe struct {
+	mu      sync.Mutex
+	done    bool
+	lag     int64
+	err     error
+	started time.Time
+}
+
+// noteFetch records what a fetch of a partition tells of its lag.
+func (r *Runtime) noteFetch(pos *partPos, p kgo.FetchPartition, now time.Time) {
+	if len(p.Records) == 0 {
+		return
+	}
+	first, last := p.Records[0], p.Records[len(p.Records)-1]
+	if pos.first.Offset < 0 {
+		pos.first = kgo.EpochOffset{Epoch: first.LeaderEpoch, Offset: first.Offset}
+	}
+	end := p.HighWatermark
+	if r.sess != nil && p.LastStableOffset >= 0 {
+		end = p.LastStableOffset
+	}
+	pos.fetched, pos.fetchedTo, pos.end, pos.fetchedAt = true, last.Offset+1, end, now
+	pos.probe, pos.waitSince = nil, time.Time{}
+}
+
+// lagOf is what is known of the lag of the empty partition tp of task t (see
+// PartitionGroup.Ready). It runs on the task's goroutine.
+func (r *Runtime) lagOf(t *taskRun, tp topicPartition, now time.Time) (int64, bool) {
+	pos := t.parts[tp]
+	if pos == nil {
+		return 0, true
+	}
+	if pos.fetched {
+		lag := max(pos.end-pos.fetchedTo, 0)
+		if lag > 0 && now.Sub(pos.fetchedAt) > staleLag {
+			return 0, true
+		}
+		return lag, true
+	}
+	if pos.waitSince.IsZero() {
+		pos.waitSince = now
+	}
+	if pr := pos.probe; pr != nil {
+		pr.mu.Lock()
+		done, lag, err, started := pr.done, pr.lag, pr.err, pr.started
+		pr.mu.Unlock()
+		switch {
+		case done && err == nil:
+			if lag > 0 && now.Sub(started) > staleLag {
+				return 0, true
+			}
+			return lag, true
+		case done && now.Sub(started) > time.Second:
+			pos.probe = nil // ask again
+		}
+	}
+	if now.Sub(pos.waitSince) > staleLag {
+		return 0, true
+	}
+	if pos.probe == nil {
+		pos.probe = &lagProbe{started: now}
+		cl, iso := r.consumer, r.sess != nil
+		pr := pos.probe
+		r.bg.Go(func() { r.probeLag(cl, iso, tp, pr) })
+	}
+	return 0, false
+}
+
+// probeLag asks the broker for the lag of partition tp, from which the consumer cl has
+// fetched nothing: its end offset minus the position the consumer started at.
+func (r *Runtime) probeLag(cl *kgo.Client, readCommitted bool, tp topicPartition, pr *lagProbe) {
+	lag, err := r.askLag(cl, readCommitted, tp)
+	if err != nil {
+		r.log.Debug("kstream: asking the lag of an empty partition", "topic", tp.topic, "partition", tp.partition, "err", err)
+	}
+	pr.mu.Lock()
+	pr.done, pr.lag, pr.err = true, lag, err
+	pr.mu.Unlock()
+}
+
+func (r *Runtime) askLag(cl *kgo.Client, readCommitted bool, tp topicPartition) (int64, error) {
+	ctx, cancel := context.WithTimeout(r.restoreCtx, 5*time.Second)
+	defer cancel()
+	list := r.admin.ListEndOffsets
+	if readCommitted {
+		list = r.admin.ListCommittedOffsets // the last stable offsets
+	}
+	offset := func(list func(context.Context, ...string) (kadm.ListedOffsets, error)) (int64, error) {
+		l, err := list(ctx, tp.topic)
+		if err != nil {
+			return 0, err
+		}
+		o, ok := l.Lookup(tp.topic, tp.partition)
+		if !ok {
+			return 0, fmt.Errorf("no offset listed for topic %q partition %d", tp.topic, tp.partition)
+		}
+		return o.Offset, o.Err
+	}
+	end, err := offset(list)
+	if err != nil {
+		return 0, err
+	}
+	var at int64
+	if c, ok := cl.CommittedOffsets()[tp.topic][tp.partition]; ok && c.Offset >= 0 {
+		at = c.Offset
+	} else if r.resetOf(tp.topic) == ResetLatest {
+		return 0, nil
+	} else if at, err = offset(r.admin.ListStartOffsets); err != nil {
+		return 0, err
+	}
+	return max(end-at, 0), nil
+}
+
+// resetOf is the reset policy of a source topic.
+func (r *Runtime) resetOf(topic string) Reset {
+	for _, st := range r.topo.SubTopologies {
+		for _, src := range st.Sources {
+			if src.Topic == topic && src.Reset != ResetDefault {
+				return src.Reset
+			}
+		}
+	}
+	if r.cfg.DefaultReset == ResetLatest {
+		return ResetLatest
+	}
+	return ResetEarliest
+}
+
+// forgetLagsLocked forgets what is known of every partition's lag and fetch position,
+// after the consumer was moved back to the committed offsets.
+func (r *Runtime) forgetLagsLocked() {
+	for _, t := range r.tasks {
+		for _, pos := range t.parts {
+			pos.fetched, pos.probe, pos.waitSince = false, nil, time.Time{}
+		}
+	}
+}
+
+// punctuatedLocked reports whether a wall-clock punctuator ran since the last commit.
+func (r *Runtime) punctuatedLocked() bool {
+	for _, t := range r.tasks {
+		if t.punctuated {
+			return true
+		}
+	}
+	return false
+}
+
+// committedLocked tells the tasks that what they did is committed: their stream times,
+// partition times and punctuation schedules are those an aborted transaction goes back to.
+func (r *Runtime) committedLocked() {
+	for _, t := range r.tasks {
+		t.punctuated = false
+		if t.task != nil {
+			t.task.Committed()
+			t.group.Save()
+		}
+	}
+}
