@@ -76,7 +76,8 @@ type standbyStore struct {
 	spec      StoreSpec
 	partition int32
 	raw       store.Backend
-	pos       int64 // next changelog offset to apply
+	restorer  store.Restorer // for a store with a Codec
+	pos       int64          // next changelog offset to apply
 }
 
 func newStandbys(r *Runtime) *standbys {
@@ -171,7 +172,11 @@ func (s *standbys) add(id TaskID) error {
 		if err != nil {
 			return fmt.Errorf("kstream: reading the checkpoint of standby store %s partition %d: %w", spec.Name, id.Partition, err)
 		}
-		t.stores = append(t.stores, &standbyStore{spec: spec, partition: id.Partition, raw: raw, pos: max(from, 0)})
+		restorer, err := spec.newRestorer(raw)
+		if err != nil {
+			return err
+		}
+		t.stores = append(t.stores, &standbyStore{spec: spec, partition: id.Partition, raw: raw, restorer: restorer, pos: max(from, 0)})
 		dbs = append(dbs, db)
 	}
 	ctx, cancel := context.WithCancel(s.r.restoreCtx)
@@ -318,7 +323,12 @@ func (s *standbys) apply(fetches kgo.Fetches) error {
 			if rec.Attrs.IsControl() {
 				continue
 			}
-			if applyChangelogRecord(b, ss.spec, rec) {
+			applied, aerr := applyChangelogRecord(b, ss.spec, ss.restorer, rec)
+			if aerr != nil {
+				err = fmt.Errorf("kstream: standby store %s partition %d at offset %d: %w", ss.spec.Name, ss.partition, rec.Offset, aerr)
+				return
+			}
+			if applied {
 				n++
 			}
 		}

@@ -32,6 +32,24 @@ type StoreSpec struct {
 	// changelog holds the value bytes alone with that timestamp as the record timestamp, so
 	// it has the format of a table's source topic; restoring puts the prefix back.
 	Timestamped bool
+	// Codec, if set, relates the store's backend keys to its changelog keys (window and
+	// session stores, whose layout is not their changelog's): a write is logged under
+	// Codec.ChangelogKey of its key, or not at all (store metadata), and restoring goes
+	// through a Codec.NewRestorer. See store.ChangelogCodec.
+	Codec store.ChangelogCodec
+}
+
+// newRestorer returns the restorer of a store partition whose backend is b, or nil for a
+// store without a Codec.
+func (spec StoreSpec) newRestorer(b store.Backend) (store.Restorer, error) {
+	if spec.Codec == nil {
+		return nil, nil
+	}
+	r, err := spec.Codec.NewRestorer(b)
+	if err != nil {
+		return nil, fmt.Errorf("kstream: restoring store %s: %w", spec.Name, err)
+	}
+	return r, nil
 }
 
 // tsLen is the length of the timestamp prefix of a value in a Timestamped store.
@@ -253,6 +271,13 @@ func (s *loggedStore) maybeFlush() error {
 
 // log writes one change to the changelog partition of the task.
 func (s *loggedStore) log(key, value []byte) {
+	if s.spec.Codec != nil {
+		k, logged := s.spec.Codec.ChangelogKey(key)
+		if !logged {
+			return
+		}
+		key = k
+	}
 	s.written.Store(true)
 	s.r.stats.changelog.Add(1)
 	o := &OutRecord{
@@ -353,6 +378,10 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 	}
 	from, end := max(lc.from, 0), lc.end
 	ls.acked.Store(end)
+	restorer, err := ls.spec.newRestorer(ls.raw)
+	if err != nil {
+		return err
+	}
 	if from >= end {
 		r.log.Info("kstream: store is up to date", "store", ls.spec.Name, "partition", p, "checkpoint", from, "end", end)
 		return nil
@@ -420,6 +449,7 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		}
 		b := ls.raw.NewBatch()
 		n := 0
+		var aerr error
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 			for _, rec := range fp.Records {
 				if rec.Offset >= end {
@@ -433,7 +463,12 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 				if rec.Attrs.IsControl() {
 					continue
 				}
-				if applyChangelogRecord(b, ls.spec, rec) {
+				applied, err := applyChangelogRecord(b, ls.spec, restorer, rec)
+				if err != nil {
+					aerr = fmt.Errorf("kstream: restoring store %s from %q partition %d at offset %d: %w", ls.spec.Name, topic, p, rec.Offset, err)
+					return
+				}
+				if applied {
 					n++
 				}
 			}
@@ -442,6 +477,9 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 				pos = min(fp.LogStartOffset, end)
 			}
 		})
+		if aerr != nil {
+			return aerr
+		}
 		if n == 0 && b.Len() == 0 && retry != nil {
 			continue
 		}
@@ -489,16 +527,21 @@ func rate(n int64, d time.Duration) int64 {
 // with a null key is skipped, as Kafka Streams' StoreChangelogReader skips it: a source
 // table's topic, which is its changelog, may hold some, and the table never stored them.
 // It reports whether it applied rec.
-func applyChangelogRecord(b store.Batch, spec StoreSpec, rec *kgo.Record) bool {
-	switch {
-	case rec.Key == nil:
-		return false
-	case rec.Value == nil:
-		b.Delete(rec.Key)
-	case spec.Timestamped:
-		b.Set(rec.Key, append(binary.BigEndian.AppendUint64(make([]byte, 0, tsLen+len(rec.Value)), uint64(rec.Timestamp.UnixMilli())), rec.Value...))
-	default:
-		b.Set(rec.Key, rec.Value)
+func applyChangelogRecord(b store.Batch, spec StoreSpec, r store.Restorer, rec *kgo.Record) (bool, error) {
+	if rec.Key == nil {
+		return false, nil
 	}
-	return true
+	value := rec.Value
+	if value != nil && spec.Timestamped {
+		value = append(binary.BigEndian.AppendUint64(make([]byte, 0, tsLen+len(rec.Value)), uint64(rec.Timestamp.UnixMilli())), rec.Value...)
+	}
+	switch {
+	case r != nil:
+		return true, r.Restore(b, rec.Key, value)
+	case value == nil:
+		b.Delete(rec.Key)
+	default:
+		b.Set(rec.Key, value)
+	}
+	return true, nil
 }
