@@ -358,15 +358,20 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 			if t.subOf(d.users[0]) != i {
 				continue
 			}
-			spec := runtime.StoreSpec{Name: d.name, Persistent: d.persistent, Timestamped: d.timestamped}
+			spec := runtime.StoreSpec{Name: d.name, Persistent: d.persistent, Timestamped: d.timestamped, Codec: d.codec}
 			if d.sourceTopic != "" {
 				// A table read from a topic uses that topic as its changelog.
 				spec.Changelog, spec.SourceTopic = d.sourceTopic, true
 			} else if d.logged {
 				spec.Changelog = internalTopic(appID, d.name+"-changelog")
+				configs := map[string]*string{"cleanup.policy": ptr("compact")}
+				if d.codec != nil {
+					// Window and session stores: compact,delete with the store's retention
+					// plus a day, as Kafka Streams' WindowedChangelogTopicConfig.
+					configs = d.codec.TopicConfigs()
+				}
 				rt.InternalTopics = append(rt.InternalTopics, runtime.InternalTopic{
-					Name: spec.Changelog, Writer: i,
-					Configs: map[string]*string{"cleanup.policy": ptr("compact")},
+					Name: spec.Changelog, Writer: i, Configs: configs,
 				})
 			}
 			st.Stores = append(st.Stores, spec)

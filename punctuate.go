@@ -170,6 +170,9 @@ func (t *task) Committed() {
 	for _, s := range t.scheds {
 		s.saved = s.next
 	}
+	for _, h := range t.txnHooks {
+		h.committed()
+	}
 }
 
 // Aborted implements runtime.Task: back to the stream time and schedules of the last
@@ -180,6 +183,18 @@ func (t *task) Aborted() {
 	for _, s := range t.scheds {
 		s.next = s.saved
 	}
+	for _, h := range t.txnHooks {
+		h.aborted()
+	}
+}
+
+// txnHook is the in-memory state of an operator that must follow its stores: saved when
+// the task commits, and put back when a transaction aborts (whose store writes are
+// discarded), so that the operator and its stores agree when the records are processed
+// again.
+type txnHook interface {
+	committed()
+	aborted()
 }
 
 var _ runtime.Task = (*task)(nil)

@@ -2,6 +2,7 @@ package kstream
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
@@ -43,6 +44,11 @@ type storeDef struct {
 	// Table only.
 	extractor    TimestampExtractor
 	extractorSet bool
+	// retention is the retention period of a window or session store ([WithRetention]);
+	// codec relates such a store's keys to its changelog's (runtime.StoreSpec.Codec).
+	retention    time.Duration
+	retentionSet bool
+	codec        store.ChangelogCodec
 }
 
 // StoreBuilder declares a state store for [Process]; create one with [KeyValueStore].

@@ -48,6 +48,7 @@ type task struct {
 	// first record; savedStreamTime is its value at the last commit.
 	streamTime, savedStreamTime int64
 	scheds                      []*schedule // punctuation schedules (punctuate.go)
+	txnHooks                    []txnHook   // operators' state that follows commits and aborts
 	schedSeq                    int
 }
 

@@ -1,0 +1,402 @@
+package kstream
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
+)
+
+// WithRetention sets how long, in stream time, a window store keeps a window after its
+// start (Kafka Streams' Materialized.withRetention): at least the window size plus the
+// grace period (twice the time difference plus the grace for sliding windows, the
+// inactivity gap plus the grace for sessions), which is also the default. A longer
+// retention keeps closed windows queryable for longer. It applies to windowed aggregations
+// only.
+func WithRetention(retention time.Duration) StoreOption {
+	return func(d *storeDef) {
+		d.retention, d.retentionSet = retention, true
+	}
+}
+
+// TimeWindowedKStream is a grouped stream with time windows ([TimeWindows] or
+// [SlidingWindows]), ready for a windowed aggregation ([WindowedCount], [WindowedReduce],
+// [WindowedAggregate]). Create one with [KGroupedStream.WindowedBy].
+type TimeWindowedKStream[K, V any] struct {
+	g       KGroupedStream[K, V]
+	w       windowSpec
+	onClose bool
+}
+
+// WindowedBy windows the grouped stream by time: [TimeWindowsOf] (tumbling or hopping) or
+// [SlidingWindowsOf].
+func (g KGroupedStream[K, V]) WindowedBy(w Windows) TimeWindowedKStream[K, V] {
+	var s windowSpec
+	if w == nil {
+		s.err = fmt.Errorf("WindowedBy: the windows are nil")
+	} else {
+		s = w.spec()
+	}
+	return TimeWindowedKStream[K, V]{g: g, w: s}
+}
+
+// EmitOnWindowClose makes the aggregation emit one final result per window, when the
+// window closes (its end plus the grace period is reached by stream time), instead of an
+// update for every record: Kafka Streams' EmitStrategy.onWindowClose. Unlike
+// [KTable.Suppress], it keeps no buffer of its own: the final results are read from the
+// window store, so that it costs nothing per record beyond the aggregation.
+//
+// As in Kafka Streams, the results of a window are emitted when a record of the same task
+// moves stream time past the window's close, with that record's headers and the window's
+// timestamp (the largest timestamp aggregated into it); windows are emitted in the order of
+// the store (by window start, then key, segment by segment).
+func (w TimeWindowedKStream[K, V]) EmitOnWindowClose() TimeWindowedKStream[K, V] {
+	w.onClose = true
+	return w
+}
+
+// WindowedCount counts the records of each key and window into the window store named
+// name. Records with a null key are skipped and counted in [Stats].DroppedRecords; so are
+// late records, for each window they arrive too late for. Unlike [Count], a record with a
+// null value is counted, as Kafka Streams' windowed count does.
+func WindowedCount[K, V any](w TimeWindowedKStream[K, V], name string, opts ...StoreOption) KTable[serde.Windowed[K], int64] {
+	return windowedAggregate(w, "KSTREAM-AGGREGATE", "WindowedCount", func() int64 { return 0 },
+		func(_ K, _ V, n int64, _ bool) int64 { return n + 1 }, false, serde.Int64(), name, opts)
+}
+
+// WindowedReduce combines the values of each key and window with fn (a window's first value
+// is stored as it is) into the window store named name, with the stream's value serde.
+func WindowedReduce[K, V any](w TimeWindowedKStream[K, V], fn func(acc, v V) V, name string, opts ...StoreOption) KTable[serde.Windowed[K], V] {
+	return windowedAggregate(w, "KSTREAM-REDUCE", "WindowedReduce", nil, func(_ K, v V, acc V, had bool) V {
+		if !had {
+			return v
+		}
+		return fn(acc, v)
+	}, true, w.g.s.vs, name, opts)
+}
+
+// WindowedAggregate folds the values of each key and window into an aggregate of type VA,
+// starting from init() for each new window, and keeps it in the window store named name
+// (values serialized with vs).
+//
+// As in Kafka Streams (KStreamWindowAggregate): each record updates every window that
+// contains its timestamp and has not closed; each update carries the window's largest
+// timestamp so far and the record's headers; the table's keys are [serde.Windowed] with
+// [serde.TimeWindowed] as their serde (window size: the windows' size, or the sliding
+// windows' time difference), so that its topics can be read by Java's
+// TimeWindowedDeserializer. The store is a timestamped window store kept for the window
+// size plus the grace period unless [WithRetention] says more, logged to
+// "<application.id>-<name>-changelog" (compact,delete, retained one day longer than the
+// store), in Java's format.
+func WindowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], init func() VA, agg func(key K, value V, acc VA) VA, vs serde.Serde[VA], name string, opts ...StoreOption) KTable[serde.Windowed[K], VA] {
+	return windowedAggregate(w, "KSTREAM-AGGREGATE", "WindowedAggregate", init,
+		func(k K, v V, acc VA, _ bool) VA { return agg(k, v, acc) }, false, vs, name, opts)
+}
+
+// windowAgg is what a windowed aggregation processor needs of its definition.
+type windowAgg[K, V, VA any] struct {
+	w       windowSpec
+	onClose bool
+	init    func() VA // nil for a reduce
+	agg     func(K, V, VA, bool) VA
+	reduce  bool
+	ks      serde.Serde[K]
+	store   string
+	info    *tableInfo
+}
+
+func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName string, init func() VA, agg func(K, V, VA, bool) VA, reduce bool, vs serde.Serde[VA], name string, opts []StoreOption) KTable[serde.Windowed[K], VA] {
+	b := w.g.s.b
+	s := w.g.s
+	op := fmt.Sprintf("%s %q", opName, name)
+	nodeName := b.newName(prefix)
+	if w.w.err != nil {
+		b.errorf("%s: %w", op, w.w.err)
+	}
+	if s.keyChanged {
+		repName := w.g.name
+		if repName == "" {
+			repName = name
+		}
+		s = repartitionForKey(s, repName, false, op)
+	}
+	if s.ks == nil {
+		b.errorf("%s: the stream carries no key serde for the store; use WithSerdes: %w", op, ErrNoSerde)
+	}
+	if vs == nil {
+		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
+	}
+	// Java: the retention defaults to size + grace (sliding: 2 * time difference + grace)
+	// and may not be shorter.
+	minRetention := w.w.size + w.w.grace
+	if w.w.kind == slidingWindowKind {
+		minRetention = 2*w.w.size + w.w.grace
+	}
+	d := windowStoreDef(b, op, name, s.ks, vs, w.w.size, minRetention, w.w.grace, opts)
+	n := b.tableNode(nodeName, s.n)
+	b.addStore(d, n)
+	info := storedInfo()
+	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, init: init, agg: agg, reduce: reduce, ks: s.ks, store: name, info: info}
+	n.instantiate = func(t *task) (any, error) {
+		st, err := taskWindowStore[K, VA](t, name)
+		if err != nil {
+			return nil, err
+		}
+		if a.w.kind == slidingWindowKind {
+			return newSlidingAggregator(t, n, a, st)
+		}
+		return newTimeWindowAggregator(t, n, a, st)
+	}
+	return KTable[serde.Windowed[K], VA]{b: b, n: n, ks: serde.TimeWindowed(s.ks, time.Duration(w.w.size)*time.Millisecond), vs: vs,
+		store: name, info: info, getter: windowGetter[K, VA](name), getterStores: []*storeDef{d}}
+}
+
+// windowKV is the typed store of a windowed aggregation: a timestamped window store.
+type windowKV[K, V any] = store.WindowStore[K, tsValue[V]]
+
+// windowStoreDef declares the timestamped window store of a windowed aggregation, whose
+// windows have the given size and must be kept at least minRetention.
+func windowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], size, minRetention, grace int64, opts []StoreOption) *storeDef {
+	d := &storeDef{name: name, persistent: true, logged: true, timestamped: true}
+	for _, o := range opts {
+		o(d)
+	}
+	retention := minRetention
+	if d.retentionSet {
+		ms, err := millis("the retention period", d.retention)
+		if err != nil {
+			b.errorf("%s: %w", op, err)
+		}
+		retention = ms
+		if retention < minRetention {
+			b.errorf("%s: the retention period of the window store %s must be no smaller than its window size plus the grace period (%dms + %dms), got %dms",
+				op, name, minRetention-grace, grace, retention)
+		}
+	}
+	o := store.WindowOptions{
+		Retention:  time.Duration(max(retention, minRetention)) * time.Millisecond,
+		WindowSize: time.Duration(size) * time.Millisecond,
+	}
+	codec, err := store.NewWindowChangelog(o)
+	if err != nil {
+		b.errorf("%s: %w", op, err)
+	}
+	d.codec = codec
+	d.typed = func(bk store.Backend) any {
+		ws, err := store.NewWindowStore(name, bk, ks, tsSerde[V]{vs}, o)
+		if err != nil {
+			return err
+		}
+		return ws
+	}
+	return d
+}
+
+// taskWindowStore returns task t's instance of the window store named name.
+func taskWindowStore[K, V any](t *task, name string) (*windowKV[K, V], error) {
+	switch s := t.stores[name].(type) {
+	case *windowKV[K, V]:
+		return s, nil
+	case error:
+		return nil, fmt.Errorf("kstream: task %s: window store %q: %w", t.id, name, s)
+	default:
+		return nil, fmt.Errorf("kstream: internal error: task %s has no window store %q of these types (it has a %T)", t.id, name, t.stores[name])
+	}
+}
+
+// windowGetter is the value getter of a windowed table kept in the window store named
+// name: Kafka Streams' KStreamWindowAggregateValueGetter.
+func windowGetter[K, V any](name string) func(t *task) (valueGetter[serde.Windowed[K], V], error) {
+	return func(t *task) (valueGetter[serde.Windowed[K], V], error) {
+		st, err := taskWindowStore[K, V](t, name)
+		if err != nil {
+			return nil, err
+		}
+		return func(k serde.Windowed[K]) (V, int64, bool, error) {
+			tv, ok, err := st.Fetch(k.Key, k.Start)
+			return tv.v, tv.ts, ok, err
+		}, nil
+	}
+}
+
+// lateRecord notes that operator n dropped the record in hand for the window [start, end)
+// because the window had closed: a debug log line with the record's coordinates, and one
+// more in the dropped-records count, as Kafka Streams' logSkippedRecordForExpiredWindow.
+func (t *task) lateRecord(n *node, ts, start, end, closeTime int64) {
+	t.env.RecordDropped()
+	attrs := []any{"operator", n.name, "task", t.id.String(), "timestamp", ts, "window_start", start, "window_end", end, "close_time", closeTime}
+	if r := t.cur; r != nil {
+		attrs = append(attrs, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
+	}
+	t.log.Debug("kstream: skipping a record for an expired window", attrs...)
+}
+
+// timeWindowAggregator is the processor of an aggregation over time windows: Kafka
+// Streams' KStreamWindowAggregate.
+type timeWindowAggregator[K, V, VA any] struct {
+	a  *windowAgg[K, V, VA]
+	t  *task
+	n  *node
+	st *windowKV[K, VA]
+	// observed is the largest timestamp seen (ms), -1 before the first record; lastEmit is
+	// the window close time up to which final results were emitted, -1 if none was. The
+	// saved copies are their values at the last commit (see txnHook).
+	observed, lastEmit           int64
+	savedObserved, savedLastEmit int64
+}
+
+func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
+	p := &timeWindowAggregator[K, V, VA]{a: a, t: t, n: n, st: st, observed: -1, lastEmit: -1}
+	if err := p.recover(); err != nil {
+		return nil, err
+	}
+	p.committed()
+	t.txnHooks = append(t.txnHooks, p)
+	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
+}
+
+// recover sets the observed stream time and the last emitted close time from the store,
+// for a task that starts with state (restored, or kept on disk). Kafka Streams starts again
+// from no stream time (late records are then accepted until a record moves it) and keeps
+// the last emitted close time in the committed offsets' metadata. Here both follow from the
+// store: the largest timestamp is that of a window at the store's latest window start (the
+// window of the latest record), and final results, emitted after every record, were
+// emitted up to that timestamp's close time.
+func (p *timeWindowAggregator[K, V, VA]) recover() error {
+	latest, ok, err := p.st.ObservedStreamTime()
+	if err != nil || !ok {
+		return err
+	}
+	start := latest.UnixMilli()
+	p.observed = start
+	it, err := p.st.FetchAll(latest, latest)
+	if err != nil {
+		return err
+	}
+	for it.Next() {
+		p.observed = max(p.observed, it.Value().ts)
+	}
+	if err := it.Err(); err != nil {
+		it.Close()
+		return err
+	}
+	it.Close()
+	if p.a.onClose {
+		if closeTime := p.observed - p.a.w.grace; closeTime-p.a.w.size >= 0 {
+			p.lastEmit = closeTime
+		}
+	}
+	return nil
+}
+
+func (p *timeWindowAggregator[K, V, VA]) committed() {
+	p.savedObserved, p.savedLastEmit = p.observed, p.lastEmit
+}
+
+func (p *timeWindowAggregator[K, V, VA]) aborted() {
+	p.observed, p.lastEmit = p.savedObserved, p.savedLastEmit
+}
+
+func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V]) error {
+	a, t := p.a, p.t
+	if r.HasNullKey() {
+		t.dropRecord(p.n, "key")
+		return nil
+	}
+	if kb, err := a.ks.Serialize(r.Key); err != nil {
+		return fmt.Errorf("serializing the key: %w", err)
+	} else if kb == nil {
+		t.dropRecord(p.n, "key")
+		return nil
+	}
+	ts := unixMs(r.Timestamp)
+	p.observed = max(p.observed, ts)
+	closeTime := p.observed - a.w.grace
+	for _, start := range a.w.windowsFor(ts) {
+		end := a.w.windowEnd(start)
+		if end <= closeTime {
+			t.lateRecord(p.n, ts, start, end, closeTime)
+			continue
+		}
+		old, ok, err := p.st.Fetch(r.Key, msTime(start))
+		if err != nil {
+			return err
+		}
+		acc, newTs, oldOK := old.v, ts, ok
+		if ok {
+			newTs = max(ts, old.ts)
+		} else if a.init != nil {
+			acc, oldOK = a.init(), true
+		}
+		var res change[VA]
+		if a.reduce && !ok && nullValue(r) {
+			// Java's reduce stores the first value as it is: a null is no window.
+		} else {
+			res.setNew(a.agg(r.Key, r.Value, acc, ok))
+		}
+		if res.hasNew {
+			err = p.st.Put(r.Key, tsValue[VA]{v: res.new, ts: newTs}, msTime(start))
+		} else {
+			err = p.st.Delete(r.Key, msTime(start))
+		}
+		if err != nil {
+			return err
+		}
+		if a.onClose {
+			continue
+		}
+		if a.info.sendOld && oldOK {
+			res.setOld(acc)
+		}
+		ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(r.Key, start, end), Value: res,
+			Timestamp: msTime(newTs), Headers: r.Headers})
+	}
+	if a.onClose {
+		return p.emitFinal(ctx, r, closeTime)
+	}
+	return nil
+}
+
+// emitFinal forwards the windows that closed since the last emission, as Kafka Streams'
+// AbstractKStreamTimeWindowAggregateProcessor.maybeForwardFinalResult does (without its
+// wall-clock throttle, so that the results do not depend on the wall clock).
+func (p *timeWindowAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V], closeTime int64) error {
+	w := p.a.w
+	if p.lastEmit != -1 && p.lastEmit >= closeTime {
+		return nil
+	}
+	upper := closeTime - w.size
+	if upper < 0 {
+		return nil
+	}
+	lower := int64(0)
+	if p.lastEmit != -1 {
+		lower = max(0, p.lastEmit-w.size) + 1
+		// No window ends in (lastEmit, closeTime]: nothing new to emit.
+		if slices.Equal(w.windowsFor(upper), w.windowsFor(lower-1)) {
+			return nil
+		}
+	}
+	if lower <= upper {
+		it, err := p.st.FetchAll(msTime(lower), msTime(upper))
+		if err != nil {
+			return err
+		}
+		for it.Next() {
+			k, v := it.Key(), it.Value()
+			var res change[VA]
+			res.setNew(v.v)
+			ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(k.Key, k.StartMs(), w.windowEnd(k.StartMs())),
+				Value: res, Timestamp: msTime(v.ts), Headers: r.Headers})
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return err
+		}
+	}
+	p.lastEmit = closeTime
+	return nil
+}
