@@ -19,6 +19,8 @@ type rawRecord = kgo.Record
 type handlers struct {
 	deser, proc, prod ErrorHandler
 	ts                TimestampExtractor
+	// eos is set under exactly-once: a task's stores then hold exactly its committed state.
+	eos bool
 }
 
 // task is the typed processing state of one task: the instantiated operators of its

@@ -258,19 +258,25 @@ func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, 
 }
 
 // recover sets the observed stream time and the last emitted close time from the store,
-// for a task that starts with state (restored, or kept on disk). Kafka Streams starts again
-// from no stream time (late records are then accepted until a record moves it) and keeps
-// the last emitted close time in the committed offsets' metadata. Here both follow from the
-// store: the largest timestamp is that of a window at the store's latest window start (the
-// window of the latest record), and final results, emitted after every record, were
-// emitted up to that timestamp's close time.
+// for a task that starts with state (restored, or kept on disk).
+//
+// The observed stream time is the largest timestamp of the windows that start at the
+// store's latest window start: the windows of the latest record. Kafka Streams starts
+// again from no stream time instead, accepting as on time any record until one moves it.
+//
+// Kafka Streams keeps the last emitted close time in its committed offsets' metadata.
+// Here it is kept in the store's metadata, written to disk with each commit, and, under
+// exactly-once, where the store holds exactly the committed state, derived from the
+// observed stream time: final results are emitted after every record, so they were emitted
+// up to its close time. The derivation also serves a store restored from its changelog
+// alone, which has no metadata (under at-least-once, the results of windows that closed
+// after the last commit may then be lost if the crash lost them).
 func (p *timeWindowAggregator[K, V, VA]) recover() error {
 	latest, ok, err := p.st.ObservedStreamTime()
 	if err != nil || !ok {
 		return err
 	}
-	start := latest.UnixMilli()
-	p.observed = start
+	p.observed = latest.UnixMilli()
 	it, err := p.st.FetchAll(latest, latest)
 	if err != nil {
 		return err
@@ -283,13 +289,26 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 		return err
 	}
 	it.Close()
-	if p.a.onClose {
-		if closeTime := p.observed - p.a.w.grace; closeTime-p.a.w.size >= 0 {
-			p.lastEmit = closeTime
+	if !p.a.onClose {
+		return nil
+	}
+	if !p.t.h.eos {
+		if v, ok, err := p.st.Meta(lastEmitMeta); err != nil {
+			return err
+		} else if ok {
+			p.lastEmit = v
+			return nil
 		}
+	}
+	if closeTime := p.observed - p.a.w.grace; closeTime-p.a.w.size >= 0 {
+		p.lastEmit = closeTime
 	}
 	return nil
 }
+
+// lastEmitMeta names the store metadata holding the close time up to which an aggregation
+// emitted its final results.
+const lastEmitMeta = "last-emit-close-time"
 
 func (p *timeWindowAggregator[K, V, VA]) committed() {
 	p.savedObserved, p.savedLastEmit = p.observed, p.lastEmit
@@ -384,19 +403,30 @@ func (p *timeWindowAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Wi
 		if err != nil {
 			return err
 		}
+		type final struct {
+			k serde.Windowed[K]
+			v tsValue[VA]
+		}
+		var finals []final
 		for it.Next() {
-			k, v := it.Key(), it.Value()
-			var res change[VA]
-			res.setNew(v.v)
-			ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(k.Key, k.StartMs(), w.windowEnd(k.StartMs())),
-				Value: res, Timestamp: msTime(v.ts), Headers: r.Headers})
+			finals = append(finals, final{it.Key(), it.Value()})
 		}
 		err = it.Err()
 		it.Close()
 		if err != nil {
 			return err
 		}
+		// Kafka Streams keeps the store of an aggregation that emits on close in time order
+		// (RocksDbIndexedTimeOrderedWindowBytesStoreSupplier): by window start, then key.
+		// This store is in key order within a segment.
+		slices.SortStableFunc(finals, func(a, b final) int { return a.k.Start.Compare(b.k.Start) })
+		for _, f := range finals {
+			var res change[VA]
+			res.setNew(f.v.v)
+			ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(f.k.Key, f.k.StartMs(), w.windowEnd(f.k.StartMs())),
+				Value: res, Timestamp: msTime(f.v.ts), Headers: r.Headers})
+		}
 	}
 	p.lastEmit = closeTime
-	return nil
+	return p.st.SetMeta(lastEmitMeta, closeTime)
 }

@@ -570,6 +570,65 @@ func KeyValueStore[K, V any](d *Driver, name string, partition int32, ks serde.S
 	return store.NewKeyValueStore(name, b, ks, vs), nil
 }
 
+// storeSpec returns the spec of the task store named name.
+func (d *Driver) storeSpec(name string) (*runtime.StoreSpec, error) {
+	for _, st := range d.topo.SubTopologies {
+		for i := range st.Stores {
+			if st.Stores[i].Name == name {
+				return &st.Stores[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("kstreamtest: the topology has no store named %q", name)
+}
+
+// WindowStore returns a typed view of partition partition of the window store named name:
+// the store of a windowed aggregation over time or sliding windows ([kstream.WindowedCount]
+// and the like). ks is the serde of the aggregation's keys (not of its windowed keys) and
+// vs of its values; the stores of aggregations keep a timestamp with each value, which the
+// view hides (a value written through it gets the timestamp 0). The view reads the store as
+// of the last record piped: every record is committed before the driver returns.
+func WindowStore[K, V any](d *Driver, name string, partition int32, ks serde.Serde[K], vs serde.Serde[V]) (*store.WindowStore[K, V], error) {
+	spec, err := d.storeSpec(name)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := spec.Codec.(interface{ WindowOptions() store.WindowOptions })
+	if !ok {
+		return nil, fmt.Errorf("kstreamtest: store %q is not a window store", name)
+	}
+	b, err := d.db.Open(name, partition)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Timestamped {
+		vs = untimestamped[V]{vs}
+	}
+	return store.NewWindowStore(name, b, ks, vs, c.WindowOptions())
+}
+
+// SessionStore returns a typed view of partition partition of the session store named name
+// (the store of [kstream.SessionCount] and the like); ks is the serde of the aggregation's
+// keys. See [WindowStore].
+func SessionStore[K, V any](d *Driver, name string, partition int32, ks serde.Serde[K], vs serde.Serde[V]) (*store.SessionStore[K, V], error) {
+	spec, err := d.storeSpec(name)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := spec.Codec.(interface{ SessionOptions() store.SessionOptions })
+	if !ok {
+		return nil, fmt.Errorf("kstreamtest: store %q is not a session store", name)
+	}
+	b, err := d.db.Open(name, partition)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Timestamped {
+		vs = untimestamped[V]{vs}
+	}
+	return store.NewSessionStore(name, b, ks, vs, c.SessionOptions())
+}
+
 // untimestamped reads the values of a timestamped store (an 8-byte timestamp, then the
 // value) without their timestamps.
 type untimestamped[V any] struct{ inner serde.Serde[V] }

@@ -531,3 +531,25 @@ func checkRetention(retention, interval time.Duration) (int64, int64, error) {
 	}
 	return r, i, nil
 }
+
+// segOpMetaPrefix starts the keys of operator metadata (see [WindowStore.Meta]), under the
+// meta prefix so that they are never logged.
+var segOpMetaPrefix = []byte{segMetaPrefix, 0x02}
+
+// meta reads the operator metadata value named name.
+func (s *segmented) meta(name string) (int64, bool, error) {
+	v, ok, err := s.b.Get(append(append([]byte(nil), segOpMetaPrefix...), name...))
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if len(v) != 8 {
+		return 0, false, s.errorf("malformed metadata %q: %x", name, v)
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, nil
+}
+
+// setMeta writes the operator metadata value named name.
+func (s *segmented) setMeta(name string, v int64) error {
+	k := append(append([]byte(nil), segOpMetaPrefix...), name...)
+	return s.b.Set(k, binary.BigEndian.AppendUint64(nil, uint64(v)))
+}

@@ -50,10 +50,17 @@ func NewSessionChangelog(o SessionOptions) (ChangelogCodec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: session changelog: %w", err)
 	}
-	return sessionCodec{retention: retention, interval: interval}, nil
+	return sessionCodec{retention: retention, interval: interval, o: o}, nil
 }
 
-type sessionCodec struct{ retention, interval int64 }
+type sessionCodec struct {
+	retention, interval int64
+	o                   SessionOptions
+}
+
+// SessionOptions returns the options the codec was made with (see
+// windowCodec.WindowOptions).
+func (c sessionCodec) SessionOptions() SessionOptions { return c.o }
 
 func (sessionCodec) ChangelogKey(k []byte) ([]byte, bool) { return changelogKey(k) }
 
@@ -387,3 +394,9 @@ func (s *SessionStore[K, V]) iter(sc *segScan, key func([]byte) (K, error)) (*Wi
 		return sessionStart(sk), s.s.segTime(sk)
 	}}, nil
 }
+
+// Meta returns the operator metadata value named name; see [WindowStore.Meta].
+func (s *SessionStore[K, V]) Meta(name string) (v int64, ok bool, err error) { return s.s.meta(name) }
+
+// SetMeta writes the operator metadata value named name; see [WindowStore.Meta].
+func (s *SessionStore[K, V]) SetMeta(name string, v int64) error { return s.s.setMeta(name, v) }

@@ -76,10 +76,17 @@ func NewWindowChangelog(o WindowOptions) (ChangelogCodec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: window changelog: %w", err)
 	}
-	return windowCodec{retention: retention, interval: interval}, nil
+	return windowCodec{retention: retention, interval: interval, o: o}, nil
 }
 
-type windowCodec struct{ retention, interval int64 }
+type windowCodec struct {
+	retention, interval int64
+	o                   WindowOptions
+}
+
+// WindowOptions returns the options the codec was made with, so that a reader of the
+// store (the test driver) can open a typed view of it.
+func (c windowCodec) WindowOptions() WindowOptions { return c.o }
 
 func (windowCodec) ChangelogKey(k []byte) ([]byte, bool) { return changelogKey(k) }
 
@@ -514,3 +521,14 @@ func (i *WindowedIterator[K, V]) Err() error { return errors.Join(i.err, i.sc.Er
 
 // Close releases the iterator.
 func (i *WindowedIterator[K, V]) Close() error { return i.sc.Close() }
+
+// Meta returns the operator metadata value named name, written with [WindowStore.SetMeta];
+// ok is false if there is none. Operator metadata is kept with the store's data, written
+// to disk with it at each commit, but never logged: a store restored from its changelog
+// alone has none. An operator keeps there what Kafka Streams keeps in the metadata of its
+// committed offsets (the close time up to which a windowed aggregation emitted its final
+// results).
+func (w *WindowStore[K, V]) Meta(name string) (v int64, ok bool, err error) { return w.s.meta(name) }
+
+// SetMeta writes the operator metadata value named name (see [WindowStore.Meta]).
+func (w *WindowStore[K, V]) SetMeta(name string, v int64) error { return w.s.setMeta(name, v) }
