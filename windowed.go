@@ -265,12 +265,12 @@ func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, 
 // again from no stream time instead, accepting as on time any record until one moves it.
 //
 // Kafka Streams keeps the last emitted close time in its committed offsets' metadata.
-// Here it is kept in the store's metadata, written to disk with each commit, and, under
-// exactly-once, where the store holds exactly the committed state, derived from the
-// observed stream time: final results are emitted after every record, so they were emitted
-// up to its close time. The derivation also serves a store restored from its changelog
-// alone, which has no metadata (under at-least-once, the results of windows that closed
-// after the last commit may then be lost if the crash lost them).
+// Here, under at-least-once, it is kept in the store's metadata, written to disk with each
+// commit; under exactly-once, where the store holds exactly the committed state (also when
+// restored from the changelog alone), it is derived from the observed stream time: final
+// results are emitted after every record, so they were emitted up to its close time. Under
+// at-least-once, a store restored from its changelog alone has no metadata: every closed
+// window it holds is emitted again, duplicates rather than a loss.
 func (p *timeWindowAggregator[K, V, VA]) recover() error {
 	latest, ok, err := p.st.ObservedStreamTime()
 	if err != nil || !ok {
@@ -293,12 +293,14 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 		return nil
 	}
 	if !p.t.h.eos {
-		if v, ok, err := p.st.Meta(lastEmitMeta); err != nil {
-			return err
-		} else if ok {
+		// At-least-once: the close time of the last commit, or, for a store restored from
+		// its changelog alone, none (every closed window still in the store is emitted
+		// again: duplicates rather than a loss).
+		v, ok, err := p.st.Meta(lastEmitMeta)
+		if ok {
 			p.lastEmit = v
-			return nil
 		}
+		return err
 	}
 	if closeTime := p.observed - p.a.w.grace; closeTime-p.a.w.size >= 0 {
 		p.lastEmit = closeTime
