@@ -386,6 +386,28 @@ func (s *SessionStore[K, V]) FindSessionsByEnd(earliestEnd, latestEnd time.Time)
 	return s.iter(sc, s.ks.Deserialize)
 }
 
+// FindHeldSessionsByEnd is FindSessionsByEnd without the retention filter on single
+// sessions: it returns every session still held (in a segment not dropped yet) that ends in
+// [earliestEnd, latestEnd], even one that ends at or before observed stream time minus
+// retention. This is what Kafka Streams' time-ordered session store (the store of a session
+// aggregation that emits on window close) returns from findSessions(earliestSessionEndTime,
+// latestSessionEndTime). The order is that of FindSessionsByEnd.
+func (s *SessionStore[K, V]) FindHeldSessionsByEnd(earliestEnd, latestEnd time.Time) (*WindowedIterator[K, V], error) {
+	st, err := s.s.state()
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := max(ms(earliestEnd), 0), min(ms(latestEnd), st.streamTime)
+	sc := emptyScan()
+	if lo <= hi {
+		sc = s.s.wholeScan(segmentID(lo, s.s.interval), segmentID(hi, s.s.interval), false, func(sk []byte) bool {
+			end := s.s.segTime(sk)
+			return end >= lo && end <= hi
+		})
+	}
+	return s.iter(sc, s.ks.Deserialize)
+}
+
 func (s *SessionStore[K, V]) iter(sc *segScan, key func([]byte) (K, error)) (*WindowedIterator[K, V], error) {
 	if sc.err != nil {
 		return nil, sc.err
