@@ -271,17 +271,30 @@ func newSessionAggregator[K, V, VA any](t *task, n *node, a *sessionAgg[K, V, VA
 // time in the committed offsets' metadata). The store's observed stream time, the largest
 // session end written, is the largest timestamp aggregated: the record with that timestamp
 // wrote a session ending at or after it, and no session ends after the largest timestamp.
-// Final results, emitted after every record, were emitted up to its close time.
+// Under exactly-once, final results, emitted after every record, were emitted up to its
+// close time; under at-least-once, the close time of the last commit is in the store's
+// metadata.
 func (p *sessionAggregator[K, V, VA]) recover() error {
 	latest, ok, err := p.st.ObservedStreamTime()
 	if err != nil || !ok {
 		return err
 	}
 	p.observed = latest.UnixMilli()
-	if p.a.onClose {
-		if closeTime := p.closeTime(); closeTime >= 1 {
-			p.lastEmit = closeTime
+	if !p.a.onClose {
+		return nil
+	}
+	if !p.t.h.eos {
+		// At-least-once: the close time of the last commit, kept in the store's metadata;
+		// none for a store restored from its changelog alone (its closed sessions are
+		// emitted again: duplicates rather than a loss). See timeWindowAggregator.recover.
+		v, ok, err := p.st.Meta(lastEmitMeta)
+		if ok {
+			p.lastEmit = v
 		}
+		return err
+	}
+	if closeTime := p.closeTime(); closeTime >= 1 {
+		p.lastEmit = closeTime
 	}
 	return nil
 }
@@ -459,7 +472,7 @@ func (p *sessionAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windo
 		ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: e.w, Value: res, Timestamp: msTime(e.w.EndMs()), Headers: r.Headers})
 	}
 	p.lastEmit = closeTime
-	return nil
+	return p.st.SetMeta(lastEmitMeta, closeTime)
 }
 
 // satAddMs is a + b for a timestamp a and a non-negative b, saturating at the largest
