@@ -159,7 +159,7 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 	if s.final {
 		if _, ok := any(*new(K)).(windowEnder); !ok {
 			b.errorf("%s: UntilWindowCloses applies to windowed tables, whose keys are serde.Windowed; this table's keys are %T", op, *new(K))
-		} else if grace, err := findWindowGrace(t.n, ""); err != nil {
+		} else if grace, err := findWindowGrace(t.n, nil, ""); err != nil {
 			b.errorf("%s: %w", op, err)
 		} else {
 			suppressMs = grace
@@ -192,7 +192,8 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 	info := derivedInfo(t.info)
 	info.sendOld = sendOld
 	out := KTable[K, V]{b: b, n: n, ks: ks, vs: vs, info: info}
-	out.getterStores = append(slices.Clone(t.getterStores), d)
+	// Java's view lists the buffer's store first, then the parent's (storeNames).
+	out.getterStores = append([]*storeDef{d}, t.getterStores...)
 	out.getter = func(tk *task) (valueGetter[K, V], error) {
 		parent, err := t.getter(tk)
 		if err != nil {
@@ -237,28 +238,42 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 // findWindowGrace returns the grace period that closes the windows of the table of node n:
 // that of the windowed aggregation upstream, the largest one if several are, as Kafka
 // Streams' GraphGraceSearchUtil.findAndVerifyWindowGrace finds it. chain names the nodes
-// walked so far, for its error.
-func findWindowGrace(n *node, chain string) (int64, error) {
+// walked so far (from is the last), for its error, which names them as Java does: a
+// source's parent is Java's "root", and a table's source and its processor are one node
+// named after the processor.
+func findWindowGrace(n, from *node, chain string) (int64, error) {
 	if n.hasWindowGrace {
 		return n.windowGrace, nil
 	}
-	if chain == "" {
-		chain = n.name
-	} else {
-		chain = n.name + "->" + chain
+	if n.kind != kindSource || from == nil || !isSourceTable(from) {
+		if chain == "" {
+			chain = n.name
+		} else {
+			chain = n.name + "->" + chain
+		}
 	}
 	if len(n.parents) == 0 {
-		return 0, fmt.Errorf("Window close time is only defined for windowed computations. Got [%s].", chain)
+		return 0, fmt.Errorf("Window close time is only defined for windowed computations. Got [root->%s].", chain)
 	}
 	grace := int64(-1)
 	for _, p := range n.parents {
-		g, err := findWindowGrace(p, chain)
+		g, err := findWindowGrace(p, n, chain)
 		if err != nil {
 			return 0, err
 		}
 		grace = max(grace, g)
 	}
 	return grace, nil
+}
+
+// isSourceTable reports whether n is the processor of a table read from a topic.
+func isSourceTable(n *node) bool {
+	for _, d := range n.stores {
+		if d.sourceTopic != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // bufferKV is the store of a suppression buffer: serialized record keys to encoded

@@ -26,7 +26,6 @@ type supIn struct {
 	h  string // "key=value", or ""
 }
 
-
 // runSuppress pipes ins into topic "in" or whatever topic in writes to, reading topic "out"
 // after each record, and returns the outputs in the format above. It stops at the first
 // error, which it returns.
@@ -108,6 +107,36 @@ after c@100000: a@20000/30000 = 1 @26000
 	if n := d.DroppedRecords(); n != 2 {
 		t.Errorf("dropped records: %d, want the 2 late ones", n)
 	}
+}
+
+// Final results drop deletes: a window whose reduce result became a delete (nil) emits
+// nothing when it closes, and one deleted then aggregated again emits its new value.
+func TestSuppressUntilWindowClosesDropsDeletes(t *testing.T) {
+	b := kstream.NewBuilder()
+	w := kstream.Stream(b, "in", serde.String(), serde.Nullable(serde.String())).GroupByKey().
+		WindowedBy(kstream.TimeWindowsOf(10 * time.Second).WithGrace(5 * time.Second))
+	reduced := kstream.WindowedReduce(w, func(acc, v *string) *string {
+		if *v == "del" {
+			return nil
+		}
+		s := *acc + *v
+		return &s
+	}, "r")
+	kstream.Map(reduced.Suppress(kstream.UntilWindowCloses(kstream.Unbounded())).ToStream(), func(k serde.Windowed[string], v *string) (string, string) {
+		return fmt.Sprintf("%s@%d/%d", k.Key, k.StartMs(), k.EndMs()), *v
+	}).To("out", serde.String(), serde.String())
+	d := driverWith(t, b, kstream.Config{ApplicationID: "sup"})
+	got, err := runSuppress(t, d, "in", []supIn{
+		{"x", sv("1"), 1000, ""}, {"x", sv("del"), 2000, ""}, {"y", sv("2"), 3000, ""}, {"y", sv("3"), 4000, ""},
+		{"x", sv("4"), 5000, ""}, {"w", sv("5"), 6000, ""}, {"w", sv("del"), 7000, ""}, {"z", sv("9"), 16000, ""},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, got, `
+after z@16000: x@0/10000 = 4 @5000
+after z@16000: y@0/10000 = 23 @4000
+`)
 }
 
 // countSuppressed builds in -> Count -> Suppress(UntilTimeLimit(10s, c)) -> out.
@@ -225,7 +254,7 @@ func TestSuppressBuildErrors(t *testing.T) {
 	b = kstream.NewBuilder()
 	ws := serde.TimeWindowed(serde.String(), time.Second)
 	kstream.Table(b, "wt", ws, serde.String(), "wstore").Suppress(kstream.UntilWindowCloses(kstream.Unbounded()))
-	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "Window close time is only defined for windowed computations. Got [") {
+	if _, err := b.Build(); err == nil || !strings.Contains(err.Error(), "Window close time is only defined for windowed computations. Got [root->KTABLE-SOURCE-0000000001].") {
 		t.Errorf("no windowed aggregation: %v", err)
 	}
 }
@@ -294,5 +323,70 @@ func checkDescribe(t *testing.T, b *kstream.Builder, want string) {
 	}
 	if got := topo.Describe(); got != want {
 		t.Errorf("Describe:\n%s\nwant (Kafka Streams 4.4):\n%s", got, want)
+	}
+}
+
+// A stream joined with a suppressed table reads, for a key with buffered updates, the value
+// the key had before them (for a count, the initial 0 that its first update replaced), and
+// otherwise the upstream table's value (Java's KTableSuppressProcessorSupplier.view).
+func TestSuppressJoinReadsPriorValue(t *testing.T) {
+	b := kstream.NewBuilder()
+	counts := kstream.Count(kstream.Stream(b, "in", serde.String(), serde.String()).GroupByKey(), "c").
+		Suppress(kstream.UntilTimeLimit(10*time.Second, kstream.Unbounded()))
+	probe := kstream.Stream(b, "probe", serde.String(), serde.String())
+	kstream.LeftJoin(probe, counts, func(_ string, v string, n int64, found bool) string {
+		if !found {
+			return v + ":null"
+		}
+		return fmt.Sprintf("%s:%d", v, n)
+	}).To("out", serde.String(), serde.String())
+	checkDescribe(t, b, `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> KSTREAM-AGGREGATE-0000000001
+    Source: KSTREAM-SOURCE-0000000004 (topics: [probe])
+      --> KSTREAM-LEFTJOIN-0000000005
+    Processor: KSTREAM-AGGREGATE-0000000001 (stores: [c])
+      --> KTABLE-SUPPRESS-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-LEFTJOIN-0000000005 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000003, c])
+      --> KSTREAM-SINK-0000000006
+      <-- KSTREAM-SOURCE-0000000004
+    Sink: KSTREAM-SINK-0000000006 (topic: out)
+      <-- KSTREAM-LEFTJOIN-0000000005
+    Processor: KTABLE-SUPPRESS-0000000002 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000003])
+      --> none
+      <-- KSTREAM-AGGREGATE-0000000001
+
+`)
+	d := driverWith(t, b, kstream.Config{ApplicationID: "sup"})
+	in := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
+	pr := kstreamtest.CreateInputTopic(d, "probe", serde.String(), serde.String())
+	out := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String())
+	var got []string
+	for _, s := range []struct {
+		probe bool
+		k     string
+		ms    int64
+	}{{false, "a", 0}, {true, "a", 1}, {false, "a", 1000}, {true, "a", 1001}, {false, "b", 12000}, {true, "a", 12001},
+		{false, "a", 13000}, {true, "a", 13001}, {true, "c", 13002}} {
+		topic := in
+		if s.probe {
+			topic = pr
+		}
+		if err := topic.PipeAt(s.k, "p", time.UnixMilli(s.ms)); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := out.ReadRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range recs {
+			got = append(got, fmt.Sprintf("%s = %s @%d", o.Key, o.Value, o.Timestamp.UnixMilli()))
+		}
+	}
+	want := []string{"a = p:0 @1", "a = p:0 @1001", "a = p:2 @12001", "a = p:2 @13001", "c = p:null @13002"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("join output:\n%s\nwant (Kafka Streams 4.4):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
