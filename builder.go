@@ -92,6 +92,12 @@ type node struct {
 	// keepNullKeys is set on it at Build when a left join is downstream of that source.
 	repSource    *node
 	keepNullKeys bool
+	// windowGrace is set on the node of a windowed aggregation (hasWindowGrace): how long
+	// after a window's end its result may still change, which KTable.Suppress with
+	// UntilWindowCloses waits for. It is the grace period (session windows: the grace
+	// period plus the inactivity gap), as Kafka Streams' GraphGraceSearchUtil finds it.
+	windowGrace    int64
+	hasWindowGrace bool
 
 	// instantiate creates this node's per-task input: for sources a sourceFn, for other
 	// nodes a func(Record[K, V]) of the node's input types. The task memoizes the result,

@@ -136,6 +136,7 @@ func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName
 	}
 	d := windowStoreDef(b, op, name, s.ks, vs, w.w.size, minRetention, w.w.grace, opts)
 	n := b.tableNode(nodeName, s.n)
+	n.windowGrace, n.hasWindowGrace = w.w.grace, true // for KTable.Suppress(UntilWindowCloses)
 	b.addStore(d, n)
 	info := storedInfo()
 	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, init: init, agg: agg, reduce: reduce, ks: s.ks, store: name, info: info}

@@ -1,0 +1,686 @@
+package kstream
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
+)
+
+// BufferConfig bounds the buffer of a [KTable.Suppress] and says what happens when it is
+// full: Kafka Streams' Suppressed.BufferConfig. Create one with [Unbounded], [MaxRecords]
+// or [MaxBytes]; the zero BufferConfig is not usable. A BufferConfig is an immutable value:
+// its methods return modified copies.
+//
+// A strict buffer ([Unbounded], or any buffer after [BufferConfig.ShutDownWhenFull]) never
+// emits a result early: when it grows past its limits the operator fails with a
+// [*BufferFullError]. An eager buffer ([MaxRecords] or [MaxBytes], or any buffer after
+// [BufferConfig.EmitEarlyWhenFull]) emits its oldest records early to stay within its
+// limits, so that it may emit more than one result per key.
+type BufferConfig struct {
+	maxRecords, maxBytes int64
+	emitEarly            bool
+	made                 bool // made by a constructor
+}
+
+// Unbounded returns a strict buffer without limits (Suppressed.BufferConfig.unbounded):
+// it keeps every record until it is due, however much memory that takes.
+func Unbounded() BufferConfig {
+	return BufferConfig{maxRecords: math.MaxInt64, maxBytes: math.MaxInt64, made: true}
+}
+
+// MaxRecords returns an eager buffer of at most n records, with no limit on its size in
+// bytes (Suppressed.BufferConfig.maxRecords).
+func MaxRecords(n int64) BufferConfig {
+	return BufferConfig{maxRecords: n, maxBytes: math.MaxInt64, emitEarly: true, made: true}
+}
+
+// MaxBytes returns an eager buffer of at most n bytes, with no limit on its number of
+// records (Suppressed.BufferConfig.maxBytes). A record's size is Kafka Streams' estimate:
+// its serialized key and values, its headers, its input topic's name and 28 bytes.
+func MaxBytes(n int64) BufferConfig {
+	return BufferConfig{maxRecords: math.MaxInt64, maxBytes: n, emitEarly: true, made: true}
+}
+
+// WithMaxRecords returns c limited to n records, keeping its strategy.
+func (c BufferConfig) WithMaxRecords(n int64) BufferConfig { c.maxRecords = n; return c }
+
+// WithMaxBytes returns c limited to n bytes, keeping its strategy.
+func (c BufferConfig) WithMaxBytes(n int64) BufferConfig { c.maxBytes = n; return c }
+
+// EmitEarlyWhenFull returns c made eager: when full, it emits its oldest records.
+func (c BufferConfig) EmitEarlyWhenFull() BufferConfig { c.emitEarly = true; return c }
+
+// ShutDownWhenFull returns c made strict: when full, the operator fails with a
+// [*BufferFullError], which goes to [Config.ProcessingErrorHandler].
+func (c BufferConfig) ShutDownWhenFull() BufferConfig { c.emitEarly = false; return c }
+
+// Suppressed says which updates of a table [KTable.Suppress] holds back, and for how long:
+// Kafka Streams' Suppressed. Create one with [UntilWindowCloses] or [UntilTimeLimit]. It
+// is an immutable value.
+type Suppressed struct {
+	name    string
+	final   bool
+	limitMs int64
+	buf     BufferConfig
+	err     error
+}
+
+// UntilWindowCloses suppresses all but the final result of each window of a windowed
+// table: a window's latest value is emitted once, when stream time (as the suppression sees
+// it) passes the window's end plus the grace period of the windowed aggregation upstream
+// (for session windows, the grace period plus the inactivity gap), and a window whose final
+// value is a delete emits nothing. The buffer must be strict ([Unbounded] or
+// [BufferConfig.ShutDownWhenFull]), since an early result would not be final; Suppress
+// reports a build error otherwise, and when the table is not a windowed aggregation's.
+// Kafka Streams' Suppressed.untilWindowCloses.
+func UntilWindowCloses(c BufferConfig) Suppressed {
+	s := Suppressed{final: true, buf: c}
+	if c.made && c.emitEarly {
+		s.err = errors.New("UntilWindowCloses needs a strict buffer (Unbounded or ShutDownWhenFull), since emitting early would emit results that are not final")
+	}
+	return s
+}
+
+// UntilTimeLimit holds back each key's updates until d has passed, in stream time, since
+// the first update that the buffer holds for the key; the key's latest value is then
+// emitted (a delete too, as a tombstone). d is taken in whole milliseconds. Kafka Streams'
+// Suppressed.untilTimeLimit.
+func UntilTimeLimit(d time.Duration, c BufferConfig) Suppressed {
+	return Suppressed{limitMs: d.Milliseconds(), buf: c}
+}
+
+// WithName names the suppression operator name and its buffer store "<name>-store"
+// (logged to "<application.id>-<name>-store-changelog"). Without it, they are
+// KTABLE-SUPPRESS- and KTABLE-SUPPRESS-STATE-STORE- followed by generated numbers.
+func (s Suppressed) WithName(name string) Suppressed { s.name = name; return s }
+
+// BufferFullError is the failure of a suppression whose strict buffer went over its limits
+// (see [BufferConfig.ShutDownWhenFull]). Its message is Kafka Streams'.
+type BufferFullError struct {
+	Operator            string // the suppression operator
+	Records, MaxRecords int64
+	Bytes, MaxBytes     int64
+}
+
+func (e *BufferFullError) Error() string {
+	return fmt.Sprintf("%s buffer exceeded its max capacity. Currently [%d/%d] records and [%d/%d] bytes.",
+		e.Operator, e.Records, e.MaxRecords, e.Bytes, e.MaxBytes)
+}
+
+// windowEnder is the key of a windowed table ([serde.Windowed]).
+type windowEnder interface{ EndMs() int64 }
+
+// Suppress holds back the updates of the table and emits only some of them, as s says:
+// the final result of each window ([UntilWindowCloses]), or each key's latest value once a
+// time limit has passed ([UntilTimeLimit]). It is Kafka Streams' KTable.suppress.
+//
+// As in Kafka Streams, time is the largest record timestamp the operator has seen (its own
+// stream time, which starts again from none when its task restarts), and an update is due
+// when that time minus the time limit (or the grace period) reaches the update's buffer
+// time: for UntilTimeLimit, the timestamp of the first update buffered for its key (later
+// updates replace the value but not the buffer time); for UntilWindowCloses, the window's
+// end. Due updates are emitted after each record, in order of buffer time then serialized
+// key, with the timestamp and headers of the key's latest update and with the old value
+// that update carried. Nothing is emitted on the wall clock: a suppression whose input
+// stops keeps its buffer until another record arrives.
+//
+// The buffer is kept in a state store with a changelog (see [Suppressed.WithName]), so that
+// a restarted or moved task neither loses nor repeats a result. A table read through the
+// suppressed table (a join) sees, for a key with buffered updates, the value the key had
+// before them, and otherwise the upstream table's value.
+//
+// The table must carry its key and value serdes, with which the buffer is stored.
+func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
+	b := t.b
+	name := s.name
+	if name == "" {
+		name = b.newName("KTABLE-SUPPRESS")
+	}
+	storeName := name + "-store"
+	if s.name == "" {
+		storeName = b.newName("KTABLE-SUPPRESS-STATE-STORE")
+	}
+	op := "KTable.Suppress " + name
+	if !s.buf.made {
+		b.errorf("%s: the buffer config is the zero BufferConfig; use Unbounded, MaxRecords or MaxBytes", op)
+	}
+	if s.err != nil {
+		b.errorf("%s: %w", op, s.err)
+	}
+	suppressMs := s.limitMs
+	if s.final {
+		if _, ok := any(*new(K)).(windowEnder); !ok {
+			b.errorf("%s: UntilWindowCloses applies to windowed tables, whose keys are serde.Windowed; this table's keys are %T", op, *new(K))
+		} else if grace, err := findWindowGrace(t.n, nil, ""); err != nil {
+			b.errorf("%s: %w", op, err)
+		} else {
+			suppressMs = grace
+		}
+	}
+	if t.ks == nil || t.vs == nil {
+		b.errorf("%s: the table carries no key or value serde for the buffer store: %w", op, ErrNoSerde)
+	}
+	// KTableSuppressProcessorSupplier asks its parent for old values (forcing it), which
+	// the buffer keeps as the value a key had before its buffered updates.
+	sendOld := t.info.enable(true)
+	n := b.tableNode(name, t.n)
+	d := &storeDef{name: storeName, persistent: false, logged: true}
+	d.typed = func(bk store.Backend) any { return store.NewKeyValueStore(storeName, bk, serde.Bytes(), serde.Bytes()) }
+	b.addStore(d, n)
+	cfg := suppressConfig{final: s.final, suppressMs: suppressMs, buf: s.buf, store: storeName}
+	ks, vs := t.ks, t.vs
+	n.instantiate = func(tk *task) (any, error) {
+		st, err := taskBufferStore(tk, storeName)
+		if err != nil {
+			return nil, err
+		}
+		p := &suppressProcessor[K, V]{cfg: cfg, t: tk, n: n, ks: ks, vs: vs, st: st, observed: -1, savedObserved: -1}
+		if err := p.rebuild(); err != nil {
+			return nil, fmt.Errorf("kstream: operator %s: reading its buffer store %q: %w", n.name, storeName, err)
+		}
+		tk.txnHooks = append(tk.txnHooks, p)
+		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[V]](p.process))
+	}
+	info := derivedInfo(t.info)
+	info.sendOld = sendOld
+	out := KTable[K, V]{b: b, n: n, ks: ks, vs: vs, info: info}
+	// Java's view lists the buffer's store first, then the parent's (storeNames).
+	out.getterStores = append([]*storeDef{d}, t.getterStores...)
+	out.getter = func(tk *task) (valueGetter[K, V], error) {
+		parent, err := t.getter(tk)
+		if err != nil {
+			return nil, err
+		}
+		st, err := taskBufferStore(tk, storeName)
+		if err != nil {
+			return nil, err
+		}
+		// KTableSuppressProcessorSupplier.view: the prior value of a buffered key (with
+		// timestamp -1, as Java's buffer gives it), else the parent's value.
+		return func(k K) (V, int64, bool, error) {
+			var zero V
+			kb, err := ks.Serialize(k)
+			if err != nil {
+				return zero, 0, false, fmt.Errorf("suppression %s: serializing the key: %w", name, err)
+			}
+			raw, ok, err := st.Get(kb)
+			if err != nil {
+				return zero, 0, false, fmt.Errorf("suppression %s: buffer store %q: %w", name, storeName, err)
+			}
+			if !ok {
+				return parent(k)
+			}
+			e, err := decodeBufferEntry(raw)
+			if err != nil {
+				return zero, 0, false, fmt.Errorf("suppression %s: buffer store %q: %w", name, storeName, err)
+			}
+			if !e.hasPrior {
+				return zero, 0, false, nil
+			}
+			v, err := vs.Deserialize(e.prior)
+			if err != nil {
+				return zero, 0, false, fmt.Errorf("suppression %s: deserializing a buffered value: %w", name, err)
+			}
+			return v, -1, true, nil
+		}, nil
+	}
+	return out
+}
+
+// findWindowGrace returns the grace period that closes the windows of the table of node n:
+// that of the windowed aggregation upstream, the largest one if several are, as Kafka
+// Streams' GraphGraceSearchUtil.findAndVerifyWindowGrace finds it. chain names the nodes
+// walked so far (from is the last), for its error, which names them as Java does: a
+// source's parent is Java's "root", and a table's source and its processor are one node
+// named after the processor.
+func findWindowGrace(n, from *node, chain string) (int64, error) {
+	if n.hasWindowGrace {
+		return n.windowGrace, nil
+	}
+	if n.kind != kindSource || from == nil || !isSourceTable(from) {
+		if chain == "" {
+			chain = n.name
+		} else {
+			chain = n.name + "->" + chain
+		}
+	}
+	if len(n.parents) == 0 {
+		return 0, fmt.Errorf("Window close time is only defined for windowed computations. Got [root->%s].", chain)
+	}
+	grace := int64(-1)
+	for _, p := range n.parents {
+		g, err := findWindowGrace(p, n, chain)
+		if err != nil {
+			return 0, err
+		}
+		grace = max(grace, g)
+	}
+	return grace, nil
+}
+
+// isSourceTable reports whether n is the processor of a table read from a topic.
+func isSourceTable(n *node) bool {
+	for _, d := range n.stores {
+		if d.sourceTopic != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// bufferKV is the store of a suppression buffer: serialized record keys to encoded
+// bufferEntry values.
+type bufferKV = store.KeyValueStore[[]byte, []byte]
+
+// taskBufferStore returns task t's instance of the suppression buffer store named name.
+func taskBufferStore(t *task, name string) (*bufferKV, error) {
+	s, ok := t.stores[name].(*bufferKV)
+	if !ok {
+		return nil, fmt.Errorf("kstream: internal error: task %s has no suppression buffer store %q (it has a %T)", t.id, name, t.stores[name])
+	}
+	return s, nil
+}
+
+// suppressConfig is what a suppression processor needs of its definition.
+type suppressConfig struct {
+	final      bool
+	suppressMs int64 // the time limit, or the upstream grace period
+	buf        BufferConfig
+	store      string
+}
+
+// bufferEntry is one buffered key: the latest update with its record context, and the
+// value the key had before its first buffered update (Java's BufferValue). Values are
+// serialized; a value is absent (a null) when its has flag is false.
+type bufferEntry struct {
+	time    int64 // buffer time: the first update's timestamp, or the window end
+	ts      int64 // the latest update's timestamp
+	topic   string
+	headers []Header
+	// prior is the value before the first buffered update; old and new are the latest
+	// update's. oldIsPrior says old is the prior value itself (one update buffered), which
+	// Java's size estimate counts once.
+	prior, old, new          []byte
+	hasPrior, hasOld, hasNew bool
+	oldIsPrior               bool
+}
+
+const (
+	entryHasPrior = 1 << iota
+	entryHasOld
+	entryHasNew
+	entryOldIsPrior
+)
+
+// encode writes e as the buffer store's value:
+//
+//	time (8 bytes, big-endian) | ts (8) | flags (1) | uvarint len(topic) | topic |
+//	uvarint count of headers | per header: uvarint len(key) | key | varint len(value) or -1 | value |
+//	per present value among prior, old, new: uvarint len | bytes
+//
+// This format is kstream's own; Kafka Streams' suppression changelog is not read or written.
+func (e *bufferEntry) encode() []byte {
+	var flags byte
+	if e.hasPrior {
+		flags |= entryHasPrior
+	}
+	if e.hasOld {
+		flags |= entryHasOld
+	}
+	if e.hasNew {
+		flags |= entryHasNew
+	}
+	if e.oldIsPrior {
+		flags |= entryOldIsPrior
+	}
+	out := make([]byte, 0, 17+len(e.topic)+len(e.prior)+len(e.old)+len(e.new)+16)
+	out = binary.BigEndian.AppendUint64(out, uint64(e.time))
+	out = binary.BigEndian.AppendUint64(out, uint64(e.ts))
+	out = append(out, flags)
+	out = binary.AppendUvarint(out, uint64(len(e.topic)))
+	out = append(out, e.topic...)
+	out = binary.AppendUvarint(out, uint64(len(e.headers)))
+	for _, h := range e.headers {
+		out = binary.AppendUvarint(out, uint64(len(h.Key)))
+		out = append(out, h.Key...)
+		if h.Value == nil {
+			out = binary.AppendVarint(out, -1)
+			continue
+		}
+		out = binary.AppendVarint(out, int64(len(h.Value)))
+		out = append(out, h.Value...)
+	}
+	for _, v := range []struct {
+		has bool
+		b   []byte
+	}{{e.hasPrior, e.prior}, {e.hasOld, e.old}, {e.hasNew, e.new}} {
+		if v.has {
+			out = binary.AppendUvarint(out, uint64(len(v.b)))
+			out = append(out, v.b...)
+		}
+	}
+	return out
+}
+
+var errBadBufferEntry = errors.New("kstream: malformed suppression buffer entry")
+
+// decodeBufferEntry reads a value written by bufferEntry.encode.
+func decodeBufferEntry(b []byte) (bufferEntry, error) {
+	var e bufferEntry
+	if len(b) < 17 {
+		return e, errBadBufferEntry
+	}
+	e.time, e.ts = int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))
+	flags := b[16]
+	b = b[17:]
+	bytesOf := func() ([]byte, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, false
+		}
+		v := b[k : k+int(n) : k+int(n)]
+		b = b[k+int(n):]
+		return v, true
+	}
+	topic, ok := bytesOf()
+	if !ok {
+		return e, errBadBufferEntry
+	}
+	e.topic = string(topic)
+	nh, k := binary.Uvarint(b)
+	if k <= 0 || nh > uint64(len(b)) {
+		return e, errBadBufferEntry
+	}
+	b = b[k:]
+	for range nh {
+		key, ok := bytesOf()
+		if !ok {
+			return e, errBadBufferEntry
+		}
+		h := Header{Key: string(key)}
+		n, k := binary.Varint(b)
+		if k <= 0 || n < -1 || n > int64(len(b)-k) {
+			return e, errBadBufferEntry
+		}
+		b = b[k:]
+		if n >= 0 {
+			h.Value = append(make([]byte, 0, n), b[:n]...)
+			b = b[n:]
+		}
+		e.headers = append(e.headers, h)
+	}
+	e.hasPrior, e.hasOld, e.hasNew = flags&entryHasPrior != 0, flags&entryHasOld != 0, flags&entryHasNew != 0
+	e.oldIsPrior = flags&entryOldIsPrior != 0
+	for _, v := range []struct {
+		has bool
+		dst *[]byte
+	}{{e.hasPrior, &e.prior}, {e.hasOld, &e.old}, {e.hasNew, &e.new}} {
+		if v.has {
+			if *v.dst, ok = bytesOf(); !ok {
+				return e, errBadBufferEntry
+			}
+		}
+	}
+	if len(b) != 0 {
+		return e, errBadBufferEntry
+	}
+	return e, nil
+}
+
+// size is Kafka Streams' estimate of the memory a buffered record takes
+// (InMemoryTimeOrderedKeyValueChangeBuffer.computeRecordSize), which [MaxBytes] bounds: 8
+// bytes, the key, the prior value, the old value unless it is the prior value, the new
+// value, and the record context (16 bytes, the topic's length in UTF-16 units, 4 bytes, and
+// each header's key length in UTF-16 units and value length).
+func (e *bufferEntry) size(key []byte) int64 {
+	n := int64(8 + len(key) + len(e.prior) + len(e.new))
+	if e.hasOld && !e.oldIsPrior {
+		n += int64(len(e.old))
+	}
+	n += 16 + utf16Len(e.topic) + 4
+	for _, h := range e.headers {
+		n += utf16Len(h.Key) + int64(len(h.Value))
+	}
+	return n
+}
+
+// utf16Len is the length of s in UTF-16 code units, Java's String.toCharArray().length.
+func utf16Len(s string) int64 {
+	n := int64(0)
+	for _, r := range s {
+		n += int64(utf16.RuneLen(r))
+	}
+	return n
+}
+
+// bufferKey orders the buffer: by buffer time, then serialized key (Java's BufferKey).
+type bufferKey struct {
+	time int64
+	key  string
+}
+
+func compareBufferKeys(a, b bufferKey) int {
+	if a.time != b.time {
+		if a.time < b.time {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.key, b.key)
+}
+
+// suppressProcessor is the processor of [KTable.Suppress]: Kafka Streams'
+// KTableSuppressProcessor over an InMemoryTimeOrderedKeyValueChangeBuffer. The buffer's
+// records are in its store; the processor keeps their order and sizes in memory, rebuilt
+// from the store when the task starts and when a transaction aborts.
+type suppressProcessor[K, V any] struct {
+	cfg suppressConfig
+	t   *task
+	n   *node
+	ks  serde.Serde[K]
+	vs  serde.Serde[V]
+	st  *bufferKV
+	// order is the buffered keys by buffer time then key; sizes are their size estimates
+	// by key, and bytes their sum.
+	order []bufferKey
+	sizes map[string]int64
+	bytes int64
+	// observed is the largest record timestamp seen, -1 before the first (Java's
+	// observedStreamTime, which is not kept across restarts); savedObserved is its value
+	// at the last commit.
+	observed, savedObserved int64
+	// broken is set when the buffer could not be rebuilt after an abort.
+	broken error
+}
+
+// rebuild reads the buffer's order and sizes from the store.
+func (p *suppressProcessor[K, V]) rebuild() error {
+	p.order, p.sizes, p.bytes = p.order[:0], map[string]int64{}, 0
+	it, err := p.st.All()
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.Next() {
+		e, err := decodeBufferEntry(it.Value())
+		if err != nil {
+			return err
+		}
+		k := string(it.Key())
+		size := e.size(it.Key())
+		p.order = append(p.order, bufferKey{e.time, k})
+		p.sizes[k] = size
+		p.bytes += size
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	slices.SortFunc(p.order, compareBufferKeys)
+	return nil
+}
+
+func (p *suppressProcessor[K, V]) committed() { p.savedObserved = p.observed }
+
+// aborted goes back to the last commit: the runtime has discarded the store's writes since,
+// so the order is read again from the store.
+func (p *suppressProcessor[K, V]) aborted() {
+	p.observed = p.savedObserved
+	if err := p.rebuild(); err != nil {
+		p.broken = fmt.Errorf("reading the buffer store %q after an aborted transaction: %w", p.cfg.store, err)
+	}
+}
+
+func (p *suppressProcessor[K, V]) process(ctx ProcessorContext[K, change[V]], r Record[K, change[V]]) error {
+	if p.broken != nil {
+		return p.broken
+	}
+	ts := unixMs(r.Timestamp)
+	p.observed = max(p.observed, ts)
+	if err := p.buffer(r, ts); err != nil {
+		return err
+	}
+	return p.enforce(ctx)
+}
+
+// buffer adds the update r to the buffer, replacing the key's buffered update if it has one
+// (whose buffer time and prior value it keeps).
+func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error {
+	kb, err := p.ks.Serialize(r.Key)
+	if err != nil {
+		return fmt.Errorf("serializing the key: %w", err)
+	}
+	if kb == nil {
+		return errors.New("the key serializes to a null, which the suppression buffer cannot keep")
+	}
+	e := bufferEntry{time: ts, ts: ts, headers: slices.Clone(r.Headers), hasOld: r.Value.hasOld, hasNew: r.Value.hasNew}
+	if p.cfg.final {
+		e.time = any(r.Key).(windowEnder).EndMs()
+	}
+	if cur := p.t.cur; cur != nil {
+		e.topic = cur.Topic
+	}
+	if e.hasNew {
+		if e.new, err = p.vs.Serialize(r.Value.new); err != nil {
+			return fmt.Errorf("serializing the value: %w", err)
+		}
+		e.hasNew = e.new != nil
+	}
+	if e.hasOld {
+		if e.old, err = p.vs.Serialize(r.Value.old); err != nil {
+			return fmt.Errorf("serializing the old value: %w", err)
+		}
+		e.hasOld = e.old != nil
+	}
+	k := string(kb)
+	prevSize, buffered := p.sizes[k]
+	if buffered {
+		raw, ok, err := p.st.Get(kb)
+		if err != nil {
+			return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+		}
+		if !ok {
+			return fmt.Errorf("buffer store %q lost a buffered key", p.cfg.store)
+		}
+		prev, err := decodeBufferEntry(raw)
+		if err != nil {
+			return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+		}
+		e.time, e.prior, e.hasPrior = prev.time, prev.prior, prev.hasPrior
+	} else {
+		e.prior, e.hasPrior, e.oldIsPrior = e.old, e.hasOld, true
+	}
+	if err := p.st.Put(kb, e.encode()); err != nil {
+		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+	}
+	size := e.size(kb)
+	p.bytes += size - prevSize
+	p.sizes[k] = size
+	if !buffered {
+		bk := bufferKey{e.time, k}
+		i, _ := slices.BinarySearchFunc(p.order, bk, compareBufferKeys)
+		p.order = slices.Insert(p.order, i, bk)
+	}
+	return nil
+}
+
+// enforce emits what is due, then, if the buffer is over its limits, emits its oldest
+// records (eager buffer) or fails (strict buffer).
+func (p *suppressProcessor[K, V]) enforce(ctx ProcessorContext[K, change[V]]) error {
+	expiry := p.observed - p.cfg.suppressMs
+	for len(p.order) > 0 && p.order[0].time <= expiry {
+		if err := p.evict(ctx); err != nil {
+			return err
+		}
+	}
+	if !p.overCapacity() {
+		return nil
+	}
+	if !p.cfg.buf.emitEarly {
+		return &BufferFullError{Operator: p.n.name, Records: int64(len(p.order)), MaxRecords: p.cfg.buf.maxRecords,
+			Bytes: p.bytes, MaxBytes: p.cfg.buf.maxBytes}
+	}
+	for len(p.order) > 0 && p.overCapacity() {
+		if err := p.evict(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *suppressProcessor[K, V]) overCapacity() bool {
+	return int64(len(p.order)) > p.cfg.buf.maxRecords || p.bytes > p.cfg.buf.maxBytes
+}
+
+// evict removes the buffer's first record and forwards it with its timestamp and headers,
+// unless it is a delete that final results drop.
+func (p *suppressProcessor[K, V]) evict(ctx ProcessorContext[K, change[V]]) error {
+	bk := p.order[0]
+	kb := []byte(bk.key)
+	raw, ok, err := p.st.Get(kb)
+	if err != nil {
+		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+	}
+	if !ok {
+		return fmt.Errorf("buffer store %q lost a buffered key", p.cfg.store)
+	}
+	if err := p.st.Delete(kb); err != nil {
+		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+	}
+	p.order = p.order[1:]
+	p.bytes -= p.sizes[bk.key]
+	delete(p.sizes, bk.key)
+	e, err := decodeBufferEntry(raw)
+	if err != nil {
+		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+	}
+	if !e.hasNew && p.cfg.final {
+		return nil // safe to drop: a window that was never emitted needs no tombstone
+	}
+	key, err := p.ks.Deserialize(kb)
+	if err != nil {
+		return fmt.Errorf("deserializing a buffered key: %w", err)
+	}
+	var c change[V]
+	if e.hasNew {
+		if c.new, err = p.vs.Deserialize(e.new); err != nil {
+			return fmt.Errorf("deserializing a buffered value: %w", err)
+		}
+		c.hasNew = true
+	}
+	if e.hasOld {
+		if c.old, err = p.vs.Deserialize(e.old); err != nil {
+			return fmt.Errorf("deserializing a buffered old value: %w", err)
+		}
+		c.hasOld = true
+	}
+	ctx.Forward(Record[K, change[V]]{Key: key, Value: c, Timestamp: msTime(e.ts), Headers: e.headers})
+	return nil
+}
