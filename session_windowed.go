@@ -153,6 +153,7 @@ func sessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], prefix, opNa
 	}
 	d := sessionStoreDef(b, op, name, s.ks, vs, w.w.size, w.w.grace, opts)
 	n := b.tableNode(nodeName, s.n)
+	n.windowGrace, n.hasWindowGrace = w.w.grace+w.w.size, true // for KTable.Suppress(UntilWindowCloses): Java's session grace plus gap
 	b.addStore(d, n)
 	a.w, a.onClose, a.ks, a.store, a.info = w.w, w.onClose, s.ks, name, storedInfo()
 	n.instantiate = func(t *task) (any, error) {
