@@ -845,7 +845,7 @@ type confRecord struct {
 
 // confInput is the input of every scenario, in order (see Main.input and the README):
 // for i = 0..59, a record of topic in (i < 48), one of left or right, and one of global
-// (i % 4 == 0).
+// (i % 4 == 0); then the 27 records of topic win.
 func confInput() []confRecord {
 	words := []string{"kafka", "streams", "go", "", "exactly", "once", "tables", "joins"}
 	ms := func(n int) time.Time { return time.UnixMilli(1_700_000_000_000 + int64(n)*1000) }
@@ -892,6 +892,14 @@ func confInput() []confRecord {
 			}
 			recs = append(recs, r)
 		}
+	}
+	// Then topic win, the windowed scenarios' (confWinKeys, in conformance_window_test.go).
+	for i, k := range confWinKeys {
+		r := confRecord{topic: "win", key: k, ts: time.UnixMilli(1_700_000_000_000 + confWinOffsets[i]), headers: header(i)}
+		if !slices.Contains(confWinNullValues, i) {
+			r.value = confPtr(string("lmy"[i%3]) + strconv.Itoa(i))
+		}
+		recs = append(recs, r)
 	}
 	return recs
 }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -31,6 +32,7 @@ import org.apache.kafka.streams.TopologyDescription;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
@@ -41,6 +43,12 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.RecordContext;
 import org.apache.kafka.streams.processor.TopicNameExtractor;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -59,8 +67,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * <p>The scenarios mirror kstreamtest/conformance_test.go one for one, in the same order and
  * with the same store, operator and topic names; keep the two in step. Every scenario gets the
  * same input ({@link #input()}): the records of the topics {@code in}, {@code left},
- * {@code right} and {@code global} that its topology reads, in one fixed order. Caching is
- * disabled, so every table update is emitted, and topologies are built with
+ * {@code right}, {@code global} and {@code win} that its topology reads, in one fixed order.
+ * Caching is disabled, so every table update is emitted, and topologies are built with
  * {@code topology.optimization=all}.
  *
  * <p>Kafka nulls reach the lambdas here (a null key or value of {@code in}); kstream's lambdas
@@ -162,6 +170,26 @@ public final class Main {
             throw new IllegalStateException("no branch " + name + " in " + br.keySet());
         }
         return s;
+    }
+
+    private static KStream<String, String> win(StreamsBuilder b) {
+        return b.stream("win", Consumed.with(STRING, STRING));
+    }
+
+    private static Duration secs(long n) {
+        return Duration.ofSeconds(n);
+    }
+
+    /**
+     * Writes a windowed table's updates to topic out: the key becomes
+     * {@code <key>@<start - T0>/<end - T0>} (window bounds in ms after T0), the value a string,
+     * and a tombstone stays a tombstone.
+     */
+    private static <V> void winOut(KTable<Windowed<String>, V> t) {
+        t.toStream()
+                .map((wk, v) -> KeyValue.pair(wk.key() + "@" + (wk.window().start() - T0) + "/" + (wk.window().end() - T0),
+                        v == null ? null : String.valueOf(v)))
+                .to("out");
     }
 
     /** The topic extractor of scenario to-topic-func: every record goes to "out". */
@@ -827,6 +855,107 @@ public final class Main {
             in(b).filter((k, v) -> nz(v).length() == 5).to("out");
             left(b).toStream().mapValues((k, v) -> "t:" + nz(v)).to("out");
         });
+
+        // ==== Windowed aggregations and suppress (topic win) ====
+        //
+        // Each windowed table is written by winOut: key "<key>@<start-T0>/<end-T0>", value as
+        // a string, tombstones as tombstones. Aggregators and reducers treat a null value as ""
+        // (nz).
+
+        // win-tumbling-count: tumbling windows of 10s with a grace of 5s, counted.
+        add("win-tumbling-count", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(5)))
+                .count(Materialized.as("win-counts"))));
+        // win-tumbling-nograce-count: tumbling windows of 10s without grace, counted.
+        add("win-tumbling-nograce-count", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(secs(10)))
+                .count(Materialized.as("win-nograce-counts"))));
+        // win-hopping-reduce: hopping windows of 10s every 5s with a grace of 3s, reduced.
+        add("win-hopping-reduce", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(3)).advanceBy(secs(5)))
+                .reduce((agg, v) -> agg + "+" + nz(v), Materialized.as("win-hop-reduce"))));
+        // win-hopping-aggregate: the same windows, aggregated from "".
+        add("win-hopping-aggregate", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(3)).advanceBy(secs(5)))
+                .aggregate(() -> "", (k, v, agg) -> agg + "," + nz(v), Materialized.as("win-hop-agg"))));
+        // win-tumbling-emit-final: tumbling windows of 10s with a grace of 5s, counted, one
+        // final result per window when it closes.
+        add("win-tumbling-emit-final", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(5)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.as("win-final-counts"))));
+        // win-hopping-emit-final: hopping windows of 10s every 5s with a grace of 2s, counted,
+        // on window close.
+        add("win-hopping-emit-final", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(2)).advanceBy(secs(5)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.as("win-hop-final-counts"))));
+        // win-sliding-count: sliding windows with a time difference of 10s and a grace of 5s,
+        // counted.
+        add("win-sliding-count", b -> winOut(win(b).groupByKey()
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(secs(10), secs(5)))
+                .count(Materialized.as("win-slide-counts"))));
+        // win-sliding-emit-final: the same sliding windows, aggregated from "", on window
+        // close.
+        add("win-sliding-emit-final", b -> winOut(win(b).groupByKey()
+                .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(secs(10), secs(5)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> "", (k, v, agg) -> agg + "," + nz(v), Materialized.as("win-slide-final-agg"))));
+        // win-session-count: sessions with an inactivity gap of 5s and a grace of 5s, counted.
+        add("win-session-count", b -> winOut(win(b).groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(secs(5), secs(5)))
+                .count(Materialized.as("win-session-counts"))));
+        // win-session-aggregate: the same sessions, aggregated from "", merged with "|".
+        add("win-session-aggregate", b -> winOut(win(b).groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(secs(5), secs(5)))
+                .aggregate(() -> "", (k, v, agg) -> agg + "," + nz(v), (k, a1, a2) -> a1 + "|" + a2,
+                        Materialized.as("win-session-agg"))));
+        // win-session-emit-final: the same sessions, counted, on window close.
+        add("win-session-emit-final", b -> winOut(win(b).groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(secs(5), secs(5)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.as("win-session-final-counts"))));
+        // win-suppress-final: a tumbling count (10s, grace 5s) suppressed until its windows
+        // close.
+        add("win-suppress-final", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(5)))
+                .count(Materialized.as("win-sup-counts"))
+                .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))));
+        // win-suppress-final-hopping: a hopping count (10s every 5s, grace 3s) suppressed until
+        // its windows close.
+        add("win-suppress-final-hopping", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(3)).advanceBy(secs(5)))
+                .count(Materialized.as("win-sup-hop-counts"))
+                .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))));
+        // win-suppress-session: a session count (gap 5s, grace 5s) suppressed until its
+        // sessions close.
+        add("win-suppress-session", b -> winOut(win(b).groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(secs(5), secs(5)))
+                .count(Materialized.as("win-sup-session-counts"))
+                .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))));
+        // win-suppress-timelimit: a count of win (not windowed) suppressed for 7s of stream
+        // time, with an unbounded buffer.
+        add("win-suppress-timelimit", b -> win(b).groupByKey()
+                .count(Materialized.as("win-tl-counts"))
+                .suppress(Suppressed.untilTimeLimit(secs(7), BufferConfig.unbounded()))
+                .toStream().mapValues(n -> String.valueOf(n)).to("out"));
+        // win-suppress-timelimit-emit-early: the same with a buffer of 2 records that emits
+        // the oldest early when full.
+        add("win-suppress-timelimit-emit-early", b -> win(b).groupByKey()
+                .count(Materialized.as("win-tle-counts"))
+                .suppress(Suppressed.untilTimeLimit(secs(7), BufferConfig.maxRecords(2).emitEarlyWhenFull()))
+                .toStream().mapValues(n -> String.valueOf(n)).to("out"));
+        // win-suppress-named: win-suppress-final with a named suppression (its processor and
+        // its buffer store are named after it).
+        add("win-suppress-named", b -> winOut(win(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(5)))
+                .count(Materialized.as("win-named-counts"))
+                .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName("final"))));
+        // win-groupby-count: win re-keyed by the value's letter (a named repartition topic),
+        // counted in tumbling windows of 10s with a grace of 5s.
+        add("win-groupby-count", b -> winOut(win(b).groupBy((k, v) -> letter(v), Grouped.<String, String>as("byletter"))
+                .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(5)))
+                .count(Materialized.as("win-letter-counts"))));
     }
 
     // stateless: filter, split into two named branches, mapValues / flatMapValues, merge;
@@ -979,6 +1108,9 @@ public final class Main {
      * g % 7 == 6, else letter(WORDS[(g * 3) % 8]); value null when g % 5 == 3, else "G" + g;
      * timestamp T0 + g * 1000; no header.
      * </ol>
+     * then, for i = 0..26, a record of topic win (the windowed scenarios' topic): key
+     * WIN_KEYS[i]; value null when i is in WIN_NULL_VALUES, else "lmy".charAt(i % 3) + i;
+     * timestamp T0 + WIN_OFFSETS[i]; header i on every record.
      */
     private static List<In> input() {
         List<In> recs = new ArrayList<>();
@@ -1004,8 +1136,36 @@ public final class Main {
                         null));
             }
         }
+        for (int i = 0; i < WIN_KEYS.length; i++) {
+            recs.add(new In("win",
+                    WIN_KEYS[i],
+                    WIN_NULL_VALUES.contains(i) ? null : "lmy".charAt(i % 3) + String.valueOf(i),
+                    T0 + WIN_OFFSETS[i],
+                    String.valueOf(i)));
+        }
         return recs;
     }
+
+    /**
+     * The keys of topic win's records (null: a Kafka null), chosen by hand for the window
+     * scenarios; "a", "b" and "k" all go to partition 0 of 4, so that the Go side's run with
+     * 4 partitions has one stream time for them, as Java's with one.
+     */
+    private static final String[] WIN_KEYS = {
+        "a", "b", "a", "k", "a", "k", "b", "a", null, "b",
+        "k", "a", "k", "a", "b", "a", "k", "b", "a", "k",
+        "b", "a", "b", "k", "b", "a", "k",
+    };
+
+    /** The timestamps of topic win's records, in ms after T0 (see the README). */
+    private static final long[] WIN_OFFSETS = {
+        1_000, 2_000, 4_000, 9_999, 10_000, 9_990, 11_000, 7_000, 13_000, 14_000,
+        14_999, 9_500, 15_000, 9_800, 6_500, 20_000, 18_000, 23_000, 25_000, 19_999,
+        21_000, 600_000, 30_000, 599_000, 601_000, 605_000, 1_000,
+    };
+
+    /** The records of topic win with a null value (a tombstone). */
+    private static final Set<Integer> WIN_NULL_VALUES = Set.of(9, 24);
 
     // The topics the topology reads: its sources' and its global stores'.
     private static Set<String> sources(TopologyDescription d) {
@@ -1059,6 +1219,10 @@ public final class Main {
         // kstream builds what Java builds with every optimization: a source table's topic is
         // its changelog, and the repartition topics of one re-keyed stream are merged.
         props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
+        // Windowed aggregations with EmitStrategy.onWindowClose look for closed windows on
+        // every record, not at most once a second of wall-clock time, so that their output
+        // does not depend on the wall clock (kstream looks on every record).
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
         return props;
     }
 
