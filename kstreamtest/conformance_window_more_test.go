@@ -1,5 +1,3 @@
-//go:build windowsapi
-
 package kstreamtest_test
 
 import (
@@ -9,11 +7,8 @@ import (
 	"github.com/kstream-go/kstream/serde"
 )
 
-// The builds of the windowed conformance scenarios that need session windows and Suppress,
-// which are not on the branch that added the scenarios. Test them with
-// `go test -tags windowsapi -run TestConformanceWithJava ./kstreamtest`; once the API is
-// merged, move these builds into confWindowScenarios (conformance_window_test.go, in place
-// of their nil builds) and delete this file.
+// The builds of the windowed conformance scenarios over session windows and Suppress, which
+// fill the nil builds of confWindowScenarios (conformance_window_test.go).
 var _ = func() bool {
 	session := func() kstream.SessionWindows {
 		return kstream.SessionWindowsOf(5 * time.Second).WithGrace(5 * time.Second)
