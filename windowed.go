@@ -134,7 +134,7 @@ func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName
 	if w.w.kind == slidingWindowKind {
 		minRetention = 2*w.w.size + w.w.grace
 	}
-	d := windowStoreDef(b, op, name, s.ks, vs, w.w.size, minRetention, w.w.grace, opts)
+	d := windowStoreDef(b, op, name, s.ks, vs, w.w.size, minRetention, w.w.grace, w.onClose, opts)
 	n := b.tableNode(nodeName, s.n)
 	n.windowGrace, n.hasWindowGrace = w.w.grace, true // for KTable.Suppress(UntilWindowCloses)
 	b.addStore(d, n)
@@ -159,7 +159,10 @@ type windowKV[K, V any] = store.WindowStore[K, tsValue[V]]
 
 // windowStoreDef declares the timestamped window store of a windowed aggregation, whose
 // windows have the given size and must be kept at least minRetention.
-func windowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], size, minRetention, grace int64, opts []StoreOption) *storeDef {
+//
+// An aggregation that emits on window close reads its store as Kafka Streams' time-ordered
+// window store does, with windows at the retention edge (store.WindowOptions).
+func windowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], size, minRetention, grace int64, onClose bool, opts []StoreOption) *storeDef {
 	d := &storeDef{name: name, persistent: true, logged: true, timestamped: true}
 	for _, o := range opts {
 		o(d)
@@ -179,6 +182,8 @@ func windowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs
 	o := store.WindowOptions{
 		Retention:  time.Duration(max(retention, minRetention)) * time.Millisecond,
 		WindowSize: time.Duration(size) * time.Millisecond,
+
+		ReadsAtRetentionEdge: onClose,
 	}
 	codec, err := store.NewWindowChangelog(o)
 	if err != nil {

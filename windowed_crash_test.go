@@ -66,7 +66,7 @@ func runWindowChild() error {
 // the true counts.
 func windowCrash(t *testing.T, eos bool, emit string) (got map[string][]int64, want map[string]int64) {
 	const parts, keys, stepMs = 3, 200, 2
-	records, kills := 20_000, 3 // the short form; KSTREAM_TEST_LONG=1 (and CI's real-Kafka tier) runs more
+	records, kills := 12_000, 2 // the short form; KSTREAM_TEST_LONG=1 (and CI's real-Kafka tier) runs more
 	if os.Getenv("KSTREAM_TEST_LONG") != "" {
 		records, kills = 60_000, 6
 	}

@@ -102,8 +102,6 @@ var confWindowLater = map[string]func(b *kstream.Builder){}
 // confWindowPending are the known differences of the windowed scenarios from Java, added to
 // conformancePending (same keys and meaning).
 var confWindowPending = map[string]string{
-	"win-sliding-count":      "sliding windows are a stub on this branch (newSlidingAggregator fails the task: \"sliding windows are not implemented yet\"); Describe already matches (owner: lead)",
-	"win-sliding-emit-final": "sliding windows are a stub on this branch (newSlidingAggregator fails the task: \"sliding windows are not implemented yet\"); Describe already matches (owner: lead)",
 }
 
 func init() {

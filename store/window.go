@@ -30,6 +30,11 @@ type WindowOptions struct {
 	// its own sequence number (the store of a stream-stream join, Kafka Streams'
 	// retainDuplicates), instead of the last.
 	RetainDuplicates bool
+	// ReadsAtRetentionEdge makes reads return a window that starts exactly at observed
+	// stream time minus Retention, as Kafka Streams' time-ordered window store does (the
+	// store of an aggregation that emits on window close), whose final results include the
+	// window that the closing record moves to that edge. Writes are dropped as without it.
+	ReadsAtRetentionEdge bool
 }
 
 func (o WindowOptions) check() (retention, interval, size int64, err error) {
@@ -152,6 +157,9 @@ type WindowStore[K, V any] struct {
 	size    int64
 	dups    bool
 	expired int64
+	// edge is 0 for ReadsAtRetentionEdge, else 1: reads return windows from observed stream
+	// time minus retention plus edge.
+	edge int64
 }
 
 // NewWindowStore returns a typed window store over b. name appears in errors. It fails only
@@ -161,7 +169,11 @@ func NewWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serd
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
-	return &WindowStore[K, V]{s: newWindowSegmented(name, b, retention, interval), ks: ks, vs: vs, size: size, dups: o.RetainDuplicates}, nil
+	edge := int64(1)
+	if o.ReadsAtRetentionEdge {
+		edge = 0
+	}
+	return &WindowStore[K, V]{s: newWindowSegmented(name, b, retention, interval), ks: ks, vs: vs, size: size, dups: o.RetainDuplicates, edge: edge}, nil
 }
 
 // Name returns the store's name.
@@ -303,7 +315,7 @@ func (w *WindowStore[K, V]) Fetch(k K, windowStart time.Time) (v V, ok bool, err
 		if err != nil {
 			return v, false, err
 		}
-		if ts < 0 || ts < minLiveTime(st.streamTime, w.s.retention) {
+		if ts < 0 || ts < w.minLive(st.streamTime) {
 			return v, false, nil
 		}
 		vb, ok, err = w.s.b.Get(appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval)), kb, ts, 0))
@@ -321,6 +333,11 @@ func (w *WindowStore[K, V]) Fetch(k K, windowStart time.Time) (v V, ok bool, err
 	return v, true, nil
 }
 
+// minLive is the earliest window start reads return at stream time st.
+func (w *WindowStore[K, V]) minLive(st int64) int64 {
+	return satAdd(satSub(st, w.s.retention), w.edge)
+}
+
 // timeBounds returns the live part of [from, to] at the current stream time: the window
 // starts a read may return. ok is false if it is empty.
 func (w *WindowStore[K, V]) timeBounds(from, to int64) (lo, hi int64, ok bool, err error) {
@@ -328,7 +345,7 @@ func (w *WindowStore[K, V]) timeBounds(from, to int64) (lo, hi int64, ok bool, e
 	if err != nil {
 		return 0, 0, false, err
 	}
-	lo = max(from, minLiveTime(st.streamTime, w.s.retention), 0)
+	lo = max(from, w.minLive(st.streamTime), 0)
 	hi = min(to, st.streamTime) // no window starts after the observed stream time
 	return lo, hi, lo <= hi, nil
 }
