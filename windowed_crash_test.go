@@ -237,4 +237,3 @@ func TestWindowFinalResultsSurviveKillsAtLeastOnce(t *testing.T) {
 	got, want := windowCrash(t, false, "close")
 	checkFinals(t, false, got, want)
 }
-

@@ -95,14 +95,13 @@ var confWindowScenarios = []struct {
 }
 
 // confWindowLater holds the builds of the scenarios of confWindowScenarios whose build is
-// nil, by name; conformance_window_pending_test.go (-tags windowsapi) fills it in a
+// nil, by name; conformance_window_more_test.go fills it in a
 // package-level initializer, so before init runs.
 var confWindowLater = map[string]func(b *kstream.Builder){}
 
 // confWindowPending are the known differences of the windowed scenarios from Java, added to
 // conformancePending (same keys and meaning).
-var confWindowPending = map[string]string{
-}
+var confWindowPending = map[string]string{}
 
 func init() {
 	for i, sc := range confWindowScenarios {
