@@ -237,3 +237,18 @@ func TestWindowFinalResultsSurviveKillsAtLeastOnce(t *testing.T) {
 	got, want := windowCrash(t, false, "close")
 	checkFinals(t, false, got, want)
 }
+
+// Suppress(UntilWindowCloses) across the same kills: its buffer, kept in a changelogged
+// store, neither loses nor duplicates a final result under exactly-once.
+func TestSuppressSurvivesKillsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	got, want := windowCrash(t, true, "suppress")
+	checkFinals(t, true, got, want)
+}
+
+// The same under at-least-once: no window loses its final result.
+func TestSuppressSurvivesKillsAtLeastOnce(t *testing.T) {
+	t.Parallel()
+	got, want := windowCrash(t, false, "suppress")
+	checkFinals(t, false, got, want)
+}

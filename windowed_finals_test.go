@@ -6,7 +6,10 @@ import (
 )
 
 // windowFinals returns the final results of a windowed count: the table itself when it
-// emits on window close.
+// emits on window close ("close"), else its suppression until the windows close.
 func windowFinals(counts kstream.KTable[serde.Windowed[string], int64], emit string) kstream.KTable[serde.Windowed[string], int64] {
-	return counts
+	if emit == "close" {
+		return counts
+	}
+	return counts.Suppress(kstream.UntilWindowCloses(kstream.Unbounded()))
 }
