@@ -331,3 +331,43 @@ func TestRestoreEndsAfterAnAbortedTail(t *testing.T) {
 	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
 	outputs.checkExact(t, want)
 }
+
+// A changelog whose first records were deleted (the retention of a window store's
+// compact,delete changelog, or DeleteRecords) restores from its log start offset and ends.
+// With every record deleted, a consumer asked for offset 0 is reset to the end and gets no
+// record at all, so a restore that began at 0 waited for ever.
+func TestRestoreFromLogStartOffset(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		deleteTo  int64
+		want      map[string]int64
+		nRestored int64
+	}{
+		// k0 and k1 were last written at offsets 8 and 9, which survive; k2 and k3 were
+		// deleted.
+		{"partly", 8, map[string]int64{"k0": 8, "k1": 9, "k2": 0, "k3": 0}, 2},
+		{"entirely", 10, map[string]int64{"k0": 0, "k1": 0}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t)
+			in := kafkatest.CreateTopic(t, "in", 1, nil)
+			prepareChangelog(t, cfg, func(topic string) {
+				cl := kafkatest.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+				for i := range 10 {
+					kafkatest.Produce(t, cl, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i%4), Value: count(int64(i))})
+				}
+				resp, err := kadm.NewClient(cl).DeleteRecords(kafkatest.Context(t, 10*time.Second),
+					kadm.Offsets{topic: {0: kadm.Offset{Topic: topic, Partition: 0, At: tc.deleteTo}}})
+				if err == nil {
+					err = resp.Error()
+				}
+				if err != nil {
+					t.Fatalf("deleting records: %v", err)
+				}
+			}, "cleanup.policy", "compact,delete") // Kafka deletes records of a topic with delete only
+			restoreAndCheck(t, cfg, in, tc.want, tc.nRestored, tc.nRestored)
+		})
+	}
+}

@@ -84,3 +84,28 @@ func TestDriverWindowStore(t *testing.T) {
 		t.Fatal("SessionStore opened a window store")
 	}
 }
+
+// With no grace and the default retention (the window size), the record that closes a
+// window also moves the store's stream time so that the window is at the retention edge:
+// the aggregation still emits its final result, as Kafka Streams' time-ordered store does.
+func TestEmitOnWindowCloseNoGrace(t *testing.T) {
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, "in", serde.String(), serde.String())
+	w := s.GroupByKey().WindowedBy(kstream.TimeWindowsOf(10 * time.Second)).EmitOnWindowClose()
+	kstream.MapValues(kstream.WindowedCount(w, "counts").ToStream(), func(n int64) string { return fmt.Sprint(n) }).
+		To("out", serde.TimeWindowed(serde.String(), 10*time.Second), serde.String())
+	d := driverWith(t, b, kstream.Config{ApplicationID: "win"})
+	in := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
+	for _, ms := range []int64{1000, 5000, 12000, 25000} {
+		if err := in.PipeAt("a", "v", time.UnixMilli(ms)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kvs, err := kstreamtest.CreateOutputTopic(d, "out", serde.TimeWindowed(serde.String(), 10*time.Second), serde.String()).ReadKeyValues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(kvs), "[{[a@0/10000] 2} {[a@10000/20000] 1}]"; got != want {
+		t.Fatalf("final results %s, want %s", got, want)
+	}
+}

@@ -62,6 +62,9 @@ type topicOffsets struct {
 	id  kadm.TopicID // zero if the broker does not report topic ids
 	lso int64        // last stable offset: the end of a read_committed restore
 	hwm int64        // high watermark; -1 if not read
+	// start is the log start offset: offsets before it were deleted (retention of a
+	// windowed store's compact,delete changelog, or of a table's source topic).
+	start int64
 }
 
 // readTopicOffsets reads the topic id and the last stable offset of topic's partition p,
@@ -92,6 +95,9 @@ func (r *Runtime) readTopicOffsets(ctx context.Context, topic string, p int32, a
 			return err
 		}
 		out.lso = lso
+		if out.start, err = listOffset(ctx, r.admin.ListStartOffsets, topic, p, "start"); err != nil {
+			return err
+		}
 		if lso < atLeast {
 			if out.hwm, err = listOffset(ctx, r.admin.ListEndOffsets, topic, p, "end"); err != nil {
 				return err
@@ -141,6 +147,9 @@ func recordedTopicID(db store.DB, name string, p int32) (store.Backend, kadm.Top
 type localCheck struct {
 	from int64 // the checkpoint to restore from; NoCheckpoint after a wipe
 	end  int64 // where restoration ends (see checkLocal)
+	// start is the changelog's log start offset: restoration begins at it when the
+	// checkpoint is older (the records in between were deleted by retention).
+	start int64
 }
 
 // checkLocal compares the local state of the store partition (spec, p), whose backend is
@@ -202,5 +211,5 @@ func (r *Runtime) checkLocal(ctx context.Context, db store.DB, spec StoreSpec, p
 	if !spec.SourceTopic && offs.hwm > end {
 		end = offs.hwm
 	}
-	return localCheck{from: cp, end: end}, nil
+	return localCheck{from: cp, end: end, start: offs.start}, nil
 }

@@ -207,7 +207,7 @@ func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
 			s.mu.Unlock()
 			return
 		}
-		from[i] = max(lc.from, 0)
+		from[i] = max(lc.from, lc.start, 0) // see restore
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

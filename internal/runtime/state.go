@@ -376,7 +376,10 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 	if err != nil {
 		return err
 	}
-	from, end := max(lc.from, 0), lc.end
+	// A checkpoint below the log start (or none) restores from the log start: the records
+	// before it were deleted by retention, and a consumer asked for them would be reset by
+	// its out-of-range policy, possibly to the end, where no record tells it where it is.
+	from, end := max(lc.from, lc.start, 0), lc.end
 	ls.acked.Store(end)
 	restorer, err := ls.spec.newRestorer(ls.raw)
 	if err != nil {
