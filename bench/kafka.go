@@ -67,14 +67,16 @@ func (k *kafka) createTopics(ctx context.Context, partitions int32, topics ...st
 	}
 }
 
-// cleanUp deletes the scenario's topics (with stateful, also the changelog of countStore)
+// cleanUp deletes the scenario's topics (with stateful, also the changelogs of countStore and
+// of the suppression suppressName)
 // and group so that the broker's memory is freed.
 func (k *kafka) cleanUp(env *runEnv, stateful bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	topics := []string{env.in, env.out}
 	if stateful {
-		topics = append(topics, changelogTopic(env))
+		// window-suppress-pebble's buffer changelog too (absent elsewhere: ignored below)
+		topics = append(topics, changelogTopic(env), env.group+"-"+suppressName+"-store-changelog")
 	}
 	resps, err := k.adm.DeleteTopics(ctx, topics...)
 	if err != nil {
@@ -90,14 +92,31 @@ func (k *kafka) cleanUp(env *runEnv, stateful bool) error {
 	return nil
 }
 
+// eventTimeSpan is how much event time the input of the windowed scenarios covers.
+const eventTimeSpan = 10 * time.Minute
+
+// filled is what fill reports about the input.
+type filled struct {
+	kept int64 // records whose value keep accepts
+	// closedWindows (eventTime only): the distinct (key, window) pairs of the input whose
+	// 1-minute window closes within its partition, i.e. ends at or before the largest
+	// timestamp of the partition: the final results an aggregation emitting on window close
+	// (no grace) produces.
+	closedWindows int64
+}
+
 // fill produces o.records records with distinct 8-byte keys and random values to topic,
 // spread round-robin over its partitions, and returns how many values keep accepts.
-// With countKeys, record i has the string key "key%05d" of i%100000 instead and goes to the
+// With countKeyed, record i has the string key "key%05d" of i%countKeys instead and goes to the
 // partition of its key's hash (Kafka's default partitioner), so that each key lives in one
-// task. Every call with the same options produces the same data.
-func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeys bool) (int64, error) {
+// task. With eventTime, record i has the timestamp start + i*eventTimeSpan/o.records (in
+// whole ms, in order within each partition), start being the wall clock's minute 10 minutes
+// ago, so that the input covers eventTimeSpan/windowSize tumbling windows exactly; otherwise
+// the producer's time. Every call with the same options produces the same keys and values.
+func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeyed, eventTime bool) (filled, error) {
+	var res filled
 	partitioner := kgo.ManualPartitioner()
-	if countKeys {
+	if countKeyed {
 		partitioner = kgo.StickyKeyPartitioner(nil) // murmur2 of the key, as the library's producer
 	}
 	cl, err := kgo.NewClient(
@@ -107,7 +126,7 @@ func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]b
 		kgo.MaxBufferedRecords(100_000),
 	)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -120,7 +139,21 @@ func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]b
 		mu      sync.Mutex
 		prodErr error
 	)
-	var kept int64
+	// eventTime: the windows (index from startMs) each key appears in, the partition of each
+	// key and the largest timestamp of each partition, from the produced records.
+	win := int64(windowSize / time.Millisecond)
+	span := int64(eventTimeSpan / time.Millisecond)
+	startMs := (time.Now().UnixMilli()/win)*win - span
+	nWindows := int((span + win - 1) / win)
+	var (
+		seen    []bool // [window*countKeys+key]
+		keyPart []int32
+		maxTs   = make([]int64, o.partitions)
+	)
+	if eventTime {
+		seen = make([]bool, nWindows*countKeys)
+		keyPart = make([]int32, countKeys)
+	}
 	const slab = 4096 // records per allocation
 	var buf []byte
 	for i := range o.records {
@@ -129,42 +162,60 @@ func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]b
 		}
 		key, val := buf[:8:8], buf[8:8+o.valueSize:8+o.valueSize]
 		buf = buf[8+o.valueSize:]
-		if countKeys {
+		if countKeyed {
 			putCountKey(key, i)
 		} else {
 			binary.BigEndian.PutUint64(key, uint64(i))
 		}
 		_, _ = rng.Read(val)
 		if keep(val) {
-			kept++
+			res.kept++
 		}
 		rec := &kgo.Record{Topic: topic, Partition: int32(i % o.partitions), Key: key, Value: val}
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+		if eventTime {
+			ts := startMs + int64(i)*span/int64(o.records)
+			rec.Timestamp = time.UnixMilli(ts)
+			seen[int((ts-startMs)/win)*countKeys+i%countKeys] = true
+		}
+		cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				mu.Lock()
 				if prodErr == nil {
 					prodErr = err
 				}
-				mu.Unlock()
+				return
+			}
+			if eventTime {
+				keyPart[i%countKeys] = r.Partition
+				maxTs[r.Partition] = max(maxTs[r.Partition], r.Timestamp.UnixMilli())
 			}
 		})
 	}
 	if err := cl.Flush(ctx); err != nil {
-		return 0, err
+		return res, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if prodErr != nil {
-		return 0, prodErr
+		return res, prodErr
 	}
 	n, err := k.countOutput(ctx, topic)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	if n != int64(o.records) {
-		return 0, fmt.Errorf("input topic holds %d records, want %d", n, o.records)
+		return res, fmt.Errorf("input topic holds %d records, want %d", n, o.records)
 	}
-	return kept, nil
+	for w := range len(seen) / max(countKeys, 1) {
+		end := startMs + int64(w+1)*win
+		for key := range countKeys {
+			if seen[w*countKeys+key] && end <= maxTs[keyPart[key]] {
+				res.closedWindows++
+			}
+		}
+	}
+	return res, nil
 }
 
 // countOutput sums the end offsets of topic's partitions (no transactions are involved, so
@@ -211,6 +262,54 @@ func (k *kafka) waitForOutput(ctx context.Context, topic string, want int64, sta
 			return firstOut, fmt.Errorf("stopped after %v with %d of %d output records: %v", time.Since(start).Round(time.Millisecond), got, want, err)
 		case <-ctx.Done():
 			return firstOut, fmt.Errorf("output short: %d of %d records in %s after %v (the %v scenario cap)", got, want, topic, time.Since(start).Round(time.Millisecond), scenarioCap)
+		case <-tick.C:
+		}
+	}
+}
+
+// waitForCommitted polls, every 10ms, the offsets group has committed for the input topic in
+// until every partition's committed offset is its end offset (inEnd, summed: every input
+// record processed, and its outputs flushed, since the library commits after flushing). It
+// also polls the output's end offsets: for the first output (returned, as the time after
+// start) and to fail if more than want records appear. It fails if the run ends early (done
+// receives) or when ctx expires.
+func (k *kafka) waitForCommitted(ctx context.Context, group, in, out string, want int64, start time.Time, done <-chan error) (time.Duration, error) {
+	inEnd, err := k.countOutput(ctx, in)
+	if err != nil {
+		return 0, err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var firstOut time.Duration
+	var committed, got int64
+	for {
+		if n, err := k.countOutput(ctx, out); err == nil {
+			got = n
+			if n > 0 && firstOut == 0 {
+				firstOut = time.Since(start)
+			}
+			if n > want {
+				return firstOut, fmt.Errorf("output topic %s holds %d records, more than the %d expected", out, n, want)
+			}
+		}
+		if offs, err := k.adm.FetchOffsets(ctx, group); err == nil && offs.Error() == nil {
+			committed = 0
+			for _, ps := range offs[in] {
+				if ps.At >= 0 {
+					committed += ps.At
+				}
+			}
+			if committed == inEnd {
+				return firstOut, nil
+			}
+		} // else: a transient admin error (or the group not yet created); keep polling.
+		select {
+		case err := <-done:
+			return firstOut, fmt.Errorf("stopped after %v with %d of %d input offsets committed, %d of %d output records: %v",
+				time.Since(start).Round(time.Millisecond), committed, inEnd, got, want, err)
+		case <-ctx.Done():
+			return firstOut, fmt.Errorf("input not committed: %d of %d offsets, %d of %d output records after %v (the %v scenario cap)",
+				committed, inEnd, got, want, time.Since(start).Round(time.Millisecond), scenarioCap)
 		case <-tick.C:
 		}
 	}

@@ -70,6 +70,15 @@ type scenario struct {
 	// countKeys: the input has the count scenarios' string keys (countKeys distinct ones,
 	// partitioned by key hash) instead of distinct 8-byte keys spread round-robin.
 	countKeys bool
+	// eventTime: the input's timestamps are spread evenly over eventTimeSpan of event time
+	// (record i: start + i*eventTimeSpan/records), covering several 1-minute windows.
+	eventTime bool
+	// finalWindows: the output is one final result per closed window (the distinct (key,
+	// window) pairs of the input whose window closed, computed while filling), and the run is
+	// complete when the app has committed the end offsets of every input partition (the last
+	// window of each partition gets records without output, so the output count alone would
+	// not mean every input record was processed).
+	finalWindows bool
 	// stateful: the app has the store countStore, whose changelog is deleted in clean-up.
 	stateful bool
 	// readCommitted: the run is complete when a read_committed consumer of the output has
@@ -112,6 +121,13 @@ var scenarios = []scenario{
 	{name: "restore-pebble", after: "count-pebble", follow: runRestorePebble},
 	{name: "count-alos", keep: keepAll, run: runCountALOS, countKeys: true, stateful: true, readCommitted: true},
 	{name: "count-eos", keep: keepAll, run: runCountEOS, countKeys: true, stateful: true, readCommitted: true},
+	{name: "window-pebble", keep: keepAll, run: runWindowPebble, countKeys: true, eventTime: true, stateful: true},
+	{name: "window-final-pebble", run: runWindowFinalPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
+	// TODO(window-suppress-pebble): WindowedCount(...).Suppress(kstream.UntilWindowCloses(kstream.Unbounded()))
+	// with the input and completion rule of window-final-pebble (finalWindows: the same
+	// closed-window output). The Suppress API is not on this branch yet; add here:
+	// {name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
+	// and add it to windowScenarios for its target.
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
@@ -122,7 +138,12 @@ var scenarios = []scenario{
 const (
 	targetPebbleVsPassthrough = 0.5
 	targetRestoreRecordsPerS  = 1e6
+	// the windowed counts (issue 11) against count-pebble in the same run
+	targetWindowVsCountPebble = 0.8
 )
+
+// windowScenarios are judged against count-pebble (targetWindowVsCountPebble).
+var windowScenarios = []string{"window-pebble", "window-final-pebble", "window-suppress-pebble"}
 
 // result is one timed run.
 type result struct {
@@ -157,6 +178,7 @@ func main() {
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(scenarioNames(), ",")+")")
 	flag.StringVar(&brokers, "brokers", "", "comma-separated host:port of an external cluster (default: start an embedded broker)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase of each scenario's first run to this file\n(with several scenarios: FILE with .<scenario> before its extension)")
+	flag.IntVar(&countKeys, "count-keys", countKeys, fmt.Sprintf("distinct keys of the count-*, window-* and latency-* inputs (1..%d)", maxCountKeys))
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the random values (every scenario gets the same data)")
 	flag.IntVar(&o.warmup, "warmup", 100_000, "records of one untimed warm-up run of each scenario before the measured runs (0: none)")
 	var eos bool
@@ -174,6 +196,9 @@ func main() {
 	}
 	if o.records <= 0 || o.valueSize <= 0 || o.partitions <= 0 || o.runs <= 0 || o.warmup < 0 {
 		fatalf("-records, -value-size, -partitions and -runs must be positive, -warmup not negative")
+	}
+	if countKeys <= 0 || countKeys > maxCountKeys {
+		fatalf("-count-keys must be in 1..%d", maxCountKeys)
 	}
 	if o.rate <= 0 || o.latencyWarmup < 0 || o.latencyFor <= o.latencyWarmup {
 		fatalf("-rate must be positive, -latency-warmup not negative and -latency-for longer than -latency-warmup")
@@ -275,8 +300,8 @@ func run(o options, selected []scenario) error {
 
 	fmt.Printf("kstream bench: %s, GOMAXPROCS=%d, NumCPU=%d, %s/%s\n", runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	fmt.Printf("broker: %s\n", where)
-	fmt.Printf("per scenario: %d records, %d-byte random values, 8-byte distinct keys (count-*: %d distinct 8-byte string keys), %d partitions, %d run(s), commit interval %v\n\n",
-		o.records, o.valueSize, countKeys, o.partitions, o.runs, commitInterval)
+	fmt.Printf("per scenario: %d records, %d-byte random values, 8-byte distinct keys (count-*, window-*: %d distinct 8-byte string keys; window-*: timestamps over %v), %d partitions, %d run(s), commit interval %v\n\n",
+		o.records, o.valueSize, countKeys, eventTimeSpan, o.partitions, o.runs, commitInterval)
 
 	stamp := time.Now().UnixNano()
 	newEnv := func(s scenario, run string) *runEnv {
@@ -306,9 +331,9 @@ func run(o options, selected []scenario) error {
 			if err != nil {
 				return fmt.Errorf("scenario %s (warm-up): %w", s.name, err)
 			}
-			fmt.Printf("  %-17s warm-up: %d records in %.3fs (not counted)\n", s.name, wo.records, res[0].seconds)
+			fmt.Printf("  %-21s warm-up: %d records in %.3fs (not counted)\n", s.name, wo.records, res[0].seconds)
 			for i, f := range fus {
-				fmt.Printf("  %-17s warm-up: %d records in %.3fs (not counted)\n", f.name, res[i+1].outRecords, res[i+1].seconds)
+				fmt.Printf("  %-21s warm-up: %d records in %.3fs (not counted)\n", f.name, res[i+1].outRecords, res[i+1].seconds)
 			}
 		}
 	}
@@ -351,7 +376,7 @@ func run(o options, selected []scenario) error {
 				}
 				results[s.name] = append(results[s.name], res)
 				l := res.lat
-				fmt.Printf("  %-17s run %d: %d records at %.0f rec/s in %.3fs, %d samples: p50 %s  p99 %s  max %s ms%s\n",
+				fmt.Printf("  %-21s run %d: %d records at %.0f rec/s in %.3fs, %d samples: p50 %s  p99 %s  max %s ms%s\n",
 					s.name, r+1, l.produced, l.rate, res.seconds, len(l.samples),
 					ms(l.quantile(0.50)), ms(l.quantile(0.99)), ms(l.samples[len(l.samples)-1]), statsNote(res.stats))
 				continue
@@ -369,11 +394,11 @@ func run(o options, selected []scenario) error {
 				if sc.after != "" {
 					n, what = float64(res.outRecords), "first restore start"
 				}
-				fmt.Printf("  %-17s run %d: %8.3fs  %10.0f rec/s  %5.2f CPU s  %3d GCs  RSS %s, peak %s  (%s after %v)%s\n",
+				fmt.Printf("  %-21s run %d: %8.3fs  %10.0f rec/s  %5.2f CPU s  %3d GCs  RSS %s, peak %s  (%s after %v)%s\n",
 					sc.name, r+1, res.seconds, n/res.seconds, res.cpuSeconds, res.gcs, mib(res.rssAfter), mib(res.peakRSS),
 					what, res.firstOut.Round(time.Millisecond), statsNote(res.stats))
 				if p := profileOf(r, sc.name); p != "" {
-					fmt.Printf("  %-17s CPU profile of the timed phase: %s\n", "", p)
+					fmt.Printf("  %-21s CPU profile of the timed phase: %s\n", "", p)
 				}
 			}
 		}
@@ -430,9 +455,17 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 		runtime.GC()
 		debug.FreeOSMemory()
 	}()
-	want, err := k.fill(ctx, env.in, o, s.keep, s.countKeys)
+	keep := s.keep
+	if keep == nil {
+		keep = keepAll
+	}
+	in, err := k.fill(ctx, env.in, o, keep, s.countKeys, s.eventTime)
 	if err != nil {
 		return nil, fmt.Errorf("filling input topic %s: %w", env.in, err)
+	}
+	want := in.kept
+	if s.finalWindows {
+		want = in.closedWindows
 	}
 	res.outRecords = want
 	var watcher *committedWatcher
@@ -468,6 +501,8 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	var werr error
 	if watcher != nil {
 		firstOut, werr = watcher.wait(ctx, env.out, want, start, done)
+	} else if s.finalWindows {
+		firstOut, werr = k.waitForCommitted(ctx, env.group, env.in, env.out, want, start, done)
 	} else {
 		firstOut, werr = k.waitForOutput(ctx, env.out, want, start, done)
 	}
@@ -677,6 +712,13 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				target += fmt.Sprintf(": %s", metOrMissed(r >= targetPebbleVsPassthrough))
 			}
 		}
+		if slices.Contains(windowScenarios, s.name) {
+			target = fmt.Sprintf(">= %.1fx count-pebble", targetWindowVsCountPebble)
+			if cp, ok := sums["count-pebble"]; ok {
+				r := cp.median.seconds / m.seconds
+				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetWindowVsCountPebble))
+			}
+		}
 		if s.name == "count-eos" {
 			target = fmt.Sprintf(">= %.2fx alos", targetEOSVsALOS)
 			if haveALOS {
@@ -732,7 +774,7 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		printLatencies(o, latencies, results)
 	}
 	if len(withStats) > 0 {
-		printStats(withStats, results, sums)
+		printStats(o.records, withStats, results, sums)
 	}
 
 	fmt.Println("records/s and MB/s count input records and input value bytes (MB = 1e6 bytes); vs base / vs pass = baseline /")
@@ -821,7 +863,7 @@ func printLatencies(o options, latencies []scenario, results map[string][]result
 
 // printStats prints the commit figures (App.Stats when Run returned) of the stateful
 // scenarios: of the median run, except for the aborted transactions, summed over all runs.
-func printStats(withStats []scenario, results map[string][]result, sums map[string]summary) {
+func printStats(records int, withStats []scenario, results map[string][]result, sums map[string]summary) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "commits\tguarantee\tcommits\taborted (all runs)\trecords/commit\tcommit avg ms\tcommit p99 ms\tcommit max ms\t")
 	for _, s := range withStats {
@@ -851,9 +893,13 @@ func printStats(withStats []scenario, results map[string][]result, sums map[stri
 		if st.ExactlyOnce {
 			g = kstream.ExactlyOnce
 		}
+		in := m.outRecords
+		if s.finalWindows {
+			in = int64(records) // the output is the closed windows, not one per input record
+		}
 		perCommit := "-"
 		if st.Commits > 0 {
-			perCommit = fmt.Sprintf("%.0f", float64(m.outRecords)/float64(st.Commits))
+			perCommit = fmt.Sprintf("%.0f", float64(in)/float64(st.Commits))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", s.name, g, st.Commits, aborted, perCommit,
 			ms(st.CommitLatencyAvg), ms(st.CommitLatencyP99), ms(st.CommitLatencyMax))

@@ -18,8 +18,11 @@ import (
 // "<application id>-counts-changelog".
 const countStore = "counts"
 
-// countKeys is the number of distinct keys of the count scenarios: record i has key i%countKeys.
-const countKeys = 100_000
+// countKeys is the number of distinct keys of the count scenarios: record i has key
+// i%countKeys. Set by -count-keys (at most maxCountKeys: the key has 5 digits).
+var countKeys = 100_000
+
+const maxCountKeys = 100_000
 
 // countKeyLen is the length of a count scenario key, "key" and 5 digits (8 bytes, the same as
 // the distinct keys of the copy scenarios).
@@ -48,6 +51,51 @@ func countTopology(env *runEnv, opts ...kstream.StoreOption) *kstream.Builder {
 	kstream.Count(g, countStore, opts...).ToStream().
 		To(env.out, serde.String(), serde.Int64())
 	return b
+}
+
+// windowSize is the size of the windowed scenarios' tumbling windows.
+const windowSize = time.Minute
+
+// suppressName names the suppression of window-suppress-pebble (to be added once Suppress is
+// on this branch): its buffer is logged to "<application id>-suppress-store-changelog".
+const suppressName = "suppress"
+
+// finalRetention is the window store's retention in window-final-pebble (see windowTopology).
+const finalRetention = 2 * windowSize
+
+// windowTopology is Stream(String, Bytes) -> GroupByKey -> WindowedBy(TimeWindowsOf(1 minute))
+// [-> EmitOnWindowClose] -> WindowedCount(countStore) -> ToStream ->
+// To(out, TimeWindowed(String), Int64). The key is unchanged: no repartition topic.
+func windowTopology(env *runEnv, onClose bool) *kstream.Builder {
+	b := kstream.NewBuilder()
+	w := kstream.Stream(b, env.in, serde.String(), serde.Bytes()).GroupByKey().
+		WindowedBy(kstream.TimeWindowsOf(windowSize))
+	if onClose {
+		w = w.EmitOnWindowClose()
+	}
+	var opts []kstream.StoreOption
+	if onClose {
+		// With no grace the default retention (the window size) expires a window from the
+		// store at the very record that closes it (the store's stream time becomes the next
+		// window's start, which drops every window starting at or before it minus the
+		// retention), so that EmitOnWindowClose finds nothing to emit. Two window sizes keep
+		// a window until the record that closes it has emitted it.
+		opts = append(opts, kstream.WithRetention(finalRetention))
+	}
+	kstream.WindowedCount(w, countStore, opts...).ToStream().
+		To(env.out, serde.TimeWindowed(serde.String(), windowSize), serde.Int64())
+	return b
+}
+
+// runWindowPebble: a tumbling 1-minute windowed count (Pebble window store), an update per
+// input record.
+func runWindowPebble(ctx context.Context, env *runEnv) error {
+	return runStatefulApp(ctx, windowTopology(env, false), env, nil, kstream.AtLeastOnce)
+}
+
+// runWindowFinalPebble: the same emitting only the final count of each window when it closes.
+func runWindowFinalPebble(ctx context.Context, env *runEnv) error {
+	return runStatefulApp(ctx, windowTopology(env, true), env, nil, kstream.AtLeastOnce)
 }
 
 func runCountMemory(ctx context.Context, env *runEnv) error {
