@@ -123,11 +123,7 @@ var scenarios = []scenario{
 	{name: "count-eos", keep: keepAll, run: runCountEOS, countKeys: true, stateful: true, readCommitted: true},
 	{name: "window-pebble", keep: keepAll, run: runWindowPebble, countKeys: true, eventTime: true, stateful: true},
 	{name: "window-final-pebble", run: runWindowFinalPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
-	// TODO(window-suppress-pebble): WindowedCount(...).Suppress(kstream.UntilWindowCloses(kstream.Unbounded()))
-	// with the input and completion rule of window-final-pebble (finalWindows: the same
-	// closed-window output). The Suppress API is not on this branch yet; add here:
-	// {name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
-	// and add it to windowScenarios for its target.
+	{name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},

@@ -56,12 +56,9 @@ func countTopology(env *runEnv, opts ...kstream.StoreOption) *kstream.Builder {
 // windowSize is the size of the windowed scenarios' tumbling windows.
 const windowSize = time.Minute
 
-// suppressName names the suppression of window-suppress-pebble (to be added once Suppress is
-// on this branch): its buffer is logged to "<application id>-suppress-store-changelog".
+// suppressName names the suppression of window-suppress-pebble: its buffer is logged to
+// "<application id>-suppress-store-changelog".
 const suppressName = "suppress"
-
-// finalRetention is the window store's retention in window-final-pebble (see windowTopology).
-const finalRetention = 2 * windowSize
 
 // windowTopology is Stream(String, Bytes) -> GroupByKey -> WindowedBy(TimeWindowsOf(1 minute))
 // [-> EmitOnWindowClose] -> WindowedCount(countStore) -> ToStream ->
@@ -73,16 +70,7 @@ func windowTopology(env *runEnv, onClose bool) *kstream.Builder {
 	if onClose {
 		w = w.EmitOnWindowClose()
 	}
-	var opts []kstream.StoreOption
-	if onClose {
-		// With no grace the default retention (the window size) expires a window from the
-		// store at the very record that closes it (the store's stream time becomes the next
-		// window's start, which drops every window starting at or before it minus the
-		// retention), so that EmitOnWindowClose finds nothing to emit. Two window sizes keep
-		// a window until the record that closes it has emitted it.
-		opts = append(opts, kstream.WithRetention(finalRetention))
-	}
-	kstream.WindowedCount(w, countStore, opts...).ToStream().
+	kstream.WindowedCount(w, countStore).ToStream().
 		To(env.out, serde.TimeWindowed(serde.String(), windowSize), serde.Int64())
 	return b
 }
@@ -96,6 +84,19 @@ func runWindowPebble(ctx context.Context, env *runEnv) error {
 // runWindowFinalPebble: the same emitting only the final count of each window when it closes.
 func runWindowFinalPebble(ctx context.Context, env *runEnv) error {
 	return runStatefulApp(ctx, windowTopology(env, true), env, nil, kstream.AtLeastOnce)
+}
+
+// runWindowSuppressPebble: the windowed count's final results through
+// Suppress(UntilWindowCloses(Unbounded())) instead of EmitOnWindowClose.
+func runWindowSuppressPebble(ctx context.Context, env *runEnv) error {
+	b := kstream.NewBuilder()
+	w := kstream.Stream(b, env.in, serde.String(), serde.Bytes()).GroupByKey().
+		WindowedBy(kstream.TimeWindowsOf(windowSize))
+	kstream.WindowedCount(w, countStore).
+		Suppress(kstream.UntilWindowCloses(kstream.Unbounded()).WithName(suppressName)).
+		ToStream().
+		To(env.out, serde.TimeWindowed(serde.String(), windowSize), serde.Int64())
+	return runStatefulApp(ctx, b, env, nil, kstream.AtLeastOnce)
 }
 
 func runCountMemory(ctx context.Context, env *runEnv) error {

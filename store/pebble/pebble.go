@@ -32,6 +32,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kstream-go/kstream/store"
@@ -103,6 +104,14 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 		FormatMajorVersion: formatVersion,
 		Logger:             logger{opts.Logger.With("component", "pebble")},
 		FS:                 fs,
+	}
+	// Bloom filters (10 bits per key, about 1% false positives) on every level: a Get of
+	// a key the store does not hold (the first update of a key, or of a key's new window)
+	// then reads a filter block, usually cached, instead of the index and data blocks of
+	// every table that could hold it. RocksDB's stores in Kafka Streams use them too.
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		popts.Levels[i].FilterType = pebble.TableFilter
 	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
