@@ -64,6 +64,8 @@ type Buffer struct {
 	// discards counts the calls of Discard: a reader that caches what it read (a window
 	// store's stream time) compares it to know whether the Buffer's contents went back.
 	discards uint64
+	// flushes counts the flushes that wrote to the underlying backend.
+	flushes uint64
 
 	size       int   // sum of len(key)+len(value) over the pending entries
 	sets, dels int   // pending entries that are values, that are deletion markers
@@ -599,7 +601,23 @@ func (b *Buffer) Flush(checkpoint int64) error {
 		}
 	}
 	b.clear()
+	b.flushes++
 	return nil
+}
+
+// getPending reads key from the pending writes alone: its pending value (ok) or deletion,
+// known false if no pending write covers it. The value is a copy owned by the caller.
+func (b *Buffer) getPending(key []byte) (value []byte, ok, known bool) {
+	if e, found := b.m[string(key)]; found {
+		if e.del {
+			return nil, false, true
+		}
+		return append([]byte(nil), e.val...), true, true
+	}
+	if coveredBy(b.ranges, key) {
+		return nil, false, true
+	}
+	return nil, false, false
 }
 
 // Pending calls fn for every pending entry in key order: its key, its value, and whether it

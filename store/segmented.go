@@ -142,6 +142,11 @@ type segmented struct {
 	cached   bool
 	cacheGen uint64 // the backend's discard count when cache was taken
 	stateBuf [segStateLen]byte
+	// flushedST is the stream time of the data under a Buffer backend as of its flush
+	// number flushedGen (valid if flushedOK): see pendingOnly.
+	flushedST  int64
+	flushedGen uint64
+	flushedOK  bool
 	scratch  []byte // a data key being built
 }
 
@@ -552,4 +557,27 @@ func (s *segmented) meta(name string) (int64, bool, error) {
 func (s *segmented) setMeta(name string, v int64) error {
 	k := append(append([]byte(nil), segOpMetaPrefix...), name...)
 	return s.b.Set(k, binary.BigEndian.AppendUint64(nil, uint64(v)))
+}
+
+// pendingOnly returns the Buffer that s writes through, when the data under it cannot hold
+// an entry whose segment timestamp is ts: ts is after the stream time of what was flushed
+// (every flushed entry's timestamp is at most that), so that the pending writes alone know
+// the entry. A window store fetches the window of a key that the key's first record of a
+// new window creates this way without a read of the storage engine. nil otherwise.
+func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
+	buf, ok := s.b.(*Buffer)
+	if !ok {
+		return nil, nil
+	}
+	if !s.flushedOK || s.flushedGen != buf.flushes {
+		st, err := readState(buf.under)
+		if err != nil {
+			return nil, s.errorf("reading the flushed stream time: %w", err)
+		}
+		s.flushedST, s.flushedGen, s.flushedOK = st.streamTime, buf.flushes, true
+	}
+	if ts > s.flushedST {
+		return buf, nil
+	}
+	return nil, nil
 }

@@ -318,8 +318,14 @@ func (w *WindowStore[K, V]) Fetch(k K, windowStart time.Time) (v V, ok bool, err
 		if ts < 0 || ts < w.minLive(st.streamTime) {
 			return v, false, nil
 		}
-		vb, ok, err = w.s.b.Get(appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval)), kb, ts, 0))
+		dk := appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval)), kb, ts, 0)
+		buf, err := w.s.pendingOnly(ts)
 		if err != nil {
+			return v, false, err
+		}
+		if buf != nil {
+			vb, ok, _ = buf.getPending(dk)
+		} else if vb, ok, err = w.s.b.Get(dk); err != nil {
 			return v, false, w.s.errorf("fetch: %w", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kstream-go/kstream/serde"
 	"github.com/kstream-go/kstream/store"
+	"github.com/kstream-go/kstream/store/memory"
 )
 
 // countKeys counts a backend's keys with a full scan.
@@ -421,5 +422,72 @@ func TestWindowedChangelog(t *testing.T) {
 	}
 	if err := sr.Restore(bt, make([]byte, 15), nil); err == nil {
 		t.Error("Restore of a 15-byte session key succeeded")
+	}
+}
+
+// A window that starts after the stream time of what the Buffer flushed cannot be in the
+// storage engine: Fetch answers it from the pending writes without reading the engine
+// (the first record of a key's new window) but for one read of the flushed stream time per
+// flush, and reads the engine for the others. Discard and a flush keep the answers right.
+func TestWindowFetchOfANewWindowSkipsTheEngine(t *testing.T) {
+	raw, err := memory.New().Open("w", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := &countingBackend{Backend: raw}
+	buf := store.NewBuffer(under)
+	w, err := store.NewWindowStore("w", buf, serde.String(), serde.Int64(), store.WindowOptions{Retention: time.Hour, WindowSize: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(k string, ms int64) string {
+		t.Helper()
+		v, ok, err := w.Fetch(k, at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprint(v)
+	}
+	for _, p := range []struct {
+		k  string
+		ms int64
+	}{{"a", 1000}, {"b", 1000}} {
+		if err := w.Put(p.k, p.ms, at(p.ms)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := buf.Flush(-1); err != nil {
+		t.Fatal(err)
+	}
+	under.gets = 0
+	// One read, of the flushed stream time, once per flush.
+	if got := fetch("a", 2000) + fetch("c", 5000) + fetch("d", 6000); got != "---" || under.gets != 1 {
+		t.Fatalf("new windows: %s with %d engine reads; want --- with one", got, under.gets)
+	}
+	if got := fetch("a", 1000) + fetch("c", 1000); got != "1000-" || under.gets == 0 {
+		t.Fatalf("flushed time: %s with %d engine reads; want 1000- read from the engine", got, under.gets)
+	}
+	if err := w.Put("a", 2000, at(2000)); err != nil {
+		t.Fatal(err)
+	}
+	under.gets = 0
+	if got := fetch("a", 2000) + fetch("b", 2000); got != "2000-" || under.gets != 0 {
+		t.Fatalf("pending window: %s with %d engine reads; want 2000- with none", got, under.gets)
+	}
+	buf.Discard()
+	if got := fetch("a", 2000); got != "-" {
+		t.Fatalf("after Discard: %s; want -", got)
+	}
+	if err := w.Put("a", 3000, at(3000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := buf.Flush(-1); err != nil {
+		t.Fatal(err)
+	}
+	if got := fetch("a", 3000) + fetch("a", 1000) + fetch("b", 3000); got != "30001000-" {
+		t.Fatalf("after a flush: %s; want 30001000-", got)
 	}
 }
