@@ -249,20 +249,15 @@ type sessionAggregator[K, V, VA any] struct {
 	t  *task
 	n  *node
 	st *sessionKV[K, VA]
-	// observed is the largest timestamp seen (ms), -1 before the first record; lastEmit is
-	// the close time up to which final results were emitted, -1 if none was. The saved
-	// copies are their values at the last commit (see txnHook).
-	observed, lastEmit           int64
-	savedObserved, savedLastEmit int64
+	windowClock
 }
 
 func newSessionAggregator[K, V, VA any](t *task, n *node, a *sessionAgg[K, V, VA], st *sessionKV[K, VA]) (any, error) {
-	p := &sessionAggregator[K, V, VA]{a: a, t: t, n: n, st: st, observed: -1, lastEmit: -1}
+	p := &sessionAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
 	if err := p.recover(); err != nil {
 		return nil, fmt.Errorf("operator %s: session store %q: %w", n.name, a.store, err)
 	}
-	p.committed()
-	t.txnHooks = append(t.txnHooks, p)
+	p.start(t)
 	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
 }
 
@@ -284,28 +279,8 @@ func (p *sessionAggregator[K, V, VA]) recover() error {
 	if !p.a.onClose {
 		return nil
 	}
-	if !p.t.h.eos {
-		// At-least-once: the close time of the last commit, kept in the store's metadata;
-		// none for a store restored from its changelog alone (its closed sessions are
-		// emitted again: duplicates rather than a loss). See timeWindowAggregator.recover.
-		v, ok, err := p.st.Meta(lastEmitMeta)
-		if ok {
-			p.lastEmit = v
-		}
-		return err
-	}
-	if closeTime := p.closeTime(); closeTime >= 1 {
-		p.lastEmit = closeTime
-	}
-	return nil
-}
-
-func (p *sessionAggregator[K, V, VA]) committed() {
-	p.savedObserved, p.savedLastEmit = p.observed, p.lastEmit
-}
-
-func (p *sessionAggregator[K, V, VA]) aborted() {
-	p.observed, p.lastEmit = p.savedObserved, p.savedLastEmit
+	closeTime := p.closeTime()
+	return p.recoverLastEmit(p.st, p.t.h.eos, closeTime, closeTime >= 1)
 }
 
 // closeTime is the close time of sessions: a session that ends before it has closed.
@@ -472,8 +447,7 @@ func (p *sessionAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windo
 		res.setNew(e.v)
 		ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: e.w, Value: res, Timestamp: msTime(e.w.EndMs()), Headers: r.Headers})
 	}
-	p.lastEmit = closeTime
-	return p.st.SetMeta(lastEmitMeta, closeTime)
+	return p.emitted(p.st, closeTime)
 }
 
 // satAddMs is a + b for a timestamp a and a non-negative b, saturating at the largest

@@ -28,11 +28,7 @@ type slidingAggregator[K, V, VA any] struct {
 	t  *task
 	n  *node
 	st *windowKV[K, VA]
-	// observed is the largest timestamp seen (ms), -1 before the first record; lastEmit is
-	// the window close time up to which final results were emitted, -1 if none was. The
-	// saved copies are their values at the last commit (see txnHook).
-	observed, lastEmit           int64
-	savedObserved, savedLastEmit int64
+	windowClock
 }
 
 // slidingValue is a window's aggregate and timestamp as the Java processor holds it (a
@@ -51,12 +47,11 @@ type slidingWindow[VA any] struct {
 }
 
 func newSlidingAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
-	p := &slidingAggregator[K, V, VA]{a: a, t: t, n: n, st: st, observed: -1, lastEmit: -1}
+	p := &slidingAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
-	p.committed()
-	t.txnHooks = append(t.txnHooks, p)
+	p.start(t)
 	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
 }
 
@@ -68,7 +63,7 @@ func newSlidingAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA]
 // timestamp, so the store's latest window start S is in [M - timeDifference, M]: M is the
 // largest timestamp of the windows that start in [S - timeDifference, S]. Final results,
 // emitted after every record that moves stream time, were emitted up to M's close time
-// unless no window had closed yet.
+// unless no window had closed yet (see windowClock.recoverLastEmit).
 func (p *slidingAggregator[K, V, VA]) recover() error {
 	latest, ok, err := p.st.ObservedStreamTime()
 	if err != nil || !ok {
@@ -88,20 +83,11 @@ func (p *slidingAggregator[K, V, VA]) recover() error {
 		return err
 	}
 	it.Close()
-	if p.a.onClose {
-		if closeTime := p.observed - p.a.w.grace; closeTime-p.a.w.size-1 >= 0 {
-			p.lastEmit = closeTime
-		}
+	if !p.a.onClose {
+		return nil
 	}
-	return nil
-}
-
-func (p *slidingAggregator[K, V, VA]) committed() {
-	p.savedObserved, p.savedLastEmit = p.observed, p.lastEmit
-}
-
-func (p *slidingAggregator[K, V, VA]) aborted() {
-	p.observed, p.lastEmit = p.savedObserved, p.savedLastEmit
+	closeTime := p.observed - p.a.w.grace
+	return p.recoverLastEmit(p.st, p.t.h.eos, closeTime, closeTime-p.a.w.size-1 >= 0)
 }
 
 // slidingCtx is the record in hand and where its results go.
@@ -435,6 +421,5 @@ func (p *slidingAggregator[K, V, VA]) emitFinal(c *slidingCtx[K, V, VA]) error {
 		res.setNew(w.v.v)
 		c.ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: w.k, Value: res, Timestamp: msTime(w.v.ts), Headers: c.r.Headers})
 	}
-	p.lastEmit = c.closeTime
-	return nil
+	return p.emitted(p.st, c.closeTime)
 }

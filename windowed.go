@@ -246,20 +246,15 @@ type timeWindowAggregator[K, V, VA any] struct {
 	t  *task
 	n  *node
 	st *windowKV[K, VA]
-	// observed is the largest timestamp seen (ms), -1 before the first record; lastEmit is
-	// the window close time up to which final results were emitted, -1 if none was. The
-	// saved copies are their values at the last commit (see txnHook).
-	observed, lastEmit           int64
-	savedObserved, savedLastEmit int64
+	windowClock
 }
 
 func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
-	p := &timeWindowAggregator[K, V, VA]{a: a, t: t, n: n, st: st, observed: -1, lastEmit: -1}
+	p := &timeWindowAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
-	p.committed()
-	t.txnHooks = append(t.txnHooks, p)
+	p.start(t)
 	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
 }
 
@@ -298,32 +293,66 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 	if !p.a.onClose {
 		return nil
 	}
-	if !p.t.h.eos {
-		// At-least-once: the close time of the last commit, or, for a store restored from
-		// its changelog alone, none (every closed window still in the store is emitted
-		// again: duplicates rather than a loss).
-		v, ok, err := p.st.Meta(lastEmitMeta)
-		if ok {
-			p.lastEmit = v
-		}
-		return err
-	}
-	if closeTime := p.observed - p.a.w.grace; closeTime-p.a.w.size >= 0 {
-		p.lastEmit = closeTime
-	}
-	return nil
+	closeTime := p.observed - p.a.w.grace
+	return p.recoverLastEmit(p.st, p.t.h.eos, closeTime, closeTime-p.a.w.size >= 0)
+}
+
+// windowClock is the time of a windowed aggregation: the largest timestamp it has seen
+// (ms), -1 before the first record, and the close time up to which it emitted final
+// results, -1 if none. The saved copies are their values at the last commit: the clock is
+// a txnHook, so that it goes back with the store when a transaction aborts.
+type windowClock struct {
+	observed, lastEmit           int64
+	savedObserved, savedLastEmit int64
+}
+
+func newWindowClock() windowClock { return windowClock{observed: -1, lastEmit: -1} }
+
+// start saves the clock's recovered time and registers it with the task's commits.
+func (c *windowClock) start(t *task) {
+	c.committed()
+	t.txnHooks = append(t.txnHooks, c)
+}
+
+func (c *windowClock) committed() { c.savedObserved, c.savedLastEmit = c.observed, c.lastEmit }
+
+func (c *windowClock) aborted() { c.observed, c.lastEmit = c.savedObserved, c.savedLastEmit }
+
+// metaStore is a window or session store's operator metadata (store.WindowStore.Meta).
+type metaStore interface {
+	Meta(name string) (int64, bool, error)
+	SetMeta(name string, v int64) error
 }
 
 // lastEmitMeta names the store metadata holding the close time up to which an aggregation
 // emitted its final results.
 const lastEmitMeta = "last-emit-close-time"
 
-func (p *timeWindowAggregator[K, V, VA]) committed() {
-	p.savedObserved, p.savedLastEmit = p.observed, p.lastEmit
+// recoverLastEmit sets the last emitted close time of an aggregation that emits on close,
+// for a task that starts with state. Under exactly-once it is the close time derived from
+// the recovered stream time (derived; none unless derivedOK): final results are emitted
+// after every record. Under at-least-once it is the close time of the last commit, kept in
+// the store's metadata, or, for a store restored from its changelog alone, none (every
+// closed window still in the store is emitted again: duplicates rather than a loss).
+func (c *windowClock) recoverLastEmit(st metaStore, eos bool, derived int64, derivedOK bool) error {
+	if !eos {
+		v, ok, err := st.Meta(lastEmitMeta)
+		if ok {
+			c.lastEmit = v
+		}
+		return err
+	}
+	if derivedOK {
+		c.lastEmit = derived
+	}
+	return nil
 }
 
-func (p *timeWindowAggregator[K, V, VA]) aborted() {
-	p.observed, p.lastEmit = p.savedObserved, p.savedLastEmit
+// emitted notes that final results were emitted up to closeTime, in the clock and in the
+// store's metadata.
+func (c *windowClock) emitted(st metaStore, closeTime int64) error {
+	c.lastEmit = closeTime
+	return st.SetMeta(lastEmitMeta, closeTime)
 }
 
 func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V]) error {
@@ -435,6 +464,5 @@ func (p *timeWindowAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Wi
 				Value: res, Timestamp: msTime(f.v.ts), Headers: r.Headers})
 		}
 	}
-	p.lastEmit = closeTime
-	return p.st.SetMeta(lastEmitMeta, closeTime)
+	return p.emitted(p.st, closeTime)
 }

@@ -147,7 +147,7 @@ type segmented struct {
 	flushedST  int64
 	flushedGen uint64
 	flushedOK  bool
-	scratch  []byte // a data key being built
+	scratch    []byte // a data key being built
 }
 
 // segState is the persisted state of a segmented store.
