@@ -1086,10 +1086,9 @@ func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 	if !r.closing.Load() {
 		r.setState(StateRebalancing)
 	}
-	if r.deferDrop(revoked) {
+	if !r.lockOrDefer(revoked) {
 		return
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fatal() == nil && r.fencedCause() == nil && !r.migrating.Load() {
 		cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
@@ -1111,10 +1110,9 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 	if !r.closing.Load() {
 		r.setState(StateRebalancing)
 	}
-	if r.deferDrop(lost) {
+	if !r.lockOrDefer(lost) {
 		return
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sess != nil && r.inTxn {
 		// The open transaction cannot commit any more; End aborts it.
@@ -1123,6 +1121,24 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 	r.dropLocked(lost)
 	r.revoked = true
 	r.reconcileStandbysLocked()
+}
+
+// lockOrDefer takes mu for a revocation or loss of parts, unless an exactly-once commit
+// ends its transaction meanwhile: then it sets parts aside (deferDrop) and reports false.
+// Waiting for mu alone could deadlock: kgo's GroupTransactSession calls the revocation
+// callbacks holding a lock that its End takes too, and the loop calls End holding mu; so
+// the callback must not wait for mu once End may be running. It polls for mu instead, and
+// gives up on it as soon as a transaction is ending.
+func (r *Runtime) lockOrDefer(parts map[string][]int32) bool {
+	for {
+		if r.deferDrop(parts) {
+			return false
+		}
+		if r.mu.TryLock() {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // deferDrop sets partitions aside when an exactly-once commit is ending its transaction

@@ -352,8 +352,11 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			if r.cfg.StoreCacheBytes >= 0 {
 				ls.buf.WithReadCache(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes))
 			}
-		case r.cfg.ExactlyOnce:
-			// Writes must wait for their transaction to commit.
+		case r.cfg.ExactlyOnce || spec.Changelog != "":
+			// Exactly-once: writes must wait for their transaction to commit. A logged
+			// memory store is buffered too, so that a key updated many times between
+			// commits is logged once per commit (as Kafka Streams' caching and its
+			// in-memory suppression buffer do), not once per update.
 			ls.buf = store.NewBuffer(raw)
 		}
 		out[spec.Name] = ls
