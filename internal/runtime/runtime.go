@@ -686,6 +686,13 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 	}
 	if len(batch) > 0 {
 		if err := r.beginTxnLocked(); err != nil {
+			if r.fencedCause() != nil {
+				// The producer was fenced while this turn began (the fence was noted by a
+				// produce or commit callback after the loop checked): the session cannot
+				// begin any more, and the loop's next check migrates the tasks (fence.go).
+				r.log.Info("kstream: not beginning a transaction: the producer was fenced", "transactional_id", r.txnID, "err", err)
+				return
+			}
 			r.fail(err)
 			return
 		}
