@@ -59,8 +59,9 @@ func (w TimeWindowedKStream[K, V]) EmitOnWindowClose() TimeWindowedKStream[K, V]
 
 // WindowedCount counts the records of each key and window into the window store named
 // name. Records with a null key are skipped and counted in [Stats].DroppedRecords; so are
-// late records, for each window they arrive too late for. Unlike [Count], a record with a
-// null value is counted, as Kafka Streams' windowed count does.
+// late records, for each window they arrive too late for. Over time windows, unlike
+// [Count], a record with a null value is counted, as Kafka Streams' windowed count does;
+// over sliding windows it is dropped, as Java's sliding aggregation drops it.
 func WindowedCount[K, V any](w TimeWindowedKStream[K, V], name string, opts ...StoreOption) KTable[serde.Windowed[K], int64] {
 	return windowedAggregate(w, "KSTREAM-AGGREGATE", "WindowedCount", func() int64 { return 0 },
 		func(_ K, _ V, n int64, _ bool) int64 { return n + 1 }, false, serde.Int64(), name, opts)
