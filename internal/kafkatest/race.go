@@ -1,6 +1,0 @@
-//go:build race
-
-package kafkatest
-
-// raceEnabled reports whether the test binary was built with the race detector.
-const raceEnabled = true
