@@ -115,9 +115,9 @@ func OuterJoinWindowed[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], jo
 
 // streamJoinDef is what the processors of one stream-stream join share.
 type streamJoinDef[K, V1, V2, VR any] struct {
-	kind                 joinKind
-	before, after, grace int64
-	join                 func(k K, v1 V1, ok1 bool, v2 V2, ok2 bool) VR
+	kind                  joinKind
+	before, after, grace  int64
+	join                  func(k K, v1 V1, ok1 bool, v2 V2, ok2 bool) VR
 	thisStore, otherStore string
 	sharedStore           string // "" for an inner join
 	// clocks are the per-task stream times shared by the two sides (Kafka Streams'
