@@ -114,6 +114,12 @@ var confStreamJoinScenarios = []struct {
 		s := confSLeft(b)
 		confOut(kstream.JoinWindowed(s, s, confSJInner, confSJNoGrace))
 	}},
+	// Java's self-join rewrite takes any join of a stream with itself: a left self-join
+	// joins as the inner one (no non-matches, null keys dropped), and so does kstream's.
+	{"sj-self-left", func(b *kstream.Builder) {
+		s := confSLeft(b)
+		confOut(kstream.LeftJoinWindowed(s, s, confSJLeft, confSJGrace))
+	}},
 }
 
 // confStreamJoinInput is StreamJoinScenarios.input: topics sleft and sright, record i with

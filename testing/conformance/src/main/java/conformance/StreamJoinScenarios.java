@@ -80,6 +80,11 @@ final class StreamJoinScenarios {
             KStream<String, String> s = sleft(b);
             out(s.join(s, INNER, NO_GRACE));
         });
+        // Java's self-join rewrite takes any join of a stream with itself, left and outer too.
+        Main.add("sj-self-left", b -> {
+            KStream<String, String> s = sleft(b);
+            out(s.leftJoin(s, OUTER, GRACE));
+        });
     }
 
     private static final long T0 = Main.T0;
