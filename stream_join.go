@@ -262,9 +262,10 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 		b.addStore(sd, otherN)
 	}
 	mergeN := b.tableNode(mergeName, thisN, otherN)
-	// KIP-962: left and outer joins take null keys, so repartitions upstream keep them.
+	// KIP-962: left and outer joins take null keys, so repartitions upstream of either side
+	// keep them (Java labels the join node NULL_KEY_RELAXED_JOIN, above both sides).
 	thisN.relaxedJoin = leftOuter
-	otherN.relaxedJoin = rightOuter
+	otherN.relaxedJoin = leftOuter
 	mergeN.instantiate = func(t *task) (any, error) {
 		return processorInstance(t, mergeN, ProcessorFunc[K, VR, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, VR]) error {
 			ctx.Forward(rec)

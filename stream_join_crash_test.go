@@ -208,3 +208,58 @@ func TestStreamLeftJoinSurvivesKillsExactlyOnce(t *testing.T) {
 	}
 	t.Logf("%d left records (%d with a match), %d wrong", len(want), matches, bad)
 }
+
+// Under exactly-once, a transaction that aborts takes the join's stores and its clock back
+// to the last commit: an output too large for its topic aborts the transaction (the
+// production error handler says Continue, so the instance goes on and skips that output on
+// the replay), and the replayed records give the same matches and non-matches, each once.
+// (With the clock left at the aborted stream time, a replayed left record would be emitted
+// at once as a non-match before its match.)
+func TestStreamLeftJoinAbortExactlyOnce(t *testing.T) {
+	t.Parallel()
+	left := kafkatest.CreateTopic(t, "left", 1, nil)
+	right := kafkatest.CreateTopic(t, "right", 1, nil)
+	limit := "2000"
+	out := kafkatest.CreateTopic(t, "out", 1, map[string]*string{"max.message.bytes": &limit})
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	r := func(topic, k, v string, ms int64) *kgo.Record {
+		return &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(v), Timestamp: time.UnixMilli(base + ms)}
+	}
+	oneByOne(t,
+		r(left, "a", "L1", 0), r(right, "a", "R1", 300), r(left, "b", "L2", 500), r(left, "c", "L3", 1000),
+		r(right, "c", "R3", 1200), r(right, "d", "R4", 1400), r(left, "d", "big", 1500), r(left, "e", "L5", 2100),
+		r(right, "e", "R5", 2200), r(left, "f", "L6", 3000), r(left, "g", "L7", 6000), r(left, "h", "L8", 20000))
+
+	b := kstream.NewBuilder()
+	kstream.LeftJoinWindowed(kstream.Stream(b, left, serde.String(), serde.String()), kstream.Stream(b, right, serde.String(), serde.String()),
+		func(_ string, lv, rv string, found bool) string {
+			if lv == "big" {
+				return strings.Repeat("x", 5000)
+			}
+			if !found {
+				rv = "-"
+			}
+			return lv + "+" + rv
+		}, kstream.JoinWindowsOf(time.Second).WithGrace(500*time.Millisecond)).To(out, serde.String(), serde.String())
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee = kstream.ExactlyOnce
+	cfg.ProductionErrorHandler = kstream.LogAndContinue()
+	app := newApp(t, b, cfg)
+	start(t, app)
+
+	kafkatest.Consume(t, out, 6, 60*time.Second, readCommitted)
+	time.Sleep(time.Second) // a duplicate would arrive now
+	got := kafkatest.Drain(t, out, time.Second, 10*time.Second, readCommitted)
+	var lines []string
+	for _, rec := range got {
+		lines = append(lines, fmt.Sprintf("%s|%s|%d", rec.Key, rec.Value, rec.Timestamp.UnixMilli()-base))
+	}
+	want := []string{"a|L1+R1|300", "c|L3+R3|1200", "b|L2+-|500", "e|L5+R5|2200", "f|L6+-|3000", "g|L7+-|6000"}
+	if strings.Join(lines, " ") != strings.Join(want, " ") {
+		t.Errorf("read_committed output\n got %q\nwant %q", lines, want)
+	}
+	if st := app.Stats(); st.TransactionsAborted == 0 {
+		t.Errorf("stats %+v: the large output aborted no transaction", st)
+	}
+}
