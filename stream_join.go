@@ -156,8 +156,10 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 			}
 		}
 	}
-	self := l.n == r.n
 	// KStreamImpl.doJoin: re-keyed sides are repartitioned first, the left then the right.
+	// A re-keyed stream joined with itself is repartitioned once (a named join's
+	// "<name>-left" and "<name>-right" merge into the first, as Java's optimizer merges the
+	// repartitions of one key-changing operator), and is a self-join.
 	if l.keyChanged {
 		repName := l.n.name
 		if c.name != "" {
@@ -165,15 +167,14 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 		}
 		l = repartitionForKey(KStream[K, V1]{b: b, n: l.n, ks: ks, vs: v1s, keyChanged: true}, repName, c.name == "", op)
 	}
-	if self {
-		r = KStream[K, V2]{b: b, n: l.n, ks: ks, vs: v2s}
-	} else if r.keyChanged {
+	if r.keyChanged {
 		repName := r.n.name
 		if c.name != "" {
 			repName = c.name + "-right"
 		}
 		r = repartitionForKey(KStream[K, V2]{b: b, n: r.n, ks: ks, vs: v2s, keyChanged: true}, repName, c.name == "", op)
 	}
+	self := l.n == r.n
 	if ks == nil || v1s == nil || v2s == nil {
 		b.errorf("%s: the join's window stores need the key and both value serdes; use JoinSerdes: %w", op, ErrNoSerde)
 	}

@@ -120,6 +120,16 @@ var confStreamJoinScenarios = []struct {
 		s := confSLeft(b)
 		confOut(kstream.LeftJoinWindowed(s, s, confSJLeft, confSJGrace))
 	}},
+	// A re-keyed stream joined with itself: one repartition (a named join's -left and -right
+	// merge, as Java's optimizer merges them) and a self-join.
+	{"sj-self-rekeyed", func(b *kstream.Builder) {
+		s := confSJRekey(confSLeft(b))
+		confOut(kstream.JoinWindowed(s, s, confSJInner, confSJGrace))
+	}},
+	{"sj-self-rekeyed-named", func(b *kstream.Builder) {
+		s := confSJRekey(confSLeft(b))
+		confOut(kstream.JoinWindowed(s, s, confSJInner, confSJGrace, kstream.Named("sr")))
+	}},
 }
 
 // confStreamJoinInput is StreamJoinScenarios.input: topics sleft and sright, record i with

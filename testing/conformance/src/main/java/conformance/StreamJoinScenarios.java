@@ -85,6 +85,16 @@ final class StreamJoinScenarios {
             KStream<String, String> s = sleft(b);
             out(s.leftJoin(s, OUTER, GRACE));
         });
+        // A re-keyed stream joined with itself: one repartition (a named join's -left and
+        // -right merge with topology.optimization=all) and a self-join.
+        Main.add("sj-self-rekeyed", b -> {
+            KStream<String, String> s = rekey(sleft(b));
+            out(s.join(s, INNER, GRACE));
+        });
+        Main.add("sj-self-rekeyed-named", b -> {
+            KStream<String, String> s = rekey(sleft(b));
+            out(s.join(s, INNER, GRACE, StreamJoined.with(Main.STRING, Main.STRING, Main.STRING).withName("sr")));
+        });
     }
 
     private static final long T0 = Main.T0;
