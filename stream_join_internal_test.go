@@ -108,3 +108,33 @@ func TestJoinWindowsAccessors(t *testing.T) {
 		t.Errorf("String() = %q", s)
 	}
 }
+
+// JoinWithoutChangelog leaves the join's stores without changelogs; JoinStoreName names
+// them (an inner join: -this-join and -other-join).
+func TestStreamJoinStoreOptions(t *testing.T) {
+	for _, noLog := range []bool{false, true} {
+		b := NewBuilder()
+		l := Stream(b, "l", serde.String(), serde.String())
+		r := Stream(b, "r", serde.String(), serde.String())
+		opts := []Option{JoinStoreName("st")}
+		if noLog {
+			opts = append(opts, JoinWithoutChangelog())
+		}
+		JoinWindowed(l, r, func(_ string, a, b string) string { return a + b }, JoinWindowsOf(time.Second), opts...).To("out", serde.String(), serde.String())
+		topo, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range topo.compile("app", nil, nil).InternalTopics {
+			names = append(names, it.Name)
+		}
+		want := "app-st-this-join-store-changelog,app-st-other-join-store-changelog"
+		if noLog {
+			want = ""
+		}
+		if got := strings.Join(names, ","); got != want {
+			t.Errorf("without changelog %v: internal topics %q, want %q", noLog, got, want)
+		}
+	}
+}
