@@ -153,6 +153,44 @@ var confCogroupScenarios = []struct {
 		w := c.Named("cgs").WindowedBySession(kstream.SessionWindowsOf(5 * time.Second).WithGrace(5 * time.Second))
 		confWinOut(w.Aggregate(func() string { return "" }, func(_, a, b string) string { return a + "|" + b }, serde.String(), "cg-session-store"))
 	}},
+	{"cg-suppress", func(b *kstream.Builder) {
+		g1 := confCg(b, "cg1").GroupByKey()
+		g2 := confCg(b, "cg2").GroupByKey()
+		c := kstream.CogroupWith(kstream.Cogroup(g1, confCgAppend(",1")), g2, confCgAppend(",2"))
+		w := c.WindowedBy(kstream.TimeWindowsOf(10 * time.Second).WithGrace(5 * time.Second))
+		confWinOut(w.Aggregate(func() string { return "" }, serde.String(), "cg-sup-store").
+			Suppress(kstream.UntilWindowCloses(kstream.Unbounded())))
+	}},
+	{"cg-join", func(b *kstream.Builder) {
+		g1 := confCg(b, "cg1").GroupByKey()
+		g2 := confCg(b, "cg2").GroupByKey()
+		s3 := confCg(b, "cg3")
+		c := kstream.CogroupWith(kstream.Cogroup(g1, confCgAppend(",1")), g2, confCgAppend(",2"))
+		t := c.Aggregate(func() string { return "" }, serde.String(), "cg-join-store")
+		confOut(kstream.Join(s3, t, func(_, v, tv string) string { return v + "/" + tv }))
+	}},
+	{"cg-regroup", func(b *kstream.Builder) {
+		g1 := confCg(b, "cg1").GroupByKey()
+		g2 := confCg(b, "cg2").GroupByKey()
+		c := kstream.CogroupWith(kstream.Cogroup(g1, confCgAppend(",1")), g2, confCgAppend(",2"))
+		t := c.Aggregate(func() string { return "" }, serde.String(), "cg-regroup-store")
+		g := kstream.TableGroupBy(t, func(k, v string) kstream.KeyValue[string, string] {
+			return kstream.KV("n"+strconv.Itoa(len(v)%4), k)
+		}, serde.String(), serde.String())
+		confOut(kstream.MapValues(kstream.TableCount(g, "cg-regroup-count").ToStream(), confN))
+	}},
+	{"cg-shared-rekey", func(b *kstream.Builder) {
+		s1 := confCg(b, "cg1")
+		s2 := kstream.SelectKey(confCg(b, "cg2"), func(_, v string) string {
+			if len(v)%2 == 0 {
+				return "a"
+			}
+			return "b"
+		})
+		confOut(kstream.MapValues(kstream.Count(s2.GroupByKey(), "cg-shared-count").ToStream(), func(n int64) string { return "n" + confN(n) }))
+		c := kstream.CogroupWith(kstream.Cogroup(s1.GroupByKey(), confCgAppend(",1")), s2.GroupByKey(), confCgAppend(",2"))
+		confOut(c.Aggregate(func() string { return "" }, serde.String(), "cg-shared-store").ToStream())
+	}},
 }
 
 func confCg(b *kstream.Builder, topic string) kstream.KStream[string, string] {

@@ -16,6 +16,8 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -129,6 +131,56 @@ final class CogroupScenarios {
                     .windowedBy(SessionWindows.ofInactivityGapAndGrace(secs(5), secs(5)))
                     .aggregate(() -> "", (k, a1, a2) -> a1 + "|" + a2, Named.as("cgs"),
                             Materialized.<String, String, SessionStore<Bytes, byte[]>>as("cg-session-store")));
+        });
+        more();
+    }
+
+    /** More scenarios: the cogrouped table used downstream, and a shared repartition. */
+    static void more() {
+        // cg-suppress: a tumbling cogroup suppressed until its windows close (the grace is
+        // found through the merge node).
+        Main.add("cg-suppress", b -> {
+            KGroupedStream<String, String> g1 = cg(b, "cg1").groupByKey();
+            KGroupedStream<String, String> g2 = cg(b, "cg2").groupByKey();
+            winOut(g1.<String>cogroup((k, v, acc) -> acc + ",1" + nz(v))
+                    .cogroup(g2, (k, v, acc) -> acc + ",2" + nz(v))
+                    .windowedBy(TimeWindows.ofSizeAndGrace(secs(10), secs(5)))
+                    .aggregate(() -> "", Materialized.<String, String, WindowStore<Bytes, byte[]>>as("cg-sup-store").withKeySerde(Main.STRING))
+                    .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded())));
+        });
+        // cg-join: stream cg3 joined with the cogrouped table of cg1 and cg2 (the join reads
+        // the cogroup's store).
+        Main.add("cg-join", b -> {
+            KGroupedStream<String, String> g1 = cg(b, "cg1").groupByKey();
+            KGroupedStream<String, String> g2 = cg(b, "cg2").groupByKey();
+            KStream<String, String> s3 = cg(b, "cg3");
+            KTable<String, String> t = g1.<String>cogroup((k, v, acc) -> acc + ",1" + v)
+                    .cogroup(g2, (k, v, acc) -> acc + ",2" + v)
+                    .aggregate(() -> "", kv("cg-join-store"));
+            s3.join(t, (v, tv) -> nz(v) + "/" + tv).to("out");
+        });
+        // cg-regroup: the cogrouped table re-grouped by the length of its value and counted
+        // (the count needs the old values, which every cogroup operator then sends).
+        Main.add("cg-regroup", b -> {
+            KGroupedStream<String, String> g1 = cg(b, "cg1").groupByKey();
+            KGroupedStream<String, String> g2 = cg(b, "cg2").groupByKey();
+            g1.<String>cogroup((k, v, acc) -> acc + ",1" + v)
+                    .cogroup(g2, (k, v, acc) -> acc + ",2" + v)
+                    .aggregate(() -> "", kv("cg-regroup-store"))
+                    .groupBy((k, v) -> KeyValue.pair("n" + (v.length() % 4), k))
+                    .count(Materialized.as("cg-regroup-count"))
+                    .toStream().mapValues(v -> String.valueOf(v)).to("out");
+        });
+        // cg-shared-rekey: a re-keyed stream counted and cogrouped: the two repartitions
+        // merge into one topic (topology.optimization=all), named after the count's store.
+        Main.add("cg-shared-rekey", b -> {
+            KStream<String, String> s1 = cg(b, "cg1");
+            KStream<String, String> s2 = cg(b, "cg2").selectKey((k, v) -> nz(v).length() % 2 == 0 ? "a" : "b");
+            s2.groupByKey().count(Materialized.as("cg-shared-count")).toStream().mapValues(v -> "n" + v).to("out");
+            s1.groupByKey().<String>cogroup((k, v, acc) -> acc + ",1" + v)
+                    .cogroup(s2.groupByKey(), (k, v, acc) -> acc + ",2" + v)
+                    .aggregate(() -> "", kv("cg-shared-store"))
+                    .toStream().to("out");
         });
     }
 
