@@ -289,9 +289,6 @@ func (c CogroupedKStream[K, VA]) WindowedBy(w Windows) TimeWindowedCogroupedKStr
 		s.err = fmt.Errorf("WindowedBy: the windows are nil")
 	} else {
 		s = w.spec()
-		if s.err == nil && s.kind == sessionWindowKind {
-			s.err = fmt.Errorf("WindowedBy: session windows go to WindowedBySession")
-		}
 	}
 	return TimeWindowedCogroupedKStream[K, VA]{c: c, w: s}
 }

@@ -1,0 +1,232 @@
+package kstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/kstreamtest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// cogroupStats is the aggregate of TestCogroupOnBrokerExactlyOnce: a user's clicks (from
+// one topic) and the total of their orders (from another, re-keyed by user).
+type cogroupStats struct {
+	Clicks int64 `json:"clicks"`
+	Orders int64 `json:"orders"`
+	Total  int64 `json:"total"`
+}
+
+// A cogroup of two topics on the broker, exactly-once: clicks keyed by user, and orders
+// keyed by order id whose value names the user (grouped by user through a repartition
+// topic), aggregated into one store. Every record makes one update of its user's row, so
+// that, read read_committed, the n-th update of a user has aggregated exactly n records, and
+// the last one is the final table. The application then restarts with an empty state
+// directory, restores the shared store from its changelog and goes on from there.
+func TestCogroupOnBrokerExactlyOnce(t *testing.T) {
+	t.Parallel()
+	clicks := kafkatest.CreateTopic(t, "clicks", 2, nil)
+	orders := kafkatest.CreateTopic(t, "orders", 2, nil)
+	out := kafkatest.CreateTopic(t, "stats", 2, nil)
+
+	build := func() *kstream.Builder {
+		b := kstream.NewBuilder()
+		c := kstream.Stream(b, clicks, serde.String(), serde.String()).GroupByKey()
+		o := kstream.GroupBy(kstream.Stream(b, orders, serde.String(), serde.String()),
+			func(_, v string) string { user, _, _ := strings.Cut(v, ":"); return user }, serde.String())
+		cg := kstream.Cogroup(c, func(_, _ string, s cogroupStats) cogroupStats { s.Clicks++; return s })
+		cg = kstream.CogroupWith(cg, o, func(_, v string, s cogroupStats) cogroupStats {
+			_, amount, _ := strings.Cut(v, ":")
+			n, err := strconv.ParseInt(amount, 10, 64)
+			if err != nil {
+				panic(fmt.Sprintf("bad order %q", v)) // the test's own input: cannot happen
+			}
+			s.Orders++
+			s.Total += n
+			return s
+		})
+		table := cg.Aggregate(func() cogroupStats { return cogroupStats{} }, serde.JSON[cogroupStats](), "user-stats")
+		kstream.MapValues(table.ToStream(), func(s cogroupStats) string {
+			return fmt.Sprintf("%d/%d/%d", s.Clicks, s.Orders, s.Total)
+		}).To(out, serde.String(), serde.String())
+		return b
+	}
+
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.Guarantee = kstream.ExactlyOnce
+	r := start(t, newApp(t, build(), cfg))
+	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return r.app.State() == kstream.StateRunning })
+
+	const users, clicksPerUser, ordersPerUser = 5, 12, 8
+	want := map[string]cogroupStats{}
+	var recs []*kgo.Record
+	for i := range users * clicksPerUser {
+		u := "u" + strconv.Itoa(i%users)
+		recs = append(recs, rec(clicks, u, "c", i))
+		s := want[u]
+		s.Clicks++
+		want[u] = s
+	}
+	for i := range users * ordersPerUser {
+		u := "u" + strconv.Itoa(i%users)
+		recs = append(recs, rec(orders, "o"+strconv.Itoa(i), u+":"+strconv.Itoa(i+1), 1000+i))
+		s := want[u]
+		s.Orders++
+		s.Total += int64(i + 1)
+		want[u] = s
+	}
+	cl := kafkatest.Client(t)
+	kafkatest.Produce(t, cl, recs...)
+
+	check := func(n int) {
+		t.Helper()
+		kafkatest.Consume(t, out, n, 90*time.Second, readCommitted)
+		got := kafkatest.Drain(t, out, time.Second, 30*time.Second, readCommitted)
+		if len(got) != n {
+			t.Fatalf("topic %s: %d updates, want %d (one per input record)", out, len(got), n)
+		}
+		updates := map[string][]string{}
+		for _, r := range got {
+			updates[string(r.Key)] = append(updates[string(r.Key)], string(r.Value))
+		}
+		if len(updates) != users {
+			t.Errorf("updates of %d users, want %d: %v", len(updates), users, updates)
+		}
+		for u, vs := range updates {
+			for i, v := range vs {
+				var c, o, total int64
+				if _, err := fmt.Sscanf(v, "%d/%d/%d", &c, &o, &total); err != nil {
+					t.Fatalf("user %s: update %q: %v", u, v, err)
+				}
+				if c+o != int64(i+1) {
+					t.Errorf("user %s: update %d is %q: %d records aggregated, want %d (updates %v)", u, i+1, v, c+o, i+1, vs)
+					break
+				}
+			}
+			w := want[u]
+			if last, wantLast := vs[len(vs)-1], fmt.Sprintf("%d/%d/%d", w.Clicks, w.Orders, w.Total); last != wantLast {
+				t.Errorf("user %s: final row %q, want %q", u, last, wantLast)
+			}
+		}
+	}
+	check(users * (clicksPerUser + ordersPerUser))
+
+	// Restart with an empty state directory: the store is restored from its changelog.
+	if err := r.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopping the app: %v", err)
+	}
+	cfg.StateDir = t.TempDir()
+	r = start(t, newApp(t, build(), cfg))
+	kafkatest.Eventually(t, 60*time.Second, "running again", func() bool { return r.app.State() == kstream.StateRunning })
+	recs = recs[:0]
+	for i := range users {
+		u := "u" + strconv.Itoa(i)
+		recs = append(recs, rec(clicks, u, "c", 5000+i), rec(orders, "late"+strconv.Itoa(i), u+":1000", 5000+i))
+		s := want[u]
+		s.Clicks++
+		s.Orders++
+		s.Total += 1000
+		want[u] = s
+	}
+	kafkatest.Produce(t, cl, recs...)
+	check(users * (clicksPerUser + ordersPerUser + 2))
+}
+
+// The topologies that Kafka Streams refuses, refused at Build: two streams that must be
+// repartitioned and whose groupings have no names (both topics would be named after the
+// store), a missing initializer, and streams of two builders.
+func TestCogroupBuildErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(b *kstream.Builder)
+		want  string
+	}{
+		{"two unnamed repartitions", func(b *kstream.Builder) {
+			g1 := kstream.GroupBy(kstream.Stream(b, "a", serde.String(), serde.String()), func(_, v string) string { return v }, serde.String())
+			g2 := kstream.GroupBy(kstream.Stream(b, "b", serde.String(), serde.String()), func(_, v string) string { return v }, serde.String())
+			c := kstream.CogroupWith(kstream.Cogroup(g1, cgAppend), g2, cgAppend)
+			c.Aggregate(func() string { return "" }, serde.String(), "st")
+		}, `operator name "st-repartition-filter" is used twice`},
+		{"nil initializer", func(b *kstream.Builder) {
+			g := kstream.Stream(b, "a", serde.String(), serde.String()).GroupByKey()
+			kstream.Cogroup(g, cgAppend).Aggregate(nil, serde.String(), "st")
+		}, "the initializer is nil"},
+		{"two builders", func(b *kstream.Builder) {
+			g1 := kstream.Stream(b, "a", serde.String(), serde.String()).GroupByKey()
+			g2 := kstream.Stream(kstream.NewBuilder(), "b", serde.String(), serde.String()).GroupByKey()
+			kstream.CogroupWith(kstream.Cogroup(g1, cgAppend), g2, cgAppend).Aggregate(func() string { return "" }, serde.String(), "st")
+		}, "another builder"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := kstream.NewBuilder()
+			c.build(b)
+			_, err := b.Build()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Build: %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// Cogrouping a grouped stream again replaces its aggregator (Kafka Streams keeps its
+// grouped streams in a map), and leaves the cogroup it was given as it was.
+func TestCogroupSameStreamReplaces(t *testing.T) {
+	b := kstream.NewBuilder()
+	g := kstream.Stream(b, "a", serde.String(), serde.String()).GroupByKey()
+	first := kstream.Cogroup(g, cgAppend)
+	second := kstream.CogroupWith(first, g, func(_, v, acc string) string { return acc + "!" + v })
+	second.Aggregate(func() string { return "" }, serde.String(), "st").ToStream().To("out2", serde.String(), serde.String())
+	first.Named("first").Aggregate(func() string { return "" }, serde.String(), "st1").ToStream().To("out1", serde.String(), serde.String())
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := topo.Describe()
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "cogroup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// One aggregation per grouped stream: COGROUPKSTREAM-AGGREGATE-0000000001 and its merge,
+	// then the named cogroup's.
+	for _, want := range []string{
+		"Processor: COGROUPKSTREAM-MERGE-0000000002 (stores: [])\n      --> KTABLE-TOSTREAM-0000000003\n      <-- COGROUPKSTREAM-AGGREGATE-0000000001\n",
+		"Processor: first-cogroup-merge (stores: [])\n      --> KTABLE-TOSTREAM-0000000007\n      <-- first-cogroup-agg-0\n",
+	} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("Describe has no %q:\n%s", want, desc)
+		}
+	}
+	in := kstreamtest.CreateInputTopic(d, "a", serde.String(), serde.String())
+	for _, v := range []string{"x", "y"} {
+		if err := in.Pipe("k", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for topic, want := range map[string][]string{"out1": {",x", ",x,y"}, "out2": {"!x", "!x!y"}} {
+		out := kstreamtest.CreateOutputTopic(d, topic, serde.String(), serde.String())
+		var got []string
+		for !out.IsEmpty() {
+			r, err := out.ReadRecord()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r.Value)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("topic %s: %q, want %q", topic, got, want)
+		}
+	}
+}
+
+func cgAppend(_, v, acc string) string { return acc + "," + v }
