@@ -230,3 +230,42 @@ func TestCogroupSameStreamReplaces(t *testing.T) {
 }
 
 func cgAppend(_, v, acc string) string { return acc + "," + v }
+
+// Clicks and purchases of each user, two streams of different value types, aggregated into
+// one table by a cogroup.
+func ExampleCogroup() {
+	type activity struct {
+		Clicks int
+		Spent  float64
+	}
+	b := kstream.NewBuilder()
+	clicks := kstream.Stream(b, "clicks", serde.String(), serde.String()).GroupByKey()        // user -> page
+	purchases := kstream.Stream(b, "purchases", serde.String(), serde.Float64()).GroupByKey() // user -> amount
+	c := kstream.Cogroup(clicks, func(_, _ string, a activity) activity { a.Clicks++; return a })
+	c = kstream.CogroupWith(c, purchases, func(_ string, amount float64, a activity) activity { a.Spent += amount; return a })
+	c.Aggregate(func() activity { return activity{} }, serde.JSON[activity](), "activity").
+		ToStream().To("activity", serde.String(), serde.JSON[activity]())
+
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "activity"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	cl := kstreamtest.CreateInputTopic(d, "clicks", serde.String(), serde.String())
+	pu := kstreamtest.CreateInputTopic(d, "purchases", serde.String(), serde.Float64())
+	_ = cl.Pipe("ann", "/home")
+	_ = cl.Pipe("ann", "/shoes")
+	_ = pu.Pipe("ann", 59.9)
+	_ = cl.Pipe("bob", "/home")
+	out := kstreamtest.CreateOutputTopic(d, "activity", serde.String(), serde.JSON[activity]())
+	recs, _ := out.ReadRecords()
+	for _, r := range recs {
+		fmt.Printf("%s clicks=%d spent=%.2f\n", r.Key, r.Value.Clicks, r.Value.Spent)
+	}
+	// Output:
+	// ann clicks=1 spent=0.00
+	// ann clicks=2 spent=0.00
+	// ann clicks=2 spent=59.90
+	// bob clicks=1 spent=0.00
+}
