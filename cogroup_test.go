@@ -269,3 +269,89 @@ func ExampleCogroup() {
 	// ann clicks=2 spent=59.90
 	// bob clicks=1 spent=0.00
 }
+
+// The records a cogroup drops are counted once each, by the operator of their stream: null
+// keys and null values without windows; null keys and late records over time windows, late
+// as each stream's own operator sees it (a record late for one stream's stream time is not
+// for another's).
+func TestCogroupDroppedRecords(t *testing.T) {
+	type in struct {
+		topic, key, value string // "-": a Kafka null
+		ms                int
+	}
+	input := []in{
+		{"a", "k", "1", 1000}, {"b", "k", "2", 2000}, {"a", "k", "-", 3000}, {"b", "-", "3", 4000},
+		{"a", "k", "4", 30000}, // a's stream time 30s: a's windows before [10s, 20s) closed
+		{"b", "k", "5", 5000},  // on time for b (its stream time is 5s)
+		{"a", "k", "6", 6000},  // late for a
+		{"b", "k", "-", 7000},
+	}
+	for _, c := range []struct {
+		name     string
+		windowed bool
+		want     []string
+		dropped  int64
+	}{
+		// Without windows: the null value of a, the null key and the null value of b.
+		{"aggregate", false, []string{"k=,a1", "k=,a1,b2", "k=,a1,b2,a4", "k=,a1,b2,a4,b5", "k=,a1,b2,a4,b5,a6"}, 3},
+		// Tumbling windows of 10s, no grace: the null key of b and a's late record (null
+		// values are aggregated over time windows, as in Kafka Streams).
+		{"windowed", true, []string{"k@0=,a1", "k@0=,a1,b2", "k@0=,a1,b2,a", "k@30000=,a4", "k@0=,a1,b2,a,b5", "k@0=,a1,b2,a,b5,b"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := kstream.NewBuilder()
+			agg := func(tag string) func(_, v, acc string) string {
+				return func(_, v, acc string) string { return acc + "," + tag + v }
+			}
+			cg := kstream.CogroupWith(kstream.Cogroup(kstream.Stream(b, "a", serde.String(), serde.String()).GroupByKey(), agg("a")),
+				kstream.Stream(b, "b", serde.String(), serde.String()).GroupByKey(), agg("b"))
+			if c.windowed {
+				// Retained for a minute, so that window [0s, 10s) is still in the store when b
+				// updates it after a closed it.
+				t := cg.WindowedBy(kstream.TimeWindowsOf(10*time.Second)).
+					Aggregate(func() string { return "" }, serde.String(), "st", kstream.WithRetention(time.Minute))
+				kstream.Map(t.ToStream(), func(k serde.Windowed[string], v string) (string, string) {
+					return k.Key + "@" + strconv.FormatInt(k.StartMs()-baseTime.UnixMilli(), 10), v
+				}).To("out", serde.String(), serde.String())
+			} else {
+				cg.Aggregate(func() string { return "" }, serde.String(), "st").ToStream().To("out", serde.String(), serde.String())
+			}
+			d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "cogroup"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			topics := map[string]*kstreamtest.InputTopic[string, string]{
+				"a": kstreamtest.CreateInputTopic(d, "a", serde.String(), serde.String()),
+				"b": kstreamtest.CreateInputTopic(d, "b", serde.String(), serde.String()),
+			}
+			for _, r := range input {
+				var k, v []byte
+				if r.key != "-" {
+					k = []byte(r.key)
+				}
+				if r.value != "-" {
+					v = []byte(r.value)
+				}
+				if err := topics[r.topic].PipeRaw(k, v, baseTime.Add(time.Duration(r.ms)*time.Millisecond)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String())
+			var got []string
+			for !out.IsEmpty() {
+				r, err := out.ReadRecord()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, r.Key+"="+r.Value)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("output\n got  %q\n want %q", got, c.want)
+			}
+			if n := d.DroppedRecords(); n != c.dropped {
+				t.Errorf("%d records dropped, want %d", n, c.dropped)
+			}
+		})
+	}
+}
