@@ -102,48 +102,53 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 	b.addStore(d, n)
 	ks := s.ks
 	info := storedInfo()
-	n.instantiate = func(t *task) (any, error) {
-		st, err := taskTableStore[K, VA](t, name)
-		if err != nil {
-			return nil, err
-		}
-		return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) error {
-			// KStreamAggregate and KStreamReduce skip null keys and values, with a warning
-			// and a dropped record.
-			if r.HasNullKey() || nullValue(r) {
-				t.dropRecord(n, "key or value")
-				return nil
-			}
-			if kb, err := ks.Serialize(r.Key); err != nil {
-				return fmt.Errorf("serializing the key: %w", err)
-			} else if kb == nil {
-				t.dropRecord(n, "key")
-				return nil
-			}
-			acc, ts, had, err := getTS(st, r.Key)
-			if err != nil {
-				return err
-			}
-			newTs := unixMs(r.Timestamp)
-			oldOK := had
-			if had {
-				newTs = max(newTs, ts)
-			} else if init != nil {
-				// KStreamAggregate forwards the initial aggregate as the old value.
-				acc, oldOK = init(), true
-			}
-			var res change[VA]
-			res.setNew(agg(r.Key, r.Value, acc, had))
-			if err := putTS(st, r.Key, res.new, res.hasNew, newTs); err != nil {
-				return err
-			}
-			if info.sendOld && oldOK {
-				res.setOld(acc)
-			}
-			ctx.Forward(Record[K, change[VA]]{Key: r.Key, Value: res, Timestamp: msTime(newTs), Headers: r.Headers})
-			return nil
-		}))
-	}
+	n.instantiate = func(t *task) (any, error) { return newAggregateProcessor(t, n, name, ks, init, agg, info) }
 	return KTable[K, VA]{b: b, n: n, ks: s.ks, vs: vs, store: name, info: info,
 		getter: storeGetter[K, VA](name), getterStores: []*storeDef{d}}
+}
+
+// newAggregateProcessor is task t's processor of node n, an aggregation into the table
+// store named name (Kafka Streams' KStreamAggregate, or KStreamReduce when init is nil):
+// the processor of [Aggregate], [Count] and [Reduce], and of each stream of a cogroup.
+func newAggregateProcessor[K, V, VA any](t *task, n *node, name string, ks serde.Serde[K], init func() VA, agg func(K, V, VA, bool) VA, info *tableInfo) (any, error) {
+	st, err := taskTableStore[K, VA](t, name)
+	if err != nil {
+		return nil, err
+	}
+	return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) error {
+		// KStreamAggregate and KStreamReduce skip null keys and values, with a warning
+		// and a dropped record.
+		if r.HasNullKey() || nullValue(r) {
+			t.dropRecord(n, "key or value")
+			return nil
+		}
+		if kb, err := ks.Serialize(r.Key); err != nil {
+			return fmt.Errorf("serializing the key: %w", err)
+		} else if kb == nil {
+			t.dropRecord(n, "key")
+			return nil
+		}
+		acc, ts, had, err := getTS(st, r.Key)
+		if err != nil {
+			return err
+		}
+		newTs := unixMs(r.Timestamp)
+		oldOK := had
+		if had {
+			newTs = max(newTs, ts)
+		} else if init != nil {
+			// KStreamAggregate forwards the initial aggregate as the old value.
+			acc, oldOK = init(), true
+		}
+		var res change[VA]
+		res.setNew(agg(r.Key, r.Value, acc, had))
+		if err := putTS(st, r.Key, res.new, res.hasNew, newTs); err != nil {
+			return err
+		}
+		if info.sendOld && oldOK {
+			res.setOld(acc)
+		}
+		ctx.Forward(Record[K, change[VA]]{Key: r.Key, Value: res, Timestamp: msTime(newTs), Headers: r.Headers})
+		return nil
+	}))
 }
