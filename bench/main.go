@@ -88,6 +88,14 @@ type scenario struct {
 	// latency: not a throughput run but runLatency: run processes a paced input on empty
 	// topics and the end-to-end latency is measured (no fill, no warm-up run).
 	latency bool
+	// second, if set, fills a second input topic (runEnv.in2, created like in) after in was
+	// filled: the join scenarios' other side.
+	second func(ctx context.Context, k *kafka, o options, topic string, first filled) error
+	// drained: the run is complete when the group has committed every input topic (in, in2
+	// and the application's internal topics, repartition and foreign-key topics included) to
+	// its end; the output then holds want(o) records exactly (want nil: any number, reported).
+	drained bool
+	want    func(o options) int64
 	// rss: not a throughput run but runRSS: the count over distinct keys with the broker in
 	// a child process, measuring the resident set against the configured memory budget.
 	rss bool
@@ -103,6 +111,7 @@ type scenario struct {
 type runEnv struct {
 	brokers []string
 	in, out string
+	in2     string // the second input of scenarios with second (else unused)
 	group   string // consumer group / application id, fresh per run
 	logger  *slog.Logger
 
@@ -304,6 +313,7 @@ func run(o options, selected []scenario) error {
 		return &runEnv{
 			brokers: brokers,
 			in:      fmt.Sprintf("bench-%x-%s-%s-in", stamp, s.name, run),
+			in2:     fmt.Sprintf("bench-%x-%s-%s-in2", stamp, s.name, run),
 			out:     fmt.Sprintf("bench-%x-%s-%s-out", stamp, s.name, run),
 			group:   fmt.Sprintf("bench-%x-%s-%s", stamp, s.name, run),
 			logger:  logger,
@@ -440,7 +450,11 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	defer cancel()
 	var res result
 
-	if err := k.createTopics(ctx, int32(o.partitions), env.in, env.out); err != nil {
+	topics := []string{env.in, env.out}
+	if s.second != nil {
+		topics = append(topics, env.in2)
+	}
+	if err := k.createTopics(ctx, int32(o.partitions), topics...); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -459,9 +473,19 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	if err != nil {
 		return nil, fmt.Errorf("filling input topic %s: %w", env.in, err)
 	}
+	if s.second != nil {
+		if err := s.second(ctx, k, o, env.in2, in); err != nil {
+			return nil, fmt.Errorf("filling input topic %s: %w", env.in2, err)
+		}
+	}
 	want := in.kept
-	if s.finalWindows {
+	switch {
+	case s.finalWindows:
 		want = in.closedWindows
+	case s.want != nil:
+		want = s.want(o)
+	case s.drained:
+		want = -1 // any number
 	}
 	res.outRecords = want
 	var watcher *committedWatcher
@@ -497,6 +521,8 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	var werr error
 	if watcher != nil {
 		firstOut, werr = watcher.wait(ctx, env.out, want, start, done)
+	} else if s.drained {
+		firstOut, werr = k.waitForDrained(ctx, env, want, start, done)
 	} else if s.finalWindows {
 		firstOut, werr = k.waitForCommitted(ctx, env.group, env.in, env.out, want, start, done)
 	} else {
@@ -538,7 +564,9 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	if err != nil {
 		return nil, err
 	}
-	if got != want {
+	if want < 0 {
+		res.outRecords = got // drained without an expected count: what came out
+	} else if got != want {
 		return nil, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, want)
 	}
 	res.stats = env.stats
