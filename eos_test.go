@@ -53,13 +53,13 @@ type crashRun struct {
 	kills   int
 }
 
-// crashSize is the short form run by go test; KSTREAM_TEST_LONG=1 (and the real-Kafka
-// tier in CI) runs the long form: 1M records over 10k keys.
-func crashSize() (records, keys int) {
+// crashSize is the short form run by go test (5 kills); KSTREAM_TEST_LONG=1 (and the real-Kafka
+// tier in CI) runs the long form: 1M records over 10k keys, 10 kills.
+func crashSize() (records, keys, kills int) {
 	if os.Getenv("KSTREAM_TEST_LONG") != "" {
-		return 1_000_000, 10_000
+		return 1_000_000, 10_000, 10
 	}
-	return 100_000, 2_000
+	return 100_000, 2_000, 5
 }
 
 // restoredRe matches the restore lines the child prints (see restorePrinter).
@@ -187,8 +187,8 @@ func txnSizes(t *testing.T, topic string) map[int32]int64 {
 // state is never wiped.
 func TestExactlyOnceSurvivesKills(t *testing.T) {
 	t.Parallel()
-	records, keys := crashSize()
-	outputs, want, restored, app := runCrashes(t, crashRun{eos: true, records: records, keys: keys, kills: 10})
+	records, keys, kills := crashSize()
+	outputs, want, restored, app := runCrashes(t, crashRun{eos: true, records: records, keys: keys, kills: kills})
 	outputs.checkExact(t, want)
 	bound := txnSizes(t, app+"-counts-changelog")
 	var total int64
@@ -207,8 +207,8 @@ func TestExactlyOnceSurvivesKills(t *testing.T) {
 // least its true count (records processed since the last commit count twice).
 func TestAtLeastOnceSurvivesKills(t *testing.T) {
 	t.Parallel()
-	records, keys := crashSize()
-	outputs, want, _, _ := runCrashes(t, crashRun{records: records, keys: keys, kills: 10})
+	records, keys, kills := crashSize()
+	outputs, want, _, _ := runCrashes(t, crashRun{records: records, keys: keys, kills: kills})
 	outputs.mu.Lock()
 	defer outputs.mu.Unlock()
 	over := 0

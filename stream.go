@@ -64,7 +64,8 @@ type opConfig struct {
 	name       string
 	reset      OffsetReset
 	partitions int32
-	used       []string // option names, for misplaced-option errors
+	sj         streamJoinOpts // stream-stream join options (stream_join.go)
+	used       []string       // option names, for misplaced-option errors
 }
 
 type optFunc struct {

@@ -37,4 +37,8 @@ if [[ ! -f "$stamp" || -n "$(find "$here/pom.xml" "$here/src" -newer "$stamp" -p
 fi
 
 rm -f "$out"/*.txt
-java -cp "$here/target/classes:$here/target/lib/*" conformance.Main "$out"
+# A private temporary directory: TopologyTestDriver keeps its state under java.io.tmpdir
+# (kafka-streams/<application.id>), which two runs at once would otherwise share.
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+java -Djava.io.tmpdir="$tmp" -cp "$here/target/classes:$here/target/lib/*" conformance.Main "$out"

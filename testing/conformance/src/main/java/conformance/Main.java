@@ -1234,6 +1234,7 @@ public final class Main {
         // every record, not at most once a second of wall-clock time, so that their output
         // does not depend on the wall clock (kstream looks on every record).
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L); // stream-stream non-matches too
         return props;
     }
 
