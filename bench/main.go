@@ -96,6 +96,8 @@ type scenario struct {
 	// its end; the output then holds want(o) records exactly (want nil: any number, reported).
 	drained bool
 	want    func(o options) int64
+	// inputs is the number of input topics (0 means 1): rates count the records of all.
+	inputs int
 	// rss: not a throughput run but runRSS: the count over distinct keys with the broker in
 	// a child process, measuring the resident set against the configured memory budget.
 	rss bool
@@ -133,6 +135,7 @@ var scenarios = []scenario{
 	{name: "window-pebble", keep: keepAll, run: runWindowPebble, countKeys: true, eventTime: true, stateful: true},
 	{name: "window-final-pebble", run: runWindowFinalPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
+	{name: "join-pebble", run: runJoinPebble, countKeys: true, eventTime: true, stateful: true, second: fillSame, drained: true, want: joinPairs, inputs: 2},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
@@ -145,10 +148,19 @@ const (
 	targetRestoreRecordsPerS  = 1e6
 	// the windowed counts (issue 11) against count-pebble in the same run
 	targetWindowVsCountPebble = 0.8
+	// the joins (issue 12) against count-pebble in the same run, in input records/s
+	targetJoinVsCountPebble = 0.5
 )
 
 // windowScenarios are judged against count-pebble (targetWindowVsCountPebble).
 var windowScenarios = []string{"window-pebble", "window-final-pebble", "window-suppress-pebble"}
+
+// joinScenarios are judged against count-pebble by input records per second
+// (targetJoinVsCountPebble).
+var joinScenarios = []string{"join-pebble"}
+
+// inputsOf is the number of input topics of s, each of o.records records.
+func inputsOf(s scenario) int { return max(1, s.inputs) }
 
 // result is one timed run.
 type result struct {
@@ -396,7 +408,7 @@ func run(o options, selected []scenario) error {
 			for j, sc := range append([]scenario{s}, fus...) {
 				res := res[j]
 				results[sc.name] = append(results[sc.name], res)
-				n, what := float64(o.records), "first output"
+				n, what := float64(o.records*inputsOf(sc)), "first output"
 				if sc.after != "" {
 					n, what = float64(res.outRecords), "first restore start"
 				}
@@ -743,6 +755,14 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetWindowVsCountPebble))
 			}
 		}
+		if slices.Contains(joinScenarios, s.name) {
+			// By input records per second: a join reads two inputs of o.records each.
+			target = fmt.Sprintf(">= %.1fx count-pebble rec/s", targetJoinVsCountPebble)
+			if cp, ok := sums["count-pebble"]; ok {
+				r := float64(inputsOf(s)) * cp.median.seconds / m.seconds
+				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetJoinVsCountPebble))
+			}
+		}
 		if s.name == "count-eos" {
 			target = fmt.Sprintf(">= %.2fx alos", targetEOSVsALOS)
 			if haveALOS {
@@ -750,8 +770,10 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetEOSVsALOS))
 			}
 		}
+		n := n * float64(inputsOf(s))
+		mb := mb * float64(inputsOf(s))
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.0f\t%v\t%s\t%s\t%s\t\n",
-			s.name, o.records, m.outRecords, len(results[s.name]),
+			s.name, o.records*inputsOf(s), m.outRecords, len(results[s.name]),
 			sm.best.seconds, m.seconds, n/sm.best.seconds, n/m.seconds, mb/m.seconds,
 			ratio(base.best, sm.best, haveBase), ratio(base.median, m, haveBase),
 			ratio(pass.best, sm.best, havePass), ratio(pass.median, m, havePass),
