@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,16 +68,19 @@ func (k *kafka) createTopics(ctx context.Context, partitions int32, topics ...st
 	}
 }
 
-// cleanUp deletes the scenario's topics (with stateful, also the changelogs of countStore and
-// of the suppression suppressName)
-// and group so that the broker's memory is freed.
+// cleanUp deletes the scenario's topics (its inputs and output, and with stateful every
+// topic of the application: changelogs, repartition and foreign-key topics, all named
+// "<group>-...") and group so that the broker's memory is freed.
 func (k *kafka) cleanUp(env *runEnv, stateful bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	topics := []string{env.in, env.out}
+	topics := []string{env.in, env.out, env.in2} // in2 is absent unless the scenario has one
 	if stateful {
-		// window-suppress-pebble's buffer changelog too (absent elsewhere: ignored below)
-		topics = append(topics, changelogTopic(env), env.group+"-"+suppressName+"-store-changelog")
+		internal, err := k.internalTopics(ctx, env.group)
+		if err != nil {
+			return err
+		}
+		topics = append(topics, internal...)
 	}
 	resps, err := k.adm.DeleteTopics(ctx, topics...)
 	if err != nil {
@@ -92,6 +96,21 @@ func (k *kafka) cleanUp(env *runEnv, stateful bool) error {
 	return nil
 }
 
+// internalTopics lists the topics of application group: those named "<group>-...".
+func (k *kafka) internalTopics(ctx context.Context, group string) ([]string, error) {
+	all, err := k.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing topics: %w", err)
+	}
+	var out []string
+	for _, t := range all.Names() {
+		if strings.HasPrefix(t, group+"-") {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 // eventTimeSpan is how much event time the input of the windowed scenarios covers.
 const eventTimeSpan = 10 * time.Minute
 
@@ -103,6 +122,8 @@ type filled struct {
 	// timestamp of the partition: the final results an aggregation emitting on window close
 	// (no grace) produces.
 	closedWindows int64
+	// startMs (eventTime only): the timestamp of the first record.
+	startMs int64
 }
 
 // fill produces o.records records with distinct 8-byte keys and random values to topic,
@@ -114,6 +135,12 @@ type filled struct {
 // ago, so that the input covers eventTimeSpan/windowSize tumbling windows exactly; otherwise
 // the producer's time. Every call with the same options produces the same keys and values.
 func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeyed, eventTime bool) (filled, error) {
+	return k.fillFrom(ctx, topic, o, keep, countKeyed, eventTime, 0)
+}
+
+// fillFrom is fill with the event time starting at startMs (0: the wall clock's minute 10
+// minutes ago), so that a second input can have the first one's timestamps.
+func (k *kafka) fillFrom(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeyed, eventTime bool, startMs int64) (filled, error) {
 	var res filled
 	partitioner := kgo.ManualPartitioner()
 	if countKeyed {
@@ -143,7 +170,10 @@ func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]b
 	// key and the largest timestamp of each partition, from the produced records.
 	win := int64(windowSize / time.Millisecond)
 	span := int64(eventTimeSpan / time.Millisecond)
-	startMs := (time.Now().UnixMilli()/win)*win - span
+	if startMs == 0 {
+		startMs = (time.Now().UnixMilli()/win)*win - span
+	}
+	res.startMs = startMs
 	nWindows := int((span + win - 1) / win)
 	var (
 		seen    []bool // [window*countKeys+key]
@@ -313,4 +343,108 @@ func (k *kafka) waitForCommitted(ctx context.Context, group, in, out string, wan
 		case <-tick.C:
 		}
 	}
+}
+
+// waitForDrained polls, every 10ms, until group has committed every topic it reads to the
+// topic's end: env.in, env.in2 (if it exists) and the application's internal source topics
+// (repartition topics and foreign-key subscription topics, named "<group>-...-repartition"
+// or "<group>-...-topic"), with the inputs' end offsets fixed at the start and the internal
+// topics' read on each poll (they grow while the app runs). It polls the output's end
+// offsets too, for the first output (returned, as the time after start) and, with want >= 0,
+// to fail if more than want records appear. It fails if the run ends early (done receives)
+// or when ctx expires.
+func (k *kafka) waitForDrained(ctx context.Context, env *runEnv, want int64, start time.Time, done <-chan error) (time.Duration, error) {
+	inputs := []string{env.in}
+	if d, err := k.adm.ListTopics(ctx, env.in2); err == nil && d.Has(env.in2) {
+		inputs = append(inputs, env.in2)
+	}
+	ends := map[string]map[int32]kadm.ListedOffset{}
+	for _, t := range inputs {
+		o, err := k.adm.ListEndOffsets(ctx, t)
+		if err != nil {
+			return 0, fmt.Errorf("end offsets of %s: %w", t, err)
+		}
+		if err := o.Error(); err != nil {
+			return 0, fmt.Errorf("end offsets of %s: %w", t, err)
+		}
+		ends[t] = o[t]
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var firstOut time.Duration
+	var got int64
+	behind := "no offsets committed yet"
+	for {
+		if n, err := k.countOutput(ctx, env.out); err == nil {
+			got = n
+			if n > 0 && firstOut == 0 {
+				firstOut = time.Since(start)
+			}
+			if want >= 0 && n > want {
+				return firstOut, fmt.Errorf("output topic %s holds %d records, more than the %d expected", env.out, n, want)
+			}
+		}
+		if b, err := k.drainedBehind(ctx, env.group, ends); err == nil {
+			if b == "" {
+				return firstOut, nil
+			}
+			behind = b
+		} // else: a transient admin error (or the group not yet created); keep polling.
+		select {
+		case err := <-done:
+			return firstOut, fmt.Errorf("stopped after %v with %s, %d output records: %v",
+				time.Since(start).Round(time.Millisecond), behind, got, err)
+		case <-ctx.Done():
+			return firstOut, fmt.Errorf("not drained after %v (the scenario cap): %s, %d output records",
+				time.Since(start).Round(time.Millisecond), behind, got)
+		case <-tick.C:
+		}
+	}
+}
+
+// drainedBehind returns "" when group has committed every partition of the topics of inputEnds
+// to those end offsets and every partition of its internal source topics to their current
+// end, else what is behind.
+func (k *kafka) drainedBehind(ctx context.Context, group string, inputEnds map[string]map[int32]kadm.ListedOffset) (string, error) {
+	internal, err := k.internalTopics(ctx, group)
+	if err != nil {
+		return "", err
+	}
+	ends := map[string]map[int32]kadm.ListedOffset{}
+	for t, o := range inputEnds {
+		ends[t] = o
+	}
+	for _, t := range internal {
+		if !strings.HasSuffix(t, "-repartition") && !strings.HasSuffix(t, "-topic") {
+			continue // changelogs are written, not read
+		}
+		o, err := k.adm.ListEndOffsets(ctx, t)
+		if err != nil {
+			return "", err
+		}
+		if err := o.Error(); err != nil {
+			return "", err
+		}
+		ends[t] = o[t]
+	}
+	offs, err := k.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return "", err
+	}
+	if err := offs.Error(); err != nil {
+		return "", err
+	}
+	for t, o := range ends {
+		var end, committed int64
+		for _, lo := range o {
+			end += lo.Offset
+			if c, ok := offs.Lookup(t, lo.Partition); ok && c.At >= 0 {
+				committed += c.At
+			}
+		}
+		if committed < end {
+			return fmt.Sprintf("%s committed to %d of %d", t, committed, end), nil
+		}
+	}
+	return "", nil
 }

@@ -88,6 +88,16 @@ type scenario struct {
 	// latency: not a throughput run but runLatency: run processes a paced input on empty
 	// topics and the end-to-end latency is measured (no fill, no warm-up run).
 	latency bool
+	// second, if set, fills a second input topic (runEnv.in2, created like in) after in was
+	// filled: the join scenarios' other side.
+	second func(ctx context.Context, k *kafka, o options, topic string, first filled) error
+	// drained: the run is complete when the group has committed every input topic (in, in2
+	// and the application's internal topics, repartition and foreign-key topics included) to
+	// its end; the output then holds want(o) records exactly (want nil: any number, reported).
+	drained bool
+	want    func(o options) int64
+	// inputs is the number of input topics (0 means 1): rates count the records of all.
+	inputs int
 	// rss: not a throughput run but runRSS: the count over distinct keys with the broker in
 	// a child process, measuring the resident set against the configured memory budget.
 	rss bool
@@ -103,6 +113,7 @@ type scenario struct {
 type runEnv struct {
 	brokers []string
 	in, out string
+	in2     string // the second input of scenarios with second (else unused)
 	group   string // consumer group / application id, fresh per run
 	logger  *slog.Logger
 
@@ -125,6 +136,7 @@ var scenarios = []scenario{
 	{name: "window-pebble", keep: keepAll, run: runWindowPebble, countKeys: true, eventTime: true, stateful: true},
 	{name: "window-final-pebble", run: runWindowFinalPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
+	{name: "join-pebble", run: runJoinPebble, countKeys: true, eventTime: true, stateful: true, second: fillSame, drained: true, want: joinPairs, inputs: 2},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
@@ -137,10 +149,19 @@ const (
 	targetRestoreRecordsPerS  = 1e6
 	// the windowed counts (issue 11) against count-pebble in the same run
 	targetWindowVsCountPebble = 0.8
+	// the joins (issue 12) against count-pebble in the same run, in input records/s
+	targetJoinVsCountPebble = 0.5
 )
 
 // windowScenarios are judged against count-pebble (targetWindowVsCountPebble).
 var windowScenarios = []string{"window-pebble", "window-final-pebble", "window-suppress-pebble"}
+
+// joinScenarios are judged against count-pebble by input records per second
+// (targetJoinVsCountPebble).
+var joinScenarios = []string{"join-pebble"}
+
+// inputsOf is the number of input topics of s, each of o.records records.
+func inputsOf(s scenario) int { return max(1, s.inputs) }
 
 // result is one timed run.
 type result struct {
@@ -305,6 +326,7 @@ func run(o options, selected []scenario) error {
 		return &runEnv{
 			brokers: brokers,
 			in:      fmt.Sprintf("bench-%x-%s-%s-in", stamp, s.name, run),
+			in2:     fmt.Sprintf("bench-%x-%s-%s-in2", stamp, s.name, run),
 			out:     fmt.Sprintf("bench-%x-%s-%s-out", stamp, s.name, run),
 			group:   fmt.Sprintf("bench-%x-%s-%s", stamp, s.name, run),
 			logger:  logger,
@@ -387,7 +409,7 @@ func run(o options, selected []scenario) error {
 			for j, sc := range append([]scenario{s}, fus...) {
 				res := res[j]
 				results[sc.name] = append(results[sc.name], res)
-				n, what := float64(o.records), "first output"
+				n, what := float64(o.records*inputsOf(sc)), "first output"
 				if sc.after != "" {
 					n, what = float64(res.outRecords), "first restore start"
 				}
@@ -441,7 +463,11 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	defer cancel()
 	var res result
 
-	if err := k.createTopics(ctx, int32(o.partitions), env.in, env.out); err != nil {
+	topics := []string{env.in, env.out}
+	if s.second != nil {
+		topics = append(topics, env.in2)
+	}
+	if err := k.createTopics(ctx, int32(o.partitions), topics...); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -460,9 +486,19 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	if err != nil {
 		return nil, fmt.Errorf("filling input topic %s: %w", env.in, err)
 	}
+	if s.second != nil {
+		if err := s.second(ctx, k, o, env.in2, in); err != nil {
+			return nil, fmt.Errorf("filling input topic %s: %w", env.in2, err)
+		}
+	}
 	want := in.kept
-	if s.finalWindows {
+	switch {
+	case s.finalWindows:
 		want = in.closedWindows
+	case s.want != nil:
+		want = s.want(o)
+	case s.drained:
+		want = -1 // any number
 	}
 	res.outRecords = want
 	var watcher *committedWatcher
@@ -498,6 +534,8 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	var werr error
 	if watcher != nil {
 		firstOut, werr = watcher.wait(ctx, env.out, want, start, done)
+	} else if s.drained {
+		firstOut, werr = k.waitForDrained(ctx, env, want, start, done)
 	} else if s.finalWindows {
 		firstOut, werr = k.waitForCommitted(ctx, env.group, env.in, env.out, want, start, done)
 	} else {
@@ -539,7 +577,9 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	if err != nil {
 		return nil, err
 	}
-	if got != want {
+	if want < 0 {
+		res.outRecords = got // drained without an expected count: what came out
+	} else if got != want {
 		return nil, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, want)
 	}
 	res.stats = env.stats
@@ -722,6 +762,14 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				target = fmt.Sprintf("%.2fx count-pebble", cp.median.seconds/m.seconds)
 			}
 		}
+		if slices.Contains(joinScenarios, s.name) {
+			// By input records per second: a join reads two inputs of o.records each.
+			target = fmt.Sprintf(">= %.1fx count-pebble rec/s", targetJoinVsCountPebble)
+			if cp, ok := sums["count-pebble"]; ok {
+				r := float64(inputsOf(s)) * cp.median.seconds / m.seconds
+				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetJoinVsCountPebble))
+			}
+		}
 		if s.name == "count-eos" {
 			target = fmt.Sprintf(">= %.2fx alos", targetEOSVsALOS)
 			if haveALOS {
@@ -729,8 +777,10 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetEOSVsALOS))
 			}
 		}
+		n := n * float64(inputsOf(s))
+		mb := mb * float64(inputsOf(s))
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.0f\t%v\t%s\t%s\t%s\t\n",
-			s.name, o.records, m.outRecords, len(results[s.name]),
+			s.name, o.records*inputsOf(s), m.outRecords, len(results[s.name]),
 			sm.best.seconds, m.seconds, n/sm.best.seconds, n/m.seconds, mb/m.seconds,
 			ratio(base.best, sm.best, haveBase), ratio(base.median, m, haveBase),
 			ratio(pass.best, sm.best, havePass), ratio(pass.median, m, havePass),
