@@ -69,7 +69,7 @@ const (
 
 var vMetaKey = []byte{vPrefixMeta}
 
-func flipTS(ts int64) uint64 { return uint64(ts) ^ (1 << 63) }
+func flipTS(ts int64) uint64  { return uint64(ts) ^ (1 << 63) }
 func unflipTS(u uint64) int64 { return int64(u ^ (1 << 63)) }
 
 func versionPrefix(key []byte) []byte {
