@@ -98,6 +98,7 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
 	}
 	d := tableStoreDef(name, s.ks, vs, opts)
+	rejectVersioned(b, opName, d)
 	n := b.tableNode(nodeName, s.n)
 	b.addStore(d, n)
 	ks := s.ks

@@ -64,7 +64,8 @@ type opConfig struct {
 	name       string
 	reset      OffsetReset
 	partitions int32
-	used       []string // option names, for misplaced-option errors
+	used       []string       // option names, for misplaced-option errors
+	joinGrace  *time.Duration // JoinGrace
 }
 
 type optFunc struct {

@@ -32,6 +32,8 @@ type KTable[K, V any] struct {
 	// which an operator using the getter must be connected to.
 	getter       func(t *task) (valueGetter[K, V], error)
 	getterStores []*storeDef
+	// asOf, set for a versioned table, makes a task's as-of value getter of the table.
+	asOf func(t *task) (asOfGetter[K, V], error)
 }
 
 // tableInfo is the build-time state of one table node that its downstream operators may
@@ -44,6 +46,11 @@ type tableInfo struct {
 	// Java's forceMaterialization; every table with no parent here has a store, so it only
 	// matters for the order in which flags are set.
 	enable func(force bool) bool
+	// versioned says the table's output is versioned (Java's isOutputVersioned): it is a
+	// versioned source, or derived without a store of its own from one. Operators below it
+	// then use versioned semantics (Java's useVersionedSemantics): they ignore updates that
+	// are not the latest of their key (change.stale).
+	versioned bool
 }
 
 // storedInfo is the tableInfo of a table with its own store: it can always send old values
@@ -57,7 +64,7 @@ func storedInfo() *tableInfo {
 // derivedInfo is the tableInfo of a table computed from parent without a store of its own:
 // it sends old values if its parent does (KTableFilter and KTableMapValues).
 func derivedInfo(parent *tableInfo) *tableInfo {
-	info := &tableInfo{}
+	info := &tableInfo{versioned: parent.versioned}
 	info.enable = func(force bool) bool {
 		if !info.sendOld && parent.enable(force) {
 			info.sendOld = true
@@ -148,6 +155,7 @@ func materialize[K, V any](b *Builder, op string, c opConfig, n *node, ks serde.
 		b.errorf("%s: the table carries no key or value serde for the store %q; pass one to Materialized: %w", op, c.mat.name, ErrNoSerde)
 	}
 	d := tableStoreDef(c.mat.name, ks, vs, c.mat.opts)
+	rejectVersioned(b, op, d)
 	b.addStore(d, n)
 	return d, vs
 }
@@ -195,11 +203,15 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 				return v, ts, true, nil
 			}, nil
 		}
+		out.asOf = derivedAsOf(t.asOf, func(k K, v V) (V, bool) { return v, keep(k, v) })
 	}
 	// KTableFilter's constructor: "If upstream is already materialized, enable sending old
 	// values to avoid sending unnecessary tombstones".
 	out.info.sendOld = t.info.enable(false)
 	info := out.info
+	// KTableFilter with versioned semantics forwards every update, even a delete of a row
+	// that was never forwarded.
+	useVersioned := t.info.versioned
 	n.instantiate = func(tk *task) (any, error) {
 		var st *tableKV[K, V]
 		if d != nil {
@@ -210,7 +222,7 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, change[V]]) error {
 			in := r.Value
-			var res change[V]
+			res := change[V]{stale: in.stale}
 			if in.hasNew && keep(r.Key, in.new) {
 				res.new, res.hasNew = in.new, true
 			}
@@ -223,7 +235,7 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 				} else if in.hasOld && keep(r.Key, in.old) {
 					res.old, res.hasOld = in.old, true
 				}
-				if !res.hasOld && !res.hasNew {
+				if !res.hasOld && !res.hasNew && !useVersioned {
 					return nil // unnecessary to forward
 				}
 			}
@@ -279,6 +291,7 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 				return vr, ts, true, nil
 			}, nil
 		}
+		out.asOf = derivedAsOf(t.asOf, func(k K, v V) (VR, bool) { vr := fn(k, v); return vr, !isNil(vr) })
 	}
 	info := out.info
 	n.instantiate = func(tk *task) (any, error) {
@@ -291,7 +304,7 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], r Record[K, change[V]]) error {
 			in := r.Value
-			var res change[VR]
+			res := change[VR]{stale: in.stale}
 			if in.hasNew {
 				res.setNew(fn(r.Key, in.new))
 			}
@@ -350,6 +363,9 @@ func (s KStream[K, V]) ToTable(storeName string, opts ...StoreOption) KTable[K, 
 // Streams' KTableSource (materialized) is: each record replaces its key's row, or deletes
 // it if its value is null; the update is forwarded with the old value when asked for.
 func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], vs serde.Serde[V]) KTable[K, V] {
+	if d.versioned {
+		return versionedSourceTable(b, n, d, ks, vs)
+	}
 	info := storedInfo()
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskTableStore[K, V](t, d.name)

@@ -51,9 +51,13 @@ func TableGroupBy[K, V, KR, VR any](t KTable[K, V], selector func(K, V) KeyValue
 	n := b.tableNode(b.nameOr(c, "KTABLE-SELECT"), t.n)
 	// The selector needs both the old and the new value of each update.
 	t.info.enable(true)
+	versioned := t.info.versioned
 	n.instantiate = func(tk *task) (any, error) {
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], KR, change[VR]](func(ctx ProcessorContext[KR, change[VR]], r Record[K, change[V]]) error {
 			in := r.Value
+			if in.stale && versioned {
+				return nil // KTableRepartitionMap's versioned semantics
+			}
 			type pair struct {
 				kv KeyValue[KR, VR]
 				kb []byte

@@ -102,6 +102,9 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 		}
 		return processorInstance(t, thisN, ProcessorFunc[K, change[V1], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], rec Record[K, change[V1]]) error {
 			in := rec.Value
+			if in.stale && l.info.versioned {
+				return nil // versioned semantics: not the latest update of its key
+			}
 			v2, ts2, ok2, err := get(rec.Key)
 			if err != nil {
 				return err
@@ -160,6 +163,9 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 		}
 		return processorInstance(t, otherN, ProcessorFunc[K, change[V2], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], rec Record[K, change[V2]]) error {
 			in := rec.Value
+			if in.stale && r.info.versioned {
+				return nil // versioned semantics: not the latest update of its key
+			}
 			v1, ts1, ok1, err := get(rec.Key)
 			if err != nil {
 				return err

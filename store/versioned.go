@@ -359,6 +359,12 @@ func (s *VersionedKeyValueStore[K, V]) Put(k K, v V, ts int64) (int64, error) {
 	return s.put(k, version{ts: ts, value: vb})
 }
 
+// PutTombstone writes a tombstone for k at time ts (Java's put(key, null, timestamp)) and
+// returns what [VersionedKeyValueStore.Put] returns.
+func (s *VersionedKeyValueStore[K, V]) PutTombstone(k K, ts int64) (int64, error) {
+	return s.put(k, version{ts: ts, tombstone: true})
+}
+
 func (s *VersionedKeyValueStore[K, V]) put(k K, nv version) (int64, error) {
 	kb, err := s.key(k)
 	if err != nil {
@@ -532,6 +538,11 @@ func (c versionedCodec) ChangelogRecord(k, v []byte) (key, value []byte, ts int6
 		return key, nil, ts, true
 	}
 	return key, v[1:], ts, true
+}
+
+// HistoryRetention returns the history retention of the store the codec logs.
+func (c versionedCodec) HistoryRetention() time.Duration {
+	return time.Duration(c.core.retention) * time.Millisecond
 }
 
 func (c versionedCodec) TopicConfigs() map[string]*string {
