@@ -66,6 +66,7 @@ func taskVersionedStore[K, V any](t *task, name string) (*versionedKV[K, V], err
 func rejectVersioned(b *Builder, op string, d *storeDef) {
 	if d != nil && d.versioned {
 		b.errorf("%s: store %q: option Versioned applies to Table and ToTable only", op, d.name)
+		d.versioned = false // reported once
 	}
 }
 
