@@ -10,6 +10,7 @@ import (
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestVersionedTableRestoredOnBroker runs a stream-table join with a grace period against
@@ -20,7 +21,21 @@ import (
 // hold the stream record buffered before the restart.
 func TestVersionedTableRestoredOnBroker(t *testing.T) {
 	t.Parallel()
+	for _, g := range []kstream.Guarantee{kstream.AtLeastOnce, kstream.ExactlyOnce} {
+		t.Run(fmt.Sprint(g), func(t *testing.T) {
+			t.Parallel()
+			versionedRestore(t, g)
+		})
+	}
+}
+
+func versionedRestore(t *testing.T, g kstream.Guarantee) {
 	cfg := testConfig(t)
+	cfg.Guarantee = g
+	var opts []kgo.Opt
+	if g == kstream.ExactlyOnce {
+		opts = append(opts, readCommitted)
+	}
 	tableIn := kafkatest.CreateTopic(t, "vt", 1, nil)
 	streamIn := kafkatest.CreateTopic(t, "vs", 1, nil)
 	out := kafkatest.CreateTopic(t, "vout", 1, nil)
@@ -48,7 +63,7 @@ func TestVersionedTableRestoredOnBroker(t *testing.T) {
 		rec(tableIn, "a", "A1", 1000), rec(tableIn, "a", "A3", 3000), rec(tableIn, "a", "A2", 2000),
 		rec(tableIn, "b", "B1", 1000), tomb)
 	changelog := cfg.ApplicationID + "-vt-store-changelog"
-	got := kafkatest.Consume(t, changelog, 5, 60*time.Second)
+	got := kafkatest.Consume(t, changelog, 5, 60*time.Second, opts...)
 	var lines []string
 	for _, r := range got {
 		lines = append(lines, fmt.Sprintf("%s=%s@%d/null:%v", r.Key, r.Value, r.Timestamp.Sub(baseTime).Milliseconds(), r.Value == nil))
@@ -60,7 +75,7 @@ func TestVersionedTableRestoredOnBroker(t *testing.T) {
 	}
 	kafkatest.Produce(t, cl, rec(streamIn, "a", "s5000", 5000))
 	bufferLog := cfg.ApplicationID + "-vjoin-Buffer-changelog"
-	kafkatest.Consume(t, bufferLog, 2, 60*time.Second) // the record and the buffer's stream time
+	kafkatest.Consume(t, bufferLog, 2, 60*time.Second, opts...) // the record and the buffer's stream time
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +106,7 @@ func TestVersionedTableRestoredOnBroker(t *testing.T) {
 		rec(streamIn, "a", "s1500", 1500), rec(streamIn, "a", "s2500", 2500), rec(streamIn, "a", "s3500", 3500),
 		rec(streamIn, "b", "s1200", 1200), rec(streamIn, "b", "s2600", 2600), rec(streamIn, "a", "s500", 500),
 		rec(streamIn, "c", "s100000", 100_000)) // evicts everything up to 90000
-	res := kafkatest.Consume(t, out, 7, 60*time.Second)
+	res := kafkatest.Consume(t, out, 7, 60*time.Second, opts...)
 	lines = lines[:0]
 	for _, r := range res {
 		lines = append(lines, fmt.Sprintf("%s:%s@%d", r.Key, r.Value, r.Timestamp.Sub(baseTime).Milliseconds()))
@@ -101,7 +116,7 @@ func TestVersionedTableRestoredOnBroker(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Fatalf("join output after the restart: %v, want %v", lines, want)
 	}
-	if extra := kafkatest.ConsumeAtMost(t, out, 8, time.Second); len(extra) != 7 {
+	if extra := kafkatest.ConsumeAtMost(t, out, 8, time.Second, opts...); len(extra) != 7 {
 		t.Fatalf("%d output records, want 7 (s100000 stays buffered)", len(extra))
 	}
 }
