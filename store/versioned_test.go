@@ -155,7 +155,15 @@ func TestVersionedStoreModel(t *testing.T) {
 					t.Fatal(err)
 				}
 				codec := store.NewVersionedChangelog(time.Duration(ret) * time.Millisecond)
-				cb := &capture{Backend: raw, codec: codec}
+				// Half the runs go through a Buffer (the runtime's view of a persistent
+				// store), flushed at random.
+				var buf *store.Buffer
+				var under store.Backend = raw
+				if seed%2 == 1 {
+					buf = store.NewBuffer(raw)
+					under = buf
+				}
+				cb := &capture{Backend: under, codec: codec}
 				s := store.NewVersionedKeyValueStore("v", cb, serde.String(), serde.String(), time.Duration(ret)*time.Millisecond)
 				m := newVModel(ret)
 				now := int64(1000)
@@ -210,6 +218,11 @@ func TestVersionedStoreModel(t *testing.T) {
 						}
 						if code != want {
 							t.Fatalf("Put(%q, %d) = %d, want %d", k, ts, code, want)
+						}
+					}
+					if buf != nil && rng.IntN(20) == 0 {
+						if err := buf.Flush(-1); err != nil {
+							t.Fatal(err)
 						}
 					}
 					if i%25 == 0 {
