@@ -155,7 +155,9 @@ func materialize[K, V any](b *Builder, op string, c opConfig, n *node, ks serde.
 		b.errorf("%s: the table carries no key or value serde for the store %q; pass one to Materialized: %w", op, c.mat.name, ErrNoSerde)
 	}
 	d := tableStoreDef(c.mat.name, ks, vs, c.mat.opts)
-	rejectVersioned(b, op, d)
+	if d.versioned {
+		versionedStoreDef(d, ks, vs)
+	}
 	b.addStore(d, n)
 	return d, vs
 }
@@ -184,8 +186,8 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 	keep := func(k K, v V) bool { return pred(k, v) != not }
 	out := KTable[K, V]{b: b, n: n, ks: t.ks, vs: vs}
 	if d != nil {
-		out.store, out.info = d.name, storedInfo()
-		out.getter, out.getterStores = storeGetter[K, V](d.name), []*storeDef{d}
+		out.store, out.info = d.name, ownInfo(d)
+		out.getter, out.getterStores, out.asOf = ownGetter[K, V](d), []*storeDef{d}, ownAsOf[K, V](d)
 	} else {
 		out.info = derivedInfo(t.info)
 		out.getterStores = t.getterStores
@@ -213,10 +215,10 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 	// that was never forwarded.
 	useVersioned := t.info.versioned
 	n.instantiate = func(tk *task) (any, error) {
-		var st *tableKV[K, V]
+		var st *ownStore[K, V]
 		if d != nil {
 			var err error
-			if st, err = taskTableStore[K, V](tk, d.name); err != nil {
+			if st, err = openOwnStore[K, V](tk, d); err != nil {
 				return nil, err
 			}
 		}
@@ -229,7 +231,7 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 			if info.sendOld {
 				if st != nil {
 					var err error
-					if res.old, _, res.hasOld, err = getTS(st, r.Key); err != nil {
+					if res.old, _, res.hasOld, err = st.get(r.Key); err != nil {
 						return err
 					}
 				} else if in.hasOld && keep(r.Key, in.old) {
@@ -240,9 +242,14 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 				}
 			}
 			if st != nil {
-				if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
+				code, err := st.put(r.Key, res.new, res.hasNew, unixMs(r.Timestamp))
+				if err != nil {
 					return err
 				}
+				if code == putNotPut {
+					return nil // not put to the store: not forwarded either
+				}
+				res.stale = code != putIsLatest
 			}
 			ctx.Forward(Record[K, change[V]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil
@@ -268,8 +275,8 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 	d, vs := materialize(b, op, c, n, t.ks, carry[V, VR](t.vs))
 	out := KTable[K, VR]{b: b, n: n, ks: t.ks, vs: vs}
 	if d != nil {
-		out.store, out.info = d.name, storedInfo()
-		out.getter, out.getterStores = storeGetter[K, VR](d.name), []*storeDef{d}
+		out.store, out.info = d.name, ownInfo(d)
+		out.getter, out.getterStores, out.asOf = ownGetter[K, VR](d), []*storeDef{d}, ownAsOf[K, VR](d)
 	} else {
 		out.info = derivedInfo(t.info)
 		out.getterStores = t.getterStores
@@ -295,10 +302,10 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 	}
 	info := out.info
 	n.instantiate = func(tk *task) (any, error) {
-		var st *tableKV[K, VR]
+		var st *ownStore[K, VR]
 		if d != nil {
 			var err error
-			if st, err = taskTableStore[K, VR](tk, d.name); err != nil {
+			if st, err = openOwnStore[K, VR](tk, d); err != nil {
 				return nil, err
 			}
 		}
@@ -311,7 +318,7 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 			if info.sendOld {
 				if st != nil {
 					var err error
-					if res.old, _, res.hasOld, err = getTS(st, r.Key); err != nil {
+					if res.old, _, res.hasOld, err = st.get(r.Key); err != nil {
 						return err
 					}
 				} else if in.hasOld {
@@ -319,9 +326,14 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 				}
 			}
 			if st != nil {
-				if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
+				code, err := st.put(r.Key, res.new, res.hasNew, unixMs(r.Timestamp))
+				if err != nil {
 					return err
 				}
+				if code == putNotPut {
+					return nil // not put to the store: not forwarded either
+				}
+				res.stale = code != putIsLatest
 			}
 			ctx.Forward(Record[K, change[VR]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil

@@ -23,7 +23,11 @@ import (
 // [KTable.ToStream] emits it; an update older than the observed stream time minus the
 // history retention is not stored and not forwarded. The changelog holds one record per
 // version, timestamped with it, compacted with min.compaction.lag.ms = history retention +
-// 1 day, as Java's. Applies to [Table] and [KStream.ToTable].
+// 1 day, as Java's. Applies to [Table], [KStream.ToTable] and, through [Materialized], to
+// [KTable.Filter], [KTable.FilterNot], [TableMapValues] and the table-table joins, whose
+// results are then versioned too: an update the store refuses (too old) is not forwarded,
+// and one that is not the latest of its key is forwarded marked so. Aggregations and
+// global tables do not take it (a Build error).
 func Versioned(historyRetention time.Duration) StoreOption {
 	return func(d *storeDef) { d.versioned, d.historyRetention = true, historyRetention }
 }
@@ -62,10 +66,10 @@ func taskVersionedStore[K, V any](t *task, name string) (*versionedKV[K, V], err
 }
 
 // rejectVersioned reports a build error when d, made by operator op, asks for a versioned
-// store, which only table sources support here.
+// store, which aggregations do not support here.
 func rejectVersioned(b *Builder, op string, d *storeDef) {
 	if d != nil && d.versioned {
-		b.errorf("%s: store %q: option Versioned applies to Table and ToTable only", op, d.name)
+		b.errorf("%s: store %q: option Versioned applies to Table, ToTable and Materialized only", op, d.name)
 		d.versioned = false // reported once
 	}
 }
@@ -341,3 +345,87 @@ func derivedAsOf[K, V, VR any](parent func(t *task) (asOfGetter[K, V], error), f
 		}, nil
 	}
 }
+
+// ownStore is the store of a table operator that keeps its result ([Materialized]): a
+// timestamped store, or a versioned one (Java's KeyValueStoreWrapper).
+type ownStore[K, V any] struct {
+	ts  *tableKV[K, V]
+	ver *versionedKV[K, V]
+}
+
+// openOwnStore returns task t's instance of the store d of a table operator.
+func openOwnStore[K, V any](t *task, d *storeDef) (*ownStore[K, V], error) {
+	if d.versioned {
+		st, err := taskVersionedStore[K, V](t, d.name)
+		return &ownStore[K, V]{ver: st}, err
+	}
+	st, err := taskTableStore[K, V](t, d.name)
+	return &ownStore[K, V]{ts: st}, err
+}
+
+// get reads the latest value of k.
+func (o *ownStore[K, V]) get(k K) (V, int64, bool, error) {
+	if o.ver != nil {
+		r, ok, err := o.ver.Get(k)
+		return r.Value, r.Timestamp, ok, err
+	}
+	return getTS(o.ts, k)
+}
+
+// put writes k = v at time ts (a delete when !present) and returns Java's put return code:
+// store.PutNotPut when a versioned store refused the write, store.PutValidToUndefined when
+// it is the latest (always, for a timestamped store), else the version's validTo.
+func (o *ownStore[K, V]) put(k K, v V, present bool, ts int64) (int64, error) {
+	if o.ver != nil {
+		if !present {
+			return o.ver.PutTombstone(k, ts)
+		}
+		return o.ver.Put(k, v, ts)
+	}
+	return store.PutValidToUndefined, putTS(o.ts, k, v, present, ts)
+}
+
+// ownGetter is the value getter of a table kept in d, and ownAsOf its as-of getter (nil
+// unless d is versioned).
+func ownGetter[K, V any](d *storeDef) func(t *task) (valueGetter[K, V], error) {
+	if !d.versioned {
+		return storeGetter[K, V](d.name)
+	}
+	return func(t *task) (valueGetter[K, V], error) {
+		o, err := openOwnStore[K, V](t, d)
+		if err != nil {
+			return nil, err
+		}
+		return o.get, nil
+	}
+}
+
+func ownAsOf[K, V any](d *storeDef) func(t *task) (asOfGetter[K, V], error) {
+	if !d.versioned {
+		return nil
+	}
+	return func(t *task) (asOfGetter[K, V], error) {
+		st, err := taskVersionedStore[K, V](t, d.name)
+		if err != nil {
+			return nil, err
+		}
+		return func(k K, at int64) (V, int64, bool, error) {
+			r, ok, err := st.GetAsOf(k, at)
+			return r.Value, r.Timestamp, ok, err
+		}, nil
+	}
+}
+
+// ownInfo is the tableInfo of a table with its own store d.
+func ownInfo(d *storeDef) *tableInfo {
+	info := storedInfo()
+	info.versioned = d.versioned
+	return info
+}
+
+// Java's put return codes (VersionedKeyValueStore.PUT_RETURN_CODE_NOT_PUT and
+// KeyValueStoreWrapper.PUT_RETURN_CODE_IS_LATEST).
+const (
+	putNotPut   = store.PutNotPut
+	putIsLatest = store.PutValidToUndefined
+)

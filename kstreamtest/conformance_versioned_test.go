@@ -28,6 +28,11 @@ func confVStream(b *kstream.Builder) kstream.KStream[string, string] {
 
 func confVOut(s kstream.KStream[string, string]) { s.To("out", serde.String(), serde.String()) }
 
+// confVMat materializes a table operator's result in a versioned store named name.
+func confVMat(name string) kstream.Option {
+	return kstream.Materialized[string](name, nil, kstream.Versioned(confVHistory))
+}
+
 func confVJoin(_ string, v, vt string) string { return v + "+" + vt }
 
 func confVLeft(_ string, v, vt string, found bool) string {
@@ -73,6 +78,24 @@ func init() {
 			t := confVTable(b)
 			st := confVStream(b).ToTable("vstream-store", kstream.Versioned(confVHistory))
 			confVOut(kstream.TableJoin(t, st, func(_, a, s string) string { return a + "*" + s }).ToStream())
+		}},
+		{"versioned-filter-materialized", func(b *kstream.Builder) {
+			s := confVStream(b)
+			t := confVTable(b).Filter(func(_, v string) bool { return !strings.HasPrefix(v, "A1") }, confVMat("vfilter-store"))
+			confVOut(kstream.Join(s, t, confVJoin))
+		}},
+		{"versioned-mapvalues-materialized-tostream", func(b *kstream.Builder) {
+			confVOut(kstream.TableMapValues(confVTable(b), strings.ToLower, confVMat("vmap-store")).ToStream())
+		}},
+		{"versioned-filter-timestamped-groupby", func(b *kstream.Builder) {
+			f := confVTable(b).Filter(func(_, v string) bool { return !strings.HasPrefix(v, "A1") }, kstream.Materialized[string]("tfilter-store", nil))
+			g := kstream.TableGroupBy(f, func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], v) }, nil, nil)
+			confVOut(kstream.MapValues(kstream.TableCount(g, "tletter-counts").ToStream(), func(n int64) string { return "n" + confN(n) }))
+		}},
+		{"versioned-table-join-materialized", func(b *kstream.Builder) {
+			t := confVTable(b)
+			st := confVStream(b).ToTable("vstream-store", kstream.Versioned(confVHistory))
+			confVOut(kstream.TableJoin(t, st, func(_, a, s string) string { return a + "*" + s }, confVMat("vjoin-store")).ToStream())
 		}},
 		{"versioned-groupby-count", func(b *kstream.Builder) {
 			g := kstream.TableGroupBy(confVTable(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], v) }, nil, nil)

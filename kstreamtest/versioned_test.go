@@ -99,11 +99,11 @@ func TestVersionedBuildErrors(t *testing.T) {
 		}, "option JoinGrace does not apply"},
 		{"versioned-aggregation", func(b *kstream.Builder) {
 			kstream.Count(kstream.Stream(b, "s", serde.String(), serde.String()).GroupByKey(), "c", kstream.Versioned(time.Second))
-		}, "option Versioned applies to Table and ToTable only"},
+		}, "option Versioned applies to Table, ToTable and Materialized only"},
 		{"versioned-global-table", func(b *kstream.Builder) {
 			kstream.GlobalTable(b, "g", serde.String(), serde.String(), "g-store", kstream.Versioned(time.Second))
 			kstream.Stream(b, "s", serde.String(), serde.String()).To("out", serde.String(), serde.String())
-		}, `store "g-store": option Versioned applies to Table and ToTable only`},
+		}, `store "g-store": option Versioned applies to Table, ToTable and Materialized only`},
 		{"suppress-versioned", func(b *kstream.Builder) {
 			kstream.Table(b, "t", serde.String(), serde.String(), "t-store", kstream.Versioned(time.Second)).
 				Suppress(kstream.UntilTimeLimit(time.Second, kstream.Unbounded())).ToStream().To("out", serde.String(), serde.String())

@@ -3,6 +3,7 @@ package conformance;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -11,6 +12,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
 /**
@@ -38,6 +40,11 @@ final class VersionedScenarios {
 
     private static void out(KStream<String, String> s) {
         s.to("out", Produced.with(Main.STRING, Main.STRING));
+    }
+
+    private static Materialized<String, String, KeyValueStore<Bytes, byte[]>> versioned(String name) {
+        return Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore(name, HISTORY))
+                .withKeySerde(Main.STRING).withValueSerde(Main.STRING);
     }
 
     private static Joined<String, String, String> grace() {
@@ -72,6 +79,20 @@ final class VersionedScenarios {
         Main.add("versioned-table-table-join", b -> out(vtable(b).join(vstream(b).toTable(
                 Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("vstream-store", HISTORY))
                         .withKeySerde(Main.STRING).withValueSerde(Main.STRING)), (a, s) -> a + "*" + s).toStream()));
+        // Operators materialized in a versioned store (Materialized.as(a versioned supplier))
+        // forward what their store took, marked latest or not by it; materialized in a
+        // timestamped store, every update they forward is the latest.
+        Main.add("versioned-filter-materialized", b -> out(vstream(b).join(
+                vtable(b).filter((k, v) -> !v.startsWith("A1"), versioned("vfilter-store")),
+                (v, vt) -> v + "+" + vt)));
+        Main.add("versioned-mapvalues-materialized-tostream", b -> out(
+                vtable(b).mapValues(v -> v.toLowerCase(), versioned("vmap-store")).toStream()));
+        Main.add("versioned-filter-timestamped-groupby", b -> vtable(b)
+                .filter((k, v) -> !v.startsWith("A1"), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tfilter-store"))
+                .groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v))
+                .count(Materialized.as("tletter-counts")).toStream().mapValues(n -> "n" + n).to("out"));
+        Main.add("versioned-table-join-materialized", b -> out(vtable(b).join(vstream(b).toTable(versioned("vstream-store")),
+                (a, s) -> a + "*" + s, versioned("vjoin-store")).toStream()));
         Main.add("versioned-groupby-count", b -> vtable(b).groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v))
                 .count(Materialized.as("vletter-counts")).toStream().mapValues(n -> "n" + n).to("out"));
     }
