@@ -98,13 +98,15 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
 	}
 	d := tableStoreDef(name, s.ks, vs, opts)
-	rejectVersioned(b, opName, d)
+	if d.versioned {
+		versionedStoreDef(d, s.ks, vs)
+	}
 	n := b.tableNode(nodeName, s.n)
 	b.addStore(d, n)
 	ks := s.ks
-	info := storedInfo()
+	info := ownInfo(d)
 	n.instantiate = func(t *task) (any, error) {
-		st, err := taskTableStore[K, VA](t, name)
+		st, err := openOwnStore[K, VA](t, d)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +123,7 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 				t.dropRecord(n, "key")
 				return nil
 			}
-			acc, ts, had, err := getTS(st, r.Key)
+			acc, ts, had, err := st.get(r.Key)
 			if err != nil {
 				return err
 			}
@@ -135,9 +137,14 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 			}
 			var res change[VA]
 			res.setNew(agg(r.Key, r.Value, acc, had))
-			if err := putTS(st, r.Key, res.new, res.hasNew, newTs); err != nil {
+			code, err := st.put(r.Key, res.new, res.hasNew, newTs)
+			if err != nil {
 				return err
 			}
+			if code == putNotPut {
+				return nil // not put to the store: not forwarded either
+			}
+			res.stale = code != putIsLatest
 			if info.sendOld && oldOK {
 				res.setOld(acc)
 			}
@@ -146,5 +153,5 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 		}))
 	}
 	return KTable[K, VA]{b: b, n: n, ks: s.ks, vs: vs, store: name, info: info,
-		getter: storeGetter[K, VA](name), getterStores: []*storeDef{d}}
+		getter: ownGetter[K, VA](d), getterStores: []*storeDef{d}, asOf: ownAsOf[K, VA](d)}
 }

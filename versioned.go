@@ -23,11 +23,12 @@ import (
 // [KTable.ToStream] emits it; an update older than the observed stream time minus the
 // history retention is not stored and not forwarded. The changelog holds one record per
 // version, timestamped with it, compacted with min.compaction.lag.ms = history retention +
-// 1 day, as Java's. Applies to [Table], [KStream.ToTable] and, through [Materialized], to
-// [KTable.Filter], [KTable.FilterNot], [TableMapValues] and the table-table joins, whose
-// results are then versioned too: an update the store refuses (too old) is not forwarded,
-// and one that is not the latest of its key is forwarded marked so. Aggregations and
-// global tables do not take it (a Build error).
+// 1 day, as Java's. Applies to [Table], [KStream.ToTable], the aggregations ([Count],
+// [Reduce], [Aggregate], [TableCount], [TableReduce], [TableAggregate]) and, through
+// [Materialized], to [KTable.Filter], [KTable.FilterNot], [TableMapValues] and the
+// table-table joins, whose results are then versioned too: an update the store refuses
+// (too old) is not forwarded, and one that is not the latest of its key is forwarded marked
+// so. Global tables and window and session stores do not take it (a Build error).
 func Versioned(historyRetention time.Duration) StoreOption {
 	return func(d *storeDef) { d.versioned, d.historyRetention = true, historyRetention }
 }
@@ -63,15 +64,6 @@ func taskVersionedStore[K, V any](t *task, name string) (*versionedKV[K, V], err
 		return nil, fmt.Errorf("kstream: internal error: task %s has no versioned store %q of these types (it has a %T)", t.id, name, t.stores[name])
 	}
 	return s, nil
-}
-
-// rejectVersioned reports a build error when d, made by operator op, asks for a versioned
-// store, which aggregations do not support here.
-func rejectVersioned(b *Builder, op string, d *storeDef) {
-	if d != nil && d.versioned {
-		b.errorf("%s: store %q: option Versioned applies to Table, ToTable and Materialized only", op, d.name)
-		d.versioned = false // reported once
-	}
 }
 
 // asOfGetter reads a versioned table's value of a key as of a time: Kafka Streams'

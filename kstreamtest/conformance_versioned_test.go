@@ -97,6 +97,16 @@ func init() {
 			st := confVStream(b).ToTable("vstream-store", kstream.Versioned(confVHistory))
 			confVOut(kstream.TableJoin(t, st, func(_, a, s string) string { return a + "*" + s }, confVMat("vjoin-store")).ToStream())
 		}},
+		{"versioned-stream-count-join", func(b *kstream.Builder) {
+			s := confVStream(b)
+			c := kstream.Count(s.GroupByKey(), "vcounts", kstream.Versioned(confVHistory))
+			confVOut(kstream.Join(s, c, func(_, v string, n int64) string { return v + "#" + confN(n) }))
+		}},
+		{"versioned-table-reduce", func(b *kstream.Builder) {
+			g := kstream.TableGroupBy(confVTable(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], v) }, nil, nil)
+			confVOut(kstream.TableReduce(g, func(a, v string) string { return a + "+" + v }, func(a, v string) string { return a + "-" + v },
+				"vreduce-store", kstream.Versioned(confVHistory)).ToStream())
+		}},
 		{"versioned-groupby-count", func(b *kstream.Builder) {
 			g := kstream.TableGroupBy(confVTable(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], v) }, nil, nil)
 			confVOut(kstream.MapValues(kstream.TableCount(g, "vletter-counts").ToStream(), func(n int64) string { return "n" + confN(n) }))

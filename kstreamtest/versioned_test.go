@@ -97,13 +97,14 @@ func TestVersionedBuildErrors(t *testing.T) {
 		{"grace-only-on-joins", func(b *kstream.Builder) {
 			kstream.Stream(b, "s", serde.String(), serde.String()).Filter(func(_, _ string) bool { return true }, kstream.JoinGrace(time.Second))
 		}, "option JoinGrace does not apply"},
-		{"versioned-aggregation", func(b *kstream.Builder) {
-			kstream.Count(kstream.Stream(b, "s", serde.String(), serde.String()).GroupByKey(), "c", kstream.Versioned(time.Second))
-		}, "option Versioned applies to Table, ToTable and Materialized only"},
+		{"versioned-window-store", func(b *kstream.Builder) {
+			w := kstream.Stream(b, "s", serde.String(), serde.String()).GroupByKey().WindowedBy(kstream.TimeWindowsOf(time.Second))
+			kstream.WindowedCount(w, "c", kstream.Versioned(time.Second))
+		}, `store "c": option Versioned applies to`},
 		{"versioned-global-table", func(b *kstream.Builder) {
 			kstream.GlobalTable(b, "g", serde.String(), serde.String(), "g-store", kstream.Versioned(time.Second))
 			kstream.Stream(b, "s", serde.String(), serde.String()).To("out", serde.String(), serde.String())
-		}, `store "g-store": option Versioned applies to Table, ToTable and Materialized only`},
+		}, `store "g-store": option Versioned applies to key-value stores of tables only (Table, ToTable, Materialized, aggregations)`},
 		{"suppress-versioned", func(b *kstream.Builder) {
 			kstream.Table(b, "t", serde.String(), serde.String(), "t-store", kstream.Versioned(time.Second)).
 				Suppress(kstream.UntilTimeLimit(time.Second, kstream.Unbounded())).ToStream().To("out", serde.String(), serde.String())

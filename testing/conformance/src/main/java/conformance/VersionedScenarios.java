@@ -3,6 +3,7 @@ package conformance;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -93,6 +94,17 @@ final class VersionedScenarios {
                 .count(Materialized.as("tletter-counts")).toStream().mapValues(n -> "n" + n).to("out"));
         Main.add("versioned-table-join-materialized", b -> out(vtable(b).join(vstream(b).toTable(versioned("vstream-store")),
                 (a, s) -> a + "*" + s, versioned("vjoin-store")).toStream()));
+        // Aggregations kept in a versioned store: a stream joined with its own count reads
+        // the count as of each record's time (the aggregate's timestamp is the largest seen).
+        Main.add("versioned-stream-count-join", b -> {
+            KStream<String, String> s = vstream(b);
+            KTable<String, Long> c = s.groupByKey().count(
+                    Materialized.<String, Long>as(Stores.persistentVersionedKeyValueStore("vcounts", HISTORY))
+                            .withKeySerde(Main.STRING).withValueSerde(Serdes.Long()));
+            out(s.join(c, (v, n) -> v + "#" + n));
+        });
+        Main.add("versioned-table-reduce", b -> out(vtable(b).groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v))
+                .reduce((a, v) -> a + "+" + v, (a, v) -> a + "-" + v, versioned("vreduce-store")).toStream()));
         Main.add("versioned-groupby-count", b -> vtable(b).groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v))
                 .count(Materialized.as("vletter-counts")).toStream().mapValues(n -> "n" + n).to("out"));
     }
