@@ -421,3 +421,36 @@ const (
 	putNotPut   = store.PutNotPut
 	putIsLatest = store.PutValidToUndefined
 )
+
+// VersionedKeyValueStore declares a versioned key-value store named name with the given
+// history retention for the Processor API (Java's
+// Stores.versionedKeyValueStoreBuilder(Stores.persistentVersionedKeyValueStore(name,
+// historyRetention), ...)): pass it to [Process] with [WithStores], and reach it in the
+// processor with [GetVersionedKeyValueStore]. The store is persistent and logged to
+// "<application.id>-<name>-changelog" in Kafka Streams' versioned changelog format unless
+// options say otherwise ([InMemory], [WithoutChangelog]).
+func VersionedKeyValueStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], historyRetention time.Duration, opts ...StoreOption) StoreBuilder {
+	d := &storeDef{name: name, persistent: true, logged: true}
+	for _, o := range opts {
+		o(d)
+	}
+	d.versioned, d.historyRetention = true, historyRetention
+	versionedStoreDef(d, ks, vs)
+	return storeBuilder{d}
+}
+
+// GetVersionedKeyValueStore returns the typed versioned store named name, which must have
+// been connected to the processor with [WithStores] (with the same key and value types).
+func GetVersionedKeyValueStore[K, V any](ctx interface {
+	Store(name string) (any, error)
+}, name string) (*store.VersionedKeyValueStore[K, V], error) {
+	s, err := ctx.Store(name)
+	if err != nil {
+		return nil, err
+	}
+	vs, ok := s.(*store.VersionedKeyValueStore[K, V])
+	if !ok {
+		return nil, fmt.Errorf("kstream: store %q is a %T, not a VersionedKeyValueStore of these key and value types", name, s)
+	}
+	return vs, nil
+}

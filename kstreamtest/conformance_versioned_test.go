@@ -1,11 +1,13 @@
 package kstreamtest_test
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
 )
 
 // The versioned family of the conformance test (issue 12 item 4): versioned table sources
@@ -27,6 +29,50 @@ func confVStream(b *kstream.Builder) kstream.KStream[string, string] {
 }
 
 func confVOut(s kstream.KStream[string, string]) { s.To("out", serde.String(), serde.String()) }
+
+// confVProc reads the versioned store vproc-store as of just before each record, puts the
+// record at its time, and forwards what it saw and put's return code (VProc in Java).
+func confVProc(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+	out := r
+	if r.HasNullKey() {
+		out.Value = "nokey"
+		ctx.Forward(out)
+		return nil
+	}
+	st, err := kstream.GetVersionedKeyValueStore[string, string](ctx, "vproc-store")
+	if err != nil {
+		return err
+	}
+	ts := r.Timestamp.UnixMilli()
+	prev, found, err := st.GetAsOf(r.Key, ts-1)
+	if err != nil {
+		return err
+	}
+	var code int64
+	if r.IsTombstone() {
+		code, err = st.PutTombstone(r.Key, ts)
+	} else {
+		code, err = st.Put(r.Key, r.Value, ts)
+	}
+	if err != nil {
+		return err
+	}
+	seen := "-"
+	if found {
+		// (Not prev.ValidTo: Java's typed store drops it; see VProc.)
+		seen = prev.Value + "@" + strconv.FormatInt(prev.Timestamp-confT0, 10)
+	}
+	put := "until" + strconv.FormatInt(code-confT0, 10)
+	switch code {
+	case store.PutNotPut:
+		put = "notput"
+	case store.PutValidToUndefined:
+		put = "latest"
+	}
+	out.Value = r.Value + "|" + seen + "|" + put
+	ctx.Forward(out)
+	return nil
+}
 
 // confVMat materializes a table operator's result in a versioned store named name.
 func confVMat(name string) kstream.Option {
@@ -106,6 +152,12 @@ func init() {
 			g := kstream.TableGroupBy(confVTable(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], v) }, nil, nil)
 			confVOut(kstream.TableReduce(g, func(a, v string) string { return a + "+" + v }, func(a, v string) string { return a + "-" + v },
 				"vreduce-store", kstream.Versioned(confVHistory)).ToStream())
+		}},
+		{"versioned-process-store", func(b *kstream.Builder) {
+			p := kstream.Process(confVStream(b), func() kstream.Processor[string, string, string, string] {
+				return kstream.ProcessorFunc[string, string, string, string](confVProc)
+			}, kstream.WithStores(kstream.VersionedKeyValueStore("vproc-store", serde.String(), serde.String(), confVHistory)))
+			confVOut(p)
 		}},
 		{"versioned-groupby-count", func(b *kstream.Builder) {
 			g := kstream.TableGroupBy(confVTable(b), func(_, v string) kstream.KeyValue[string, string] { return kstream.KV(v[:1], v) }, nil, nil)

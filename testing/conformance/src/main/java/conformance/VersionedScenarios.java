@@ -13,7 +13,12 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.Stores;
 
 /**
@@ -105,8 +110,44 @@ final class VersionedScenarios {
         });
         Main.add("versioned-table-reduce", b -> out(vtable(b).groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v))
                 .reduce((a, v) -> a + "+" + v, (a, v) -> a + "-" + v, versioned("vreduce-store")).toStream()));
+        // The Processor API: a processor reads a versioned store as of just before each
+        // record, puts the record at its time, and forwards what it saw and put's code.
+        Main.add("versioned-process-store", b -> {
+            b.addStateStore(Stores.versionedKeyValueStoreBuilder(
+                    Stores.persistentVersionedKeyValueStore("vproc-store", HISTORY), Main.STRING, Main.STRING));
+            out(vstream(b).process(VProc::new, "vproc-store"));
+        });
         Main.add("versioned-groupby-count", b -> vtable(b).groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v))
                 .count(Materialized.as("vletter-counts")).toStream().mapValues(n -> "n" + n).to("out"));
+    }
+
+    /** VProc: see versioned-process-store. */
+    private static final class VProc implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> ctx;
+        private VersionedKeyValueStore<String, String> store;
+
+        @Override
+        public void init(ProcessorContext<String, String> ctx) {
+            this.ctx = ctx;
+            this.store = ctx.getStateStore("vproc-store");
+        }
+
+        @Override
+        public void process(Record<String, String> r) {
+            if (r.key() == null) {
+                ctx.forward(r.withValue("nokey"));
+                return;
+            }
+            VersionedRecord<String> prev = store.get(r.key(), r.timestamp() - 1);
+            long code = store.put(r.key(), r.value(), r.timestamp());
+            // (validTo is not shown: Java's typed store passes a record through
+            // ValueAndTimestamp bytes, which drop it; kstream's GetAsOf returns it.)
+            String seen = prev == null ? "-" : prev.value() + "@" + (prev.timestamp() - Main.T0);
+            String put = code == VersionedKeyValueStore.PUT_RETURN_CODE_NOT_PUT ? "notput"
+                    : code == VersionedKeyValueStore.PUT_RETURN_CODE_VALID_TO_UNDEFINED ? "latest"
+                    : "until" + (code - Main.T0);
+            ctx.forward(r.withValue((r.value() == null ? "" : r.value()) + "|" + seen + "|" + put));
+        }
     }
 
     private static void add(List<Main.In> recs, String topic, String key, String value, long seconds, String header) {
