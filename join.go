@@ -41,8 +41,10 @@ func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde
 // unnamed join, the name of the operator that s comes out of (a generated name such as
 // KSTREAM-KEY-SELECT-0000000003 unless that operator was named). Unnamed joins of one stream
 // share the topic, and so do all the joins and aggregations below one key-changing operator
-// (see [Count]). Options: [Named] (it corresponds to Kafka Streams' Joined.as, which names the
-// join and its repartition topic).
+// (see [Count]). A table kept in a versioned store ([Versioned]) is looked up as of the
+// stream record's timestamp instead of its latest value. Options: [Named] (it corresponds to
+// Kafka Streams' Joined.as, which names the join and its repartition topic), [JoinGrace] (a
+// grace period for the stream side, against a versioned table).
 func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT) VR, opts ...Option) KStream[K, VR] {
 	return joinTable(s, t, "KSTREAM-JOIN", "Join", func(k K, v V, vt VT, found bool) (VR, bool) {
 		if !found {
