@@ -313,3 +313,33 @@ func TestVersionedStoreVersionsAndConfig(t *testing.T) {
 		t.Fatalf("topic configs: policy %s lag %s", *cfg["cleanup.policy"], *cfg["min.compaction.lag.ms"])
 	}
 }
+
+// Expired versions leave the backend: after many updates of a few keys, the store holds only
+// the versions within the history retention (plus the index entries and the stream time).
+func TestVersionedStoreExpiryDeletes(t *testing.T) {
+	raw, err := memory.New().Open("v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := store.NewVersionedKeyValueStore("v", raw, serde.String(), serde.String(), 100*time.Millisecond)
+	for i := range int64(10_000) {
+		if _, err := s.Put(fmt.Sprint("k", i%3), fmt.Sprint(i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Per key: the versions whose validity ended within the last 100 ms (about 34), the
+	// latest, and an index entry for each non-latest one; plus the stream time.
+	n, err := raw.ApproximateCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 3*2*36+1 {
+		t.Fatalf("%d backend keys after 10000 puts over 3 keys with 100 ms of history", n)
+	}
+	if r, ok, _ := s.GetAsOf("k1", 9_950); !ok || r.Value != "9949" {
+		t.Fatalf("GetAsOf(k1, 9950) = %+v %v, want 9949", r, ok)
+	}
+	if _, ok, _ := s.GetAsOf("k1", 9_800); ok {
+		t.Fatal("a version older than the history retention is still readable")
+	}
+}
