@@ -179,6 +179,9 @@ func (b *Builder) Build() (*Topology, error) {
 		errs = append(errs, errors.New("kstream: the topology is empty; add a source with kstream.Stream"))
 	}
 	for _, d := range b.storeOrder {
+		if _, ok := d.codec.(store.ChangelogRecordCodec); d.versioned && !ok {
+			errs = append(errs, fmt.Errorf("kstream: store %q: option Versioned applies to key-value stores of tables only (Table, ToTable, Materialized, aggregations)", d.name))
+		}
 		if d.global && b.stores[d.name+runtime.GlobalOffsetsSuffix] != nil {
 			errs = append(errs, fmt.Errorf("kstream: store name %q is reserved for the positions of global store %q", d.name+runtime.GlobalOffsetsSuffix, d.name))
 		}

@@ -18,6 +18,9 @@ import (
 type change[V any] struct {
 	new, old       V
 	hasNew, hasOld bool
+	// stale is Java's !Change.isLatest: the update is older than its key's latest version
+	// in a versioned table (see [Versioned]).
+	stale bool
 }
 
 // setNew sets the new value to v, or to absent when v is nil (a nil pointer, map, slice or

@@ -56,6 +56,7 @@ type cogroupAgg[K, VA any] struct {
 	windowed bool
 	w        windowSpec
 	store    string
+	def      *storeDef // the store of a cogroup that is not windowed
 	ks       serde.Serde[K]
 	init     func() VA
 	merge    func(key K, a, b VA) VA // sessions only
@@ -100,7 +101,7 @@ func CogroupWith[K, V, VA any](c CogroupedKStream[K, VA], g KGroupedStream[K, V]
 	}
 	in.processor = func(t *task, n *node, a *cogroupAgg[K, VA]) (any, error) {
 		if !a.windowed {
-			return newAggregateProcessor(t, n, a.store, a.ks, a.init, func(k K, v V, acc VA, _ bool) VA { return agg(k, v, acc) }, a.info)
+			return newAggregateProcessor(t, n, a.def, a.ks, a.init, func(k K, v V, acc VA, _ bool) VA { return agg(k, v, acc) }, a.info)
 		}
 		if a.w.kind == sessionWindowKind {
 			st, err := taskSessionStore[K, VA](t, a.store)
@@ -171,13 +172,13 @@ func (c CogroupedKStream[K, VA]) Aggregate(init func() VA, vs serde.Serde[VA], n
 	op := fmt.Sprintf("Cogroup Aggregate %q", name)
 	parents, ks := c.prepare(op, name, init)
 	d := tableStoreDef(name, ks, vs, opts)
-	a := &cogroupAgg[K, VA]{store: name, ks: ks, init: init, info: storedInfo()}
+	a := &cogroupAgg[K, VA]{store: name, def: d, ks: ks, init: init, info: ownInfo(d)}
 	if vs == nil {
 		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
 	}
 	n := c.build(parents, d, a, 0, false)
 	return KTable[K, VA]{b: b, n: n, ks: ks, vs: vs, store: name, info: a.info,
-		getter: storeGetter[K, VA](name), getterStores: []*storeDef{d}}
+		getter: ownGetter[K, VA](d), getterStores: []*storeDef{d}, asOf: ownAsOf[K, VA](d)}
 }
 
 // cogroupStoreName is name, or the store name that Kafka Streams generates for an unnamed

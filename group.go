@@ -98,20 +98,25 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
 	}
 	d := tableStoreDef(name, s.ks, vs, opts)
+	if d.versioned {
+		versionedStoreDef(d, s.ks, vs)
+	}
 	n := b.tableNode(nodeName, s.n)
 	b.addStore(d, n)
 	ks := s.ks
-	info := storedInfo()
-	n.instantiate = func(t *task) (any, error) { return newAggregateProcessor(t, n, name, ks, init, agg, info) }
+	info := ownInfo(d)
+	n.instantiate = func(t *task) (any, error) { return newAggregateProcessor(t, n, d, ks, init, agg, info) }
 	return KTable[K, VA]{b: b, n: n, ks: s.ks, vs: vs, store: name, info: info,
-		getter: storeGetter[K, VA](name), getterStores: []*storeDef{d}}
+		getter: ownGetter[K, VA](d), getterStores: []*storeDef{d}, asOf: ownAsOf[K, VA](d)}
 }
 
 // newAggregateProcessor is task t's processor of node n, an aggregation into the table
-// store named name (Kafka Streams' KStreamAggregate, or KStreamReduce when init is nil):
-// the processor of [Aggregate], [Count] and [Reduce], and of each stream of a cogroup.
-func newAggregateProcessor[K, V, VA any](t *task, n *node, name string, ks serde.Serde[K], init func() VA, agg func(K, V, VA, bool) VA, info *tableInfo) (any, error) {
-	st, err := taskTableStore[K, VA](t, name)
+// store d (Kafka Streams' KStreamAggregate, or KStreamReduce when init is nil): the
+// processor of [Aggregate], [Count] and [Reduce], and of each stream of a cogroup. With a
+// versioned store, an update the store refuses is not forwarded, and one that is not the
+// key's latest version is forwarded marked stale.
+func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde.Serde[K], init func() VA, agg func(K, V, VA, bool) VA, info *tableInfo) (any, error) {
+	st, err := openOwnStore[K, VA](t, d)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +133,7 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, name string, ks serde
 			t.dropRecord(n, "key")
 			return nil
 		}
-		acc, ts, had, err := getTS(st, r.Key)
+		acc, ts, had, err := st.get(r.Key)
 		if err != nil {
 			return err
 		}
@@ -142,9 +147,14 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, name string, ks serde
 		}
 		var res change[VA]
 		res.setNew(agg(r.Key, r.Value, acc, had))
-		if err := putTS(st, r.Key, res.new, res.hasNew, newTs); err != nil {
+		code, err := st.put(r.Key, res.new, res.hasNew, newTs)
+		if err != nil {
 			return err
 		}
+		if code == putNotPut {
+			return nil // not put to the store: not forwarded either
+		}
+		res.stale = code != putIsLatest
 		if info.sendOld && oldOK {
 			res.setOld(acc)
 		}

@@ -1,6 +1,8 @@
 package kstream
 
 import (
+	"fmt"
+
 	"github.com/kstream-go/kstream/serde"
 )
 
@@ -39,8 +41,10 @@ func Table[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde.Serde
 // unnamed join, the name of the operator that s comes out of (a generated name such as
 // KSTREAM-KEY-SELECT-0000000003 unless that operator was named). Unnamed joins of one stream
 // share the topic, and so do all the joins and aggregations below one key-changing operator
-// (see [Count]). Options: [Named] (it corresponds to Kafka Streams' Joined.as, which names the
-// join and its repartition topic).
+// (see [Count]). A table kept in a versioned store ([Versioned]) is looked up as of the
+// stream record's timestamp instead of its latest value. Options: [Named] (it corresponds to
+// Kafka Streams' Joined.as, which names the join and its repartition topic), [JoinGrace] (a
+// grace period for the stream side, against a versioned table).
 func Join[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(key K, v V, vt VT) VR, opts ...Option) KStream[K, VR] {
 	return joinTable(s, t, "KSTREAM-JOIN", "Join", func(k K, v V, vt VT, found bool) (VR, bool) {
 		if !found {
@@ -65,7 +69,7 @@ func LeftJoin[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], joiner func(ke
 
 func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op string, join func(K, V, VT, bool) (VR, bool), opts []Option) KStream[K, VR] {
 	b := s.b
-	c := b.options(op, opts)
+	c := b.options(op, opts, "JoinGrace")
 	if t.b != b {
 		b.errorf("%s: the stream and the table come from different builders", op)
 		return KStream[K, VR]{b: b, n: s.n}
@@ -83,10 +87,50 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op st
 	for _, d := range t.getterStores {
 		b.addStore(d, n)
 	}
+	// A versioned table is looked up as of the stream record's time, and a grace period
+	// buffers the stream side (versioned.go).
+	bufDef := streamTableGrace(b, op, c, s, t, n)
+	if bufDef != nil {
+		b.addStore(bufDef, n)
+	}
 	n.instantiate = func(tk *task) (any, error) {
 		get, err := t.getter(tk)
 		if err != nil {
 			return nil, err
+		}
+		var getAsOf asOfGetter[K, VT]
+		if t.asOf != nil {
+			if getAsOf, err = t.asOf(tk); err != nil {
+				return nil, err
+			}
+		}
+		var buf *graceBuffer[K, V]
+		if bufDef != nil {
+			st, err := taskBufferStore(tk, bufDef.name)
+			if err != nil {
+				return nil, err
+			}
+			buf = &graceBuffer[K, V]{st: st, ks: s.ks, vs: s.vs, grace: c.joinGrace.Milliseconds()}
+		}
+		doJoin := func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
+			nullKey := r.HasNullKey()
+			var vt VT
+			var found bool
+			if !nullKey {
+				var err error
+				if getAsOf != nil {
+					vt, _, found, err = getAsOf(r.Key, unixMs(r.Timestamp))
+				} else {
+					vt, _, found, err = get(r.Key)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if vr, ok := join(r.Key, r.Value, vt, found); ok {
+				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
+			}
+			return nil
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, V, K, VR](func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
 			// KStreamKTableJoinProcessor drops records with a null value, and those with a
@@ -96,16 +140,22 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op st
 				tk.dropRecord(n, "join key or value")
 				return nil
 			}
-			var vt VT
-			var found bool
-			if !nullKey {
-				var err error
-				if vt, _, found, err = get(r.Key); err != nil {
-					return err
-				}
+			if buf == nil || nullKey {
+				return doJoin(ctx, r)
 			}
-			if vr, ok := join(r.Key, r.Value, vt, found); ok {
-				ctx.Forward(Record[K, VR]{Key: r.Key, Value: vr, Timestamp: r.Timestamp, Headers: r.Headers, nullKey: r.nullKey})
+			topic := ""
+			if m, ok := ctx.RecordMetadata(); ok {
+				topic = m.Topic
+			}
+			buffered, now, err := buf.put(r, topic)
+			if err != nil {
+				return fmt.Errorf("buffer %s: %w", bufDef.name, err)
+			}
+			if !buffered {
+				return doJoin(ctx, r)
+			}
+			if err := buf.evict(now, func(br Record[K, V]) error { return doJoin(ctx, br) }); err != nil {
+				return fmt.Errorf("buffer %s: %w", bufDef.name, err)
 			}
 			return nil
 		}))

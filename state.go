@@ -49,6 +49,9 @@ type storeDef struct {
 	retention    time.Duration
 	retentionSet bool
 	codec        store.ChangelogCodec
+	// versioned asks for a versioned store with historyRetention ([Versioned]).
+	versioned        bool
+	historyRetention time.Duration
 }
 
 // StoreBuilder declares a state store for [Process]; create one with [KeyValueStore].

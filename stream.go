@@ -66,6 +66,7 @@ type opConfig struct {
 	partitions int32
 	sj         streamJoinOpts // stream-stream join options (stream_join.go)
 	used       []string       // option names, for misplaced-option errors
+	joinGrace  *time.Duration // JoinGrace
 }
 
 type optFunc struct {

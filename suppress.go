@@ -140,6 +140,10 @@ type windowEnder interface{ EndMs() int64 }
 // The table must carry its key and value serdes, with which the buffer is stored.
 func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 	b := t.b
+	if t.info != nil && t.info.versioned {
+		// InternalStreamsBuilder.enableVersionedSemantics' check.
+		b.errorf("Suppress: suppress() is only supported for non-versioned KTables (note that version semantics might be inherited from upstream)")
+	}
 	name := s.name
 	if name == "" {
 		name = b.newName("KTABLE-SUPPRESS")

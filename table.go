@@ -32,6 +32,8 @@ type KTable[K, V any] struct {
 	// which an operator using the getter must be connected to.
 	getter       func(t *task) (valueGetter[K, V], error)
 	getterStores []*storeDef
+	// asOf, set for a versioned table, makes a task's as-of value getter of the table.
+	asOf func(t *task) (asOfGetter[K, V], error)
 }
 
 // tableInfo is the build-time state of one table node that its downstream operators may
@@ -44,6 +46,11 @@ type tableInfo struct {
 	// Java's forceMaterialization; every table with no parent here has a store, so it only
 	// matters for the order in which flags are set.
 	enable func(force bool) bool
+	// versioned says the table's output is versioned (Java's isOutputVersioned): it is a
+	// versioned source, or derived without a store of its own from one. Operators below it
+	// then use versioned semantics (Java's useVersionedSemantics): they ignore updates that
+	// are not the latest of their key (change.stale).
+	versioned bool
 }
 
 // storedInfo is the tableInfo of a table with its own store: it can always send old values
@@ -57,7 +64,7 @@ func storedInfo() *tableInfo {
 // derivedInfo is the tableInfo of a table computed from parent without a store of its own:
 // it sends old values if its parent does (KTableFilter and KTableMapValues).
 func derivedInfo(parent *tableInfo) *tableInfo {
-	info := &tableInfo{}
+	info := &tableInfo{versioned: parent.versioned}
 	info.enable = func(force bool) bool {
 		if !info.sendOld && parent.enable(force) {
 			info.sendOld = true
@@ -148,6 +155,9 @@ func materialize[K, V any](b *Builder, op string, c opConfig, n *node, ks serde.
 		b.errorf("%s: the table carries no key or value serde for the store %q; pass one to Materialized: %w", op, c.mat.name, ErrNoSerde)
 	}
 	d := tableStoreDef(c.mat.name, ks, vs, c.mat.opts)
+	if d.versioned {
+		versionedStoreDef(d, ks, vs)
+	}
 	b.addStore(d, n)
 	return d, vs
 }
@@ -176,8 +186,8 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 	keep := func(k K, v V) bool { return pred(k, v) != not }
 	out := KTable[K, V]{b: b, n: n, ks: t.ks, vs: vs}
 	if d != nil {
-		out.store, out.info = d.name, storedInfo()
-		out.getter, out.getterStores = storeGetter[K, V](d.name), []*storeDef{d}
+		out.store, out.info = d.name, ownInfo(d)
+		out.getter, out.getterStores, out.asOf = ownGetter[K, V](d), []*storeDef{d}, ownAsOf[K, V](d)
 	} else {
 		out.info = derivedInfo(t.info)
 		out.getterStores = t.getterStores
@@ -195,42 +205,51 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 				return v, ts, true, nil
 			}, nil
 		}
+		out.asOf = derivedAsOf(t.asOf, func(k K, v V) (V, bool) { return v, keep(k, v) })
 	}
 	// KTableFilter's constructor: "If upstream is already materialized, enable sending old
 	// values to avoid sending unnecessary tombstones".
 	out.info.sendOld = t.info.enable(false)
 	info := out.info
+	// KTableFilter with versioned semantics forwards every update, even a delete of a row
+	// that was never forwarded.
+	useVersioned := t.info.versioned
 	n.instantiate = func(tk *task) (any, error) {
-		var st *tableKV[K, V]
+		var st *ownStore[K, V]
 		if d != nil {
 			var err error
-			if st, err = taskTableStore[K, V](tk, d.name); err != nil {
+			if st, err = openOwnStore[K, V](tk, d); err != nil {
 				return nil, err
 			}
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, change[V]]) error {
 			in := r.Value
-			var res change[V]
+			res := change[V]{stale: in.stale}
 			if in.hasNew && keep(r.Key, in.new) {
 				res.new, res.hasNew = in.new, true
 			}
 			if info.sendOld {
 				if st != nil {
 					var err error
-					if res.old, _, res.hasOld, err = getTS(st, r.Key); err != nil {
+					if res.old, _, res.hasOld, err = st.get(r.Key); err != nil {
 						return err
 					}
 				} else if in.hasOld && keep(r.Key, in.old) {
 					res.old, res.hasOld = in.old, true
 				}
-				if !res.hasOld && !res.hasNew {
+				if !res.hasOld && !res.hasNew && !useVersioned {
 					return nil // unnecessary to forward
 				}
 			}
 			if st != nil {
-				if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
+				code, err := st.put(r.Key, res.new, res.hasNew, unixMs(r.Timestamp))
+				if err != nil {
 					return err
 				}
+				if code == putNotPut {
+					return nil // not put to the store: not forwarded either
+				}
+				res.stale = code != putIsLatest
 			}
 			ctx.Forward(Record[K, change[V]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil
@@ -256,8 +275,8 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 	d, vs := materialize(b, op, c, n, t.ks, carry[V, VR](t.vs))
 	out := KTable[K, VR]{b: b, n: n, ks: t.ks, vs: vs}
 	if d != nil {
-		out.store, out.info = d.name, storedInfo()
-		out.getter, out.getterStores = storeGetter[K, VR](d.name), []*storeDef{d}
+		out.store, out.info = d.name, ownInfo(d)
+		out.getter, out.getterStores, out.asOf = ownGetter[K, VR](d), []*storeDef{d}, ownAsOf[K, VR](d)
 	} else {
 		out.info = derivedInfo(t.info)
 		out.getterStores = t.getterStores
@@ -279,26 +298,27 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 				return vr, ts, true, nil
 			}, nil
 		}
+		out.asOf = derivedAsOf(t.asOf, func(k K, v V) (VR, bool) { vr := fn(k, v); return vr, !isNil(vr) })
 	}
 	info := out.info
 	n.instantiate = func(tk *task) (any, error) {
-		var st *tableKV[K, VR]
+		var st *ownStore[K, VR]
 		if d != nil {
 			var err error
-			if st, err = taskTableStore[K, VR](tk, d.name); err != nil {
+			if st, err = openOwnStore[K, VR](tk, d); err != nil {
 				return nil, err
 			}
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], r Record[K, change[V]]) error {
 			in := r.Value
-			var res change[VR]
+			res := change[VR]{stale: in.stale}
 			if in.hasNew {
 				res.setNew(fn(r.Key, in.new))
 			}
 			if info.sendOld {
 				if st != nil {
 					var err error
-					if res.old, _, res.hasOld, err = getTS(st, r.Key); err != nil {
+					if res.old, _, res.hasOld, err = st.get(r.Key); err != nil {
 						return err
 					}
 				} else if in.hasOld {
@@ -306,9 +326,14 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 				}
 			}
 			if st != nil {
-				if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
+				code, err := st.put(r.Key, res.new, res.hasNew, unixMs(r.Timestamp))
+				if err != nil {
 					return err
 				}
+				if code == putNotPut {
+					return nil // not put to the store: not forwarded either
+				}
+				res.stale = code != putIsLatest
 			}
 			ctx.Forward(Record[K, change[VR]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil
@@ -350,6 +375,9 @@ func (s KStream[K, V]) ToTable(storeName string, opts ...StoreOption) KTable[K, 
 // Streams' KTableSource (materialized) is: each record replaces its key's row, or deletes
 // it if its value is null; the update is forwarded with the old value when asked for.
 func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], vs serde.Serde[V]) KTable[K, V] {
+	if d.versioned {
+		return versionedSourceTable(b, n, d, ks, vs)
+	}
 	info := storedInfo()
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskTableStore[K, V](t, d.name)

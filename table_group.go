@@ -51,9 +51,13 @@ func TableGroupBy[K, V, KR, VR any](t KTable[K, V], selector func(K, V) KeyValue
 	n := b.tableNode(b.nameOr(c, "KTABLE-SELECT"), t.n)
 	// The selector needs both the old and the new value of each update.
 	t.info.enable(true)
+	versioned := t.info.versioned
 	n.instantiate = func(tk *task) (any, error) {
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], KR, change[VR]](func(ctx ProcessorContext[KR, change[VR]], r Record[K, change[V]]) error {
 			in := r.Value
+			if in.stale && versioned {
+				return nil // KTableRepartitionMap's versioned semantics
+			}
 			type pair struct {
 				kv KeyValue[KR, VR]
 				kb []byte
@@ -220,24 +224,31 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 		changes = KStream[K, change[V]]{b: b, n: g.n}
 	}
 	d := tableStoreDef(name, g.ks, vs, opts)
+	if d.versioned {
+		versionedStoreDef(d, g.ks, vs)
+	}
 	n := b.tableNode(nodeName, changes.n)
 	b.addStore(d, n)
-	info := storedInfo()
+	info := ownInfo(d)
 	n.instantiate = func(t *task) (any, error) {
-		st, err := taskTableStore[K, VA](t, name)
+		st, err := openOwnStore[K, VA](t, d)
 		if err != nil {
 			return nil, err
 		}
 		return processorInstance(t, n, ProcessorFunc[K, change[V], K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, change[V]]) error {
-			acc, accTs, had, err := getTS(st, r.Key)
+			acc, accTs, had, err := st.get(r.Key)
 			if err != nil {
 				return err
 			}
 			agg, ok, ts := step(r.Key, r.Value, acc, had, accTs, unixMs(r.Timestamp))
-			if err := putTS(st, r.Key, agg, ok, ts); err != nil {
+			code, err := st.put(r.Key, agg, ok, ts)
+			if err != nil {
 				return err
 			}
-			res := change[VA]{new: agg, hasNew: ok}
+			if code == putNotPut {
+				return nil // not put to the store: not forwarded either
+			}
+			res := change[VA]{new: agg, hasNew: ok, stale: code != putIsLatest}
 			if !ok {
 				var zero VA
 				res.new = zero
@@ -250,5 +261,5 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 		}))
 	}
 	return KTable[K, VA]{b: b, n: n, ks: g.ks, vs: vs, store: name, info: info,
-		getter: storeGetter[K, VA](name), getterStores: []*storeDef{d}}
+		getter: ownGetter[K, VA](d), getterStores: []*storeDef{d}, asOf: ownAsOf[K, VA](d)}
 }

@@ -102,6 +102,9 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 		}
 		return processorInstance(t, thisN, ProcessorFunc[K, change[V1], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], rec Record[K, change[V1]]) error {
 			in := rec.Value
+			if in.stale && l.info.versioned {
+				return nil // versioned semantics: not the latest update of its key
+			}
 			v2, ts2, ok2, err := get(rec.Key)
 			if err != nil {
 				return err
@@ -160,6 +163,9 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 		}
 		return processorInstance(t, otherN, ProcessorFunc[K, change[V2], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], rec Record[K, change[V2]]) error {
 			in := rec.Value
+			if in.stale && r.info.versioned {
+				return nil // versioned semantics: not the latest update of its key
+			}
 			v1, ts1, ok1, err := get(rec.Key)
 			if err != nil {
 				return err
@@ -208,18 +214,23 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 
 	// The merge node (KTableKTableJoinMerger): stores the result if materialized, forwards it.
 	mergeN.instantiate = func(t *task) (any, error) {
-		var st *tableKV[K, VR]
+		var st *ownStore[K, VR]
 		if d != nil {
 			var err error
-			if st, err = taskTableStore[K, VR](t, d.name); err != nil {
+			if st, err = openOwnStore[K, VR](t, d); err != nil {
 				return nil, err
 			}
 		}
 		return processorInstance(t, mergeN, ProcessorFunc[K, change[VR], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], rec Record[K, change[VR]]) error {
 			if st != nil {
-				if err := putTS(st, rec.Key, rec.Value.new, rec.Value.hasNew, unixMs(rec.Timestamp)); err != nil {
+				code, err := st.put(rec.Key, rec.Value.new, rec.Value.hasNew, unixMs(rec.Timestamp))
+				if err != nil {
 					return err
 				}
+				if code == putNotPut {
+					return nil // not put to the store: not forwarded either
+				}
+				rec.Value.stale = code != putIsLatest
 			}
 			rec.Value = rec.Value.withoutOld(info.sendOld)
 			ctx.Forward(rec)
@@ -229,7 +240,8 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 
 	out := KTable[K, VR]{b: b, n: mergeN, ks: l.ks, vs: vs, info: info}
 	if d != nil {
-		out.store, out.getter, out.getterStores = d.name, storeGetter[K, VR](d.name), []*storeDef{d}
+		out.store, out.getter, out.getterStores = d.name, ownGetter[K, VR](d), []*storeDef{d}
+		out.asOf, info.versioned = ownAsOf[K, VR](d), d.versioned
 		return out
 	}
 	out.getterStores = append(append([]*storeDef(nil), l.getterStores...), r.getterStores...)

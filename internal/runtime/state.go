@@ -271,6 +271,25 @@ func (s *loggedStore) maybeFlush() error {
 
 // log writes one change to the changelog partition of the task.
 func (s *loggedStore) log(key, value []byte) {
+	if rc, ok := s.spec.Codec.(store.ChangelogRecordCodec); ok {
+		// A versioned store: the codec makes the whole record (key, value, timestamp).
+		k, v, ts, logged := rc.ChangelogRecord(key, value)
+		if !logged {
+			return
+		}
+		s.written.Store(true)
+		s.r.stats.changelog.Add(1)
+		o := &OutRecord{
+			Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: append([]byte(nil), k...), Timestamp: time.UnixMilli(ts)},
+			Operator:  "changelog of " + s.spec.Name,
+			changelog: s,
+		}
+		if v != nil {
+			o.Record.Value = append([]byte{}, v...)
+		}
+		s.r.Produce(o)
+		return
+	}
 	if s.spec.Codec != nil {
 		k, logged := s.spec.Codec.ChangelogKey(key)
 		if !logged {
@@ -540,6 +559,9 @@ func applyChangelogRecord(b store.Batch, spec StoreSpec, r store.Restorer, rec *
 	value := rec.Value
 	if value != nil && spec.Timestamped {
 		value = append(binary.BigEndian.AppendUint64(make([]byte, 0, tsLen+len(rec.Value)), uint64(rec.Timestamp.UnixMilli())), rec.Value...)
+	}
+	if tr, ok := r.(store.TimestampedRestorer); ok {
+		return true, tr.RestoreAt(b, rec.Key, rec.Value, rec.Timestamp.UnixMilli())
 	}
 	switch {
 	case r != nil:
