@@ -254,6 +254,16 @@ func (d *Driver) partitionsOf(topic string) int32 {
 	if n, ok := d.opts.topicParts[topic]; ok {
 		return n
 	}
+	for _, it := range d.topo.InternalTopics {
+		if it.Name == topic && it.Partitions == 0 && len(it.PartitionsOf) > 0 {
+			// Sized like the topics it is co-partitioned with (InternalTopic.PartitionsOf).
+			var n int32
+			for _, like := range it.PartitionsOf {
+				n = max(n, d.partitionsOf(like))
+			}
+			return n
+		}
+	}
 	return d.opts.partitions
 }
 
