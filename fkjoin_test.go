@@ -13,7 +13,7 @@ import (
 // value per key of out) and the expected one.
 func fkJoinOnDriver(t *testing.T, nOrders, nCustomers int, seed uint64) (got, want map[string]string, d *kstreamtest.Driver) {
 	t.Helper()
-	batches, want := fkJoinInput("orders", "customers", nOrders, nCustomers, seed)
+	batches, _, want := fkJoinInput("orders", "customers", nOrders, nCustomers, seed)
 	d, err := kstreamtest.New(fkJoinTopology("orders", "customers", "out"), kstream.Config{ApplicationID: "fk"},
 		kstreamtest.Partitions(4), kstreamtest.TopicPartitions("customers", 3))
 	if err != nil {
