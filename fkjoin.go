@@ -171,11 +171,11 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				return fmt.Errorf("serializing the key: %w", err)
 			}
 			send := func(fkb []byte, null bool, instr fkInstruction) error {
-				b, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: hash, instruction: instr, pk: pk, partition: t.id.Partition})
+				wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: hash, instruction: instr, pk: pk, partition: t.id.Partition})
 				if err != nil {
 					return err
 				}
-				r := Record[[]byte, []byte]{Key: fkb, Value: b, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: null}
+				r := Record[[]byte, []byte]{Key: fkb, Value: wire, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: null}
 				if null {
 					r.Key = nil
 				}
