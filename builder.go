@@ -35,6 +35,9 @@ type Builder struct {
 	joinRepartitions map[*node]any
 	// sharedChecks report, at Build, shared repartitions that no sharer gave serdes.
 	sharedChecks []func() error
+	// internalLike maps an internal topic to the node whose source topics give its partition
+	// count (the foreign-key join's topics; runtime.InternalTopic.PartitionsOf).
+	internalLike map[string]*node
 }
 
 // NewBuilder returns an empty topology builder.
@@ -228,6 +231,11 @@ func (b *Builder) Build() (*Topology, error) {
 			union(d.users[0], u)
 		}
 	}
+	for i := range b.internal {
+		if n := b.internalLike[b.internal[i].Name]; n != nil {
+			b.internal[i].PartitionsOf = b.sourceTopicsOf(n)
+		}
+	}
 	index := map[int]int{}
 	t := &Topology{internal: b.internal, nodes: b.nodes, stores: b.storeOrder}
 	for _, operands := range b.copart {
@@ -318,8 +326,22 @@ func globalStoreOf(sub []*node) *storeDef {
 // Internal topic names in the graph lack the application id; compile prefixes them.
 func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error)) *runtime.Topology {
 	rt := &runtime.Topology{InternalTopics: slices.Clone(t.internal)}
+	isInternal := map[string]bool{}
+	for _, it := range t.internal {
+		isInternal[it.Name] = true
+	}
 	for i := range rt.InternalTopics {
-		rt.InternalTopics[i].Name = internalTopic(appID, rt.InternalTopics[i].Name)
+		it := &rt.InternalTopics[i]
+		it.Name = internalTopic(appID, it.Name)
+		if len(it.PartitionsOf) > 0 {
+			like := make([]string, len(it.PartitionsOf))
+			for j, topic := range it.PartitionsOf {
+				if like[j] = topic; isInternal[topic] {
+					like[j] = internalTopic(appID, topic)
+				}
+			}
+			it.PartitionsOf = like
+		}
 	}
 	for _, g := range t.copart {
 		group := make([]string, 0, len(g))

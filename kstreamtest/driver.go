@@ -240,9 +240,29 @@ func (d *Driver) newTask(st runtime.SubTopology, p int32) error {
 	return nil
 }
 
+// keepsPartition reports whether the records written to topic carry their partition.
+func (d *Driver) keepsPartition(topic string) bool {
+	for _, it := range d.topo.InternalTopics {
+		if it.Name == topic {
+			return it.KeepPartition
+		}
+	}
+	return false
+}
+
 func (d *Driver) partitionsOf(topic string) int32 {
 	if n, ok := d.opts.topicParts[topic]; ok {
 		return n
+	}
+	for _, it := range d.topo.InternalTopics {
+		if it.Name == topic && it.Partitions == 0 && len(it.PartitionsOf) > 0 {
+			// Sized like the topics it is co-partitioned with (InternalTopic.PartitionsOf).
+			var n int32
+			for _, like := range it.PartitionsOf {
+				n = max(n, d.partitionsOf(like))
+			}
+			return n
+		}
 	}
 	return d.opts.partitions
 }
@@ -408,9 +428,13 @@ func (d *Driver) sources() []string {
 // extractor's.
 func (d *Driver) append(raw *kgo.Record) error {
 	n := d.partitionsOf(raw.Topic)
-	raw.Partition = 0
-	if n > 1 && raw.Key != nil {
+	switch {
+	case d.keepsPartition(raw.Topic) && raw.Partition >= 0 && raw.Partition < n:
+		// The writer chose the partition (runtime.InternalTopic.KeepPartition).
+	case n > 1 && raw.Key != nil:
 		raw.Partition = javaPartition(raw.Key, n)
+	default:
+		raw.Partition = 0
 	}
 	tp := topicPartition{raw.Topic, raw.Partition}
 	raw.Offset = d.next[tp]

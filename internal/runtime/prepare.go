@@ -70,7 +70,7 @@ func (r *Runtime) prepare(ctx context.Context) error {
 	}
 
 	// Resolve repartition partition counts: a topic with no explicit count gets the largest
-	// source count of its writer. Writers may themselves read repartition topics, so iterate.
+	// count of its PartitionsOf topics, or else of its writer's sources. Writers may themselves read repartition topics, so iterate.
 	for range len(r.topo.InternalTopics) + 1 {
 		progress := false
 		for i := range r.topo.InternalTopics {
@@ -85,8 +85,14 @@ func (r *Runtime) prepare(ctx context.Context) error {
 			}
 			var n int32
 			ready := true
-			for _, src := range r.topo.SubTopologies[it.Writer].Sources {
-				c, ok := counts[src.Topic]
+			like := it.PartitionsOf
+			if len(like) == 0 {
+				for _, src := range r.topo.SubTopologies[it.Writer].Sources {
+					like = append(like, src.Topic)
+				}
+			}
+			for _, src := range like {
+				c, ok := counts[src]
 				if !ok {
 					ready = false
 					break

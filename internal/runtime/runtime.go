@@ -68,6 +68,10 @@ type Runtime struct {
 
 	internal   map[string]bool // repartition topics, purged up to the committed offsets
 	changelogs map[string]bool // changelog topics, written to the task's partition
+
+	// keepPartition are the internal topics whose records carry their partition.
+	keepPartition map[string]bool
+
 	stores     *stores
 	restorers  map[TaskID]chan struct{} // restorations in flight, closed when done
 	restoreCtx context.Context          // ends when the instance shuts down
@@ -212,8 +216,12 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		}
 	}
 	r.promise = r.onProduced
+	r.keepPartition = map[string]bool{}
 	for _, it := range topo.InternalTopics {
 		r.internal[it.Name] = true
+		if it.KeepPartition {
+			r.keepPartition[it.Name] = true
+		}
 	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
@@ -358,7 +366,7 @@ func (r *Runtime) openProducer() error {
 	opts := r.clientOpts(
 		// Java producers hash keyed records with murmur2; so does this partitioner, so Go
 		// and Java applications place equal keys on equal partitions.
-		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs}),
+		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs, keep: r.keepPartition}),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
@@ -441,7 +449,7 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 		kgo.TransactionTimeout(r.cfg.TransactionTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
-		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs}),
+		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs, keep: r.keepPartition}),
 		kgo.ProducerLinger(0),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
@@ -1374,14 +1382,17 @@ func (r *Runtime) produceFailed(f ProduceFailure) {
 }
 
 // partitioner places changelog records on the partition the task set (the task's own), and
-// every other record by the murmur2 hash of its key, as Java producers do.
+// the records of KeepPartition topics on the partition they carry, and every other record by
+// the murmur2 hash of its key, as Java producers do.
 type partitioner struct {
 	sticky, manual kgo.Partitioner
 	changelogs     map[string]bool
+
+	keep map[string]bool // topics whose records carry their partition
 }
 
 func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
-	if p.changelogs[topic] {
+	if p.changelogs[topic] || p.keep[topic] {
 		return p.manual.ForTopic(topic)
 	}
 	return p.sticky.ForTopic(topic)

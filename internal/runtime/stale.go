@@ -211,5 +211,39 @@ func (r *Runtime) checkLocal(ctx context.Context, db store.DB, spec StoreSpec, p
 	if !spec.SourceTopic && offs.hwm > end {
 		end = offs.hwm
 	}
+	if spec.SourceTopic && role == "active" {
+		// An active task restores its table only up to the application's committed offset
+		// of the source partition (0 without one), as Kafka Streams does for a source
+		// topic used as a changelog: it then processes the records after it itself, each
+		// with the row it replaces as its old value. Restoring further would make a
+		// replayed update look like a no-op (old = new) to the operators below that read
+		// old values (a foreign-key join unsubscribing from the old key, a table regrouping).
+		committed, err := r.committedOffset(ctx, topic, p)
+		if err != nil {
+			return localCheck{}, err
+		}
+		end = min(end, committed)
+	}
 	return localCheck{from: cp, end: end, start: offs.start}, nil
+}
+
+// committedOffset is the application's committed offset of input partition topic/p, or 0
+// if it has none. A pending transactional commit is waited for (RequireStable).
+func (r *Runtime) committedOffset(ctx context.Context, topic string, p int32) (int64, error) {
+	var committed int64
+	err := r.retry(ctx, fmt.Sprintf("reading the committed offset of topic %q partition %d", topic, p), func(ctx context.Context) error {
+		offs, err := r.admin.FetchOffsets(kadm.RequireStable(ctx), r.cfg.ApplicationID)
+		if err != nil {
+			return fmt.Errorf("kstream: reading the committed offset of topic %q partition %d: %w", topic, p, err)
+		}
+		committed = 0
+		if o, ok := offs.Lookup(topic, p); ok {
+			if o.Err != nil {
+				return fmt.Errorf("kstream: reading the committed offset of topic %q partition %d: %w", topic, p, o.Err)
+			}
+			committed = max(o.At, 0)
+		}
+		return nil
+	})
+	return committed, err
 }

@@ -95,6 +95,13 @@ type InternalTopic struct {
 	// Writer is the id of the sub-topology that produces into the topic.
 	Writer  int
 	Configs map[string]*string
+	// PartitionsOf, when Partitions is 0, are the topics whose (largest) partition count the
+	// topic takes, instead of its writer's: the topics it is co-partitioned with (Kafka
+	// Streams' copartitioning of repartition topics; the foreign-key join's topics).
+	PartitionsOf []string
+	// KeepPartition says the records written to the topic carry their partition, which the
+	// producer keeps instead of hashing the key (the foreign-key join's response topic).
+	KeepPartition bool
 }
 
 // SinkTopic is a fixed output topic and the operator that writes it.

@@ -1,0 +1,517 @@
+package kstream
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TableJoinOn joins each row of left with the row of right whose key is the row's foreign
+// key fk(key, value), as Kafka Streams' KTable.join(other, foreignKeyExtractor, joiner)
+// does (with the KIP-1104 key-and-value extractor). The result is keyed like left and has a
+// row for each left row whose foreign key has a row in right, with value
+// joiner(leftValue, rightValue). It is updated when either side changes: a right update
+// reaches every left row that refers to it.
+//
+// It runs Kafka Streams' subscription/response protocol, with the same internal topics,
+// store and wire formats, so a Go and a Java application with this topology can share them
+// (see docs/fkjoin.md): each left update is sent as a subscription to the partition of its
+// foreign key through "<application.id>-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic"
+// (co-partitioned with right), kept in the subscription store
+// "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-<n>" next to right, and answered through
+// "<application.id>-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic" (co-partitioned with
+// left). A response carries the murmur3 hash of the left value that asked for it, and is
+// dropped if left's row has changed since: a row whose foreign key changes twice in a row
+// never shows a result for its first new key.
+//
+// A foreign key that is nil (for a pointer, map, slice or interface KO), or that right's
+// key serde turns into nil bytes, is null: the row has no match (its previous result, if
+// any, is deleted) and the record is counted in [Stats].DroppedRecords. Both tables must
+// carry key and value serdes: right's key serde serializes foreign keys, and left's value
+// serde gives the bytes that are hashed. A nil result of joiner is a delete.
+//
+// Options: [Named] (the operators, store and topics are then "<name>-subscription-
+// registration-processor", "<name>-subscription-store", "<name>-subscription-registration-
+// topic", ..., "<name>-result", as in Java's TableJoined.as), [Materialized] (the result's
+// store). Without Materialized the result has no store; give it one to join it with
+// another table or to query it.
+func TableJoinOn[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(key K, v V) KO, joiner func(v V, vo VO) VR, opts ...Option) KTable[K, VR] {
+	return fkJoin(left, right, fk, func(v V, vo VO, _ bool) VR { return joiner(v, vo) }, false, "TableJoinOn", opts)
+}
+
+// TableLeftJoinOn is [TableJoinOn] that keeps every row of left, as Kafka Streams'
+// KTable.leftJoin(other, foreignKeyExtractor, joiner) does: when right has no row for the
+// foreign key, or the foreign key is null, joiner gets found false and the zero VO. Every
+// left update (a null foreign key included) is answered, so the result always follows
+// left; a delete of a left row deletes its result.
+func TableLeftJoinOn[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(key K, v V) KO, joiner func(v V, vo VO, found bool) VR, opts ...Option) KTable[K, VR] {
+	return fkJoin(left, right, fk, joiner, true, "TableLeftJoinOn", opts)
+}
+
+// fkSubRecord is what the subscription receiver passes to the subscription joiner: a
+// subscription with its foreign key (still serialized, nil when null).
+type fkSubRecord struct {
+	fk  []byte
+	sub fkSubscription
+}
+
+// fkJoin builds Kafka Streams' foreign-key join (KTableImpl.doJoinOnForeignKey).
+func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(K, V) KO, joiner func(V, VO, bool) VR, leftJoin bool, op string, opts []Option) KTable[K, VR] {
+	b := left.b
+	c := b.options(op, opts, "Materialized")
+	if right.b != b {
+		b.errorf("%s: the tables come from different builders", op)
+		return KTable[K, VR]{b: b, n: left.n, info: storedInfo()}
+	}
+	if left.ks == nil || left.vs == nil || right.ks == nil || right.vs == nil {
+		b.errorf("%s: both tables must carry key and value serdes (the left values are hashed, the foreign keys and right values are sent through internal topics): %w", op, ErrNoSerde)
+	}
+	// Right's old values let Java skip needless scans; left's are needed to unsubscribe
+	// from an old foreign key.
+	right.info.enable(true)
+	left.info.enable(true)
+
+	// Every name takes a number from the counter, named or not (NamedInternal.suffixWithOrElseGet).
+	name := func(suffix, prefix string) string {
+		if gen := b.newName(prefix); c.name == "" {
+			return gen
+		}
+		return c.name + suffix
+	}
+	regTopic := name("-subscription-registration", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION") + "-topic"
+	sendName := name("-subscription-registration-processor", "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION")
+	regSinkName := name("-subscription-registration-sink", "KTABLE-SINK")
+	regSourceName := name("-subscription-registration-source", "KTABLE-SOURCE")
+	storeName := name("-subscription-store", "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE")
+	recvName := name("-subscription-receive", "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR")
+	subJoinName := name("-subscription-join-foreign", "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR")
+	foreignJoinName := name("-foreign-join-subscription", "KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR")
+	respTopic := name("-subscription-response", "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE") + "-topic"
+	respSinkName := name("-subscription-response-sink", "KTABLE-SINK")
+	respSourceName := name("-subscription-response-source", "KTABLE-SOURCE")
+	resolverName := name("-subscription-response-resolver", "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR")
+	resultName := name("-result", "KTABLE-FK-JOIN-OUTPUT")
+	// MaterializedInternal names an unnamed result store (used only if something forces
+	// the result's materialization).
+	genStore := ""
+	if c.mat == nil {
+		genStore = b.newName("KTABLE-FK-JOIN-OUTPUT-STATE-STORE")
+	}
+
+	topicConfigs := func() map[string]*string {
+		return map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr("-1")}
+	}
+	b.internal = append(b.internal,
+		runtime.InternalTopic{Name: regTopic, Configs: topicConfigs()},
+		runtime.InternalTopic{Name: respTopic, Configs: topicConfigs(), KeepPartition: true})
+
+	sendN := b.tableNode(sendName, left.n)
+	regSink := &node{kind: kindSink, sinkTopic: regTopic, internal: true}
+	b.addNode(regSink, "", regSinkName, sendN)
+	regSource := &node{kind: kindSource, topics: []string{regTopic}, internal: true}
+	b.addNode(regSource, "", regSourceName)
+	subStore := tableStoreDef(storeName, serde.Bytes(), serde.Bytes(), nil)
+	recvN := b.tableNode(recvName, regSource)
+	b.addStore(subStore, recvN)
+	subJoinN := b.tableNode(subJoinName, recvN)
+	for _, d := range right.getterStores {
+		b.addStore(d, subJoinN)
+	}
+	foreignJoinN := b.tableNode(foreignJoinName, right.n)
+	b.addStore(subStore, foreignJoinN)
+	respSink := &node{kind: kindSink, sinkTopic: respTopic, internal: true}
+	b.addNode(respSink, "", respSinkName, subJoinN, foreignJoinN)
+	respSource := &node{kind: kindSource, topics: []string{respTopic}, internal: true}
+	b.addNode(respSource, "", respSourceName)
+	resolverN := b.tableNode(resolverName, respSource)
+	for _, d := range left.getterStores {
+		b.addStore(d, resolverN)
+	}
+	resultN := b.tableNode(resultName, resolverN)
+
+	// The registration topic is co-partitioned with right, the response topic with left,
+	// and each takes its partition count from them.
+	b.copart = append(b.copart, []*node{right.n, regSource}, []*node{left.n, respSource})
+	if b.internalLike == nil {
+		b.internalLike = map[string]*node{}
+	}
+	b.internalLike[regTopic], b.internalLike[respTopic] = right.n, left.n
+
+	// serFK is the foreign key of a left value, serialized; nil when null.
+	serFK := func(k K, v V) ([]byte, error) {
+		ko := fk(k, v)
+		if isNil(ko) {
+			return nil, nil
+		}
+		kb, err := serialize(right.ks, ko)
+		if err != nil {
+			return nil, fmt.Errorf("serializing the foreign key: %w", err)
+		}
+		return kb, nil
+	}
+
+	// SubscriptionSendProcessorSupplier: a left update becomes subscriptions.
+	sendN.instantiate = func(t *task) (any, error) {
+		return processorInstance(t, sendN, ProcessorFunc[K, change[V], []byte, []byte](func(ctx ProcessorContext[[]byte, []byte], rec Record[K, change[V]]) error {
+			in := rec.Value
+			var hash *fkHash // of the new value; computed once
+			if in.hasNew {
+				vb, err := serialize(left.vs, in.new)
+				if err != nil {
+					return fmt.Errorf("serializing the left value: %w", err)
+				}
+				h := murmur3Hash128(vb)
+				hash = &h
+			}
+			pk, err := serialize(left.ks, rec.Key)
+			if err != nil {
+				return fmt.Errorf("serializing the key: %w", err)
+			}
+			send := func(fkb []byte, null bool, instr fkInstruction) error {
+				wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: hash, instruction: instr, pk: pk, partition: t.id.Partition})
+				if err != nil {
+					return err
+				}
+				r := Record[[]byte, []byte]{Key: fkb, Value: wire, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: null}
+				if null {
+					r.Key = nil
+				}
+				ctx.Forward(r)
+				return nil
+			}
+			var oldFK, newFK []byte
+			if in.hasOld {
+				if oldFK, err = serFK(rec.Key, in.old); err != nil {
+					return err
+				}
+			}
+			if in.hasNew {
+				if newFK, err = serFK(rec.Key, in.new); err != nil {
+					return err
+				}
+			}
+			changed := (oldFK == nil) != (newFK == nil) || !bytes.Equal(oldFK, newFK)
+			if leftJoin {
+				if !in.hasOld && !in.hasNew {
+					return nil // an idempotent delete
+				}
+				if oldFK != nil && changed {
+					if err := send(oldFK, false, fkDeleteNoPropagate); err != nil {
+						return err
+					}
+				}
+				// Every case gets a response, so that the result follows left; a delete
+				// or a null foreign key subscribes to null, which answers null.
+				return send(newFK, newFK == nil, fkPropagateNullIfNoFK)
+			}
+			switch {
+			case in.hasNew && newFK == nil:
+				t.dropRecord(sendN, "foreign key")
+				if oldFK != nil {
+					return send(oldFK, false, fkDeleteAndPropagate)
+				}
+			case in.hasNew && oldFK != nil && changed:
+				if err := send(oldFK, false, fkDeleteNoPropagate); err != nil {
+					return err
+				}
+				return send(newFK, false, fkPropagateNullIfNoFK)
+			case in.hasNew:
+				return send(newFK, false, fkPropagateOnlyIfFK)
+			case oldFK != nil: // the left row is deleted
+				return send(oldFK, false, fkDeleteAndPropagate)
+			}
+			return nil
+		}))
+	}
+	regSink.instantiate = sinkInstance(regSink, func() (serde.Serde[[]byte], serde.Serde[[]byte]) { return serde.Bytes(), serde.Bytes() },
+		func(Record[[]byte, []byte]) string { return regTopic })
+	regSource.instantiate = func(t *task) (any, error) { return sourceInstance(regSource, serde.Bytes(), serde.Bytes())(t) }
+
+	// SubscriptionReceiveProcessorSupplier: keeps the subscriptions by (foreign key, key).
+	recvN.instantiate = func(t *task) (any, error) {
+		st, err := taskTableStore[[]byte, []byte](t, storeName)
+		if err != nil {
+			return nil, err
+		}
+		return processorInstance(t, recvN, ProcessorFunc[[]byte, []byte, []byte, fkSubRecord](func(ctx ProcessorContext[[]byte, fkSubRecord], rec Record[[]byte, []byte]) error {
+			sub, err := decodeFKSubscription(rec.Value)
+			if err != nil {
+				return err
+			}
+			nullFK := rec.Key == nil
+			if nullFK && sub.instruction != fkPropagateNullIfNoFK {
+				t.dropRecord(recvN, "foreign key")
+				return nil
+			}
+			if sub.version > fkSubscriptionVersion {
+				return fmt.Errorf("kstream: SubscriptionWrapper of version %d, newer than this library's %d", sub.version, fkSubscriptionVersion)
+			}
+			var ck []byte
+			if !nullFK {
+				ck = fkCombinedKey(rec.Key, sub.pk)
+				if sub.instruction == fkDeleteAndPropagate || sub.instruction == fkDeleteNoPropagate {
+					err = st.Delete(ck)
+				} else {
+					err = st.Put(ck, tsValue[[]byte]{v: rec.Value, ts: unixMs(rec.Timestamp)})
+				}
+				if err != nil {
+					return err
+				}
+			}
+			ctx.Forward(Record[[]byte, fkSubRecord]{Key: ck, Value: fkSubRecord{fk: rec.Key, sub: sub}, Timestamp: rec.Timestamp, Headers: rec.Headers})
+			return nil
+		}))
+	}
+
+	// SubscriptionJoinProcessorSupplier: answers a subscription with right's current value.
+	subJoinN.instantiate = func(t *task) (any, error) {
+		get, err := right.getter(t)
+		if err != nil {
+			return nil, err
+		}
+		return processorInstance(t, subJoinN, ProcessorFunc[[]byte, fkSubRecord, []byte, fkResponse](func(ctx ProcessorContext[[]byte, fkResponse], rec Record[[]byte, fkSubRecord]) error {
+			sub := rec.Value.sub
+			var vo VO
+			var tsR int64
+			found := false
+			if rec.Value.fk != nil {
+				ko, err := deserialize(right.ks, rec.Value.fk)
+				if err != nil {
+					return fmt.Errorf("deserializing the foreign key: %w", err)
+				}
+				if vo, tsR, found, err = get(ko); err != nil {
+					return err
+				}
+			}
+			ts := unixMs(rec.Timestamp)
+			if found {
+				ts = max(ts, tsR)
+			}
+			respond := func(withValue bool) error {
+				r := fkResponse{version: fkResponseVersion, hash: sub.hash, partition: sub.partition}
+				if withValue && found {
+					vb, err := serialize(right.vs, vo)
+					if err != nil {
+						return fmt.Errorf("serializing the right value: %w", err)
+					}
+					r.value = vb
+				}
+				ctx.Forward(Record[[]byte, fkResponse]{Key: sub.pk, Value: r, Timestamp: msTime(ts), Headers: rec.Headers})
+				return nil
+			}
+			switch sub.instruction {
+			case fkDeleteAndPropagate:
+				return respond(false)
+			case fkPropagateNullIfNoFK:
+				return respond(true)
+			case fkPropagateOnlyIfFK:
+				if found {
+					return respond(true)
+				}
+			}
+			return nil
+		}))
+	}
+
+	// ForeignTableJoinProcessorSupplier: a right update answers every subscriber.
+	foreignJoinN.instantiate = func(t *task) (any, error) {
+		st, err := taskTableStore[[]byte, []byte](t, storeName)
+		if err != nil {
+			return nil, err
+		}
+		return processorInstance(t, foreignJoinN, ProcessorFunc[KO, change[VO], []byte, fkResponse](func(ctx ProcessorContext[[]byte, fkResponse], rec Record[KO, change[VO]]) error {
+			if rec.HasNullKey() {
+				t.dropRecord(foreignJoinN, "key")
+				return nil
+			}
+			kb, err := serialize(right.ks, rec.Key)
+			if err != nil {
+				return fmt.Errorf("serializing the key: %w", err)
+			}
+			if kb == nil {
+				t.dropRecord(foreignJoinN, "key")
+				return nil
+			}
+			var vb []byte
+			if rec.Value.hasNew {
+				if vb, err = serialize(right.vs, rec.Value.new); err != nil {
+					return fmt.Errorf("serializing the value: %w", err)
+				}
+			}
+			it, err := st.PrefixScan(fkCombinedKey(kb, nil))
+			if err != nil {
+				return err
+			}
+			type answer struct {
+				pk  []byte
+				sub fkSubscription
+			}
+			var answers []answer
+			for it.Next() {
+				_, pk, err := splitFKCombinedKey(it.Key())
+				if err != nil {
+					it.Close()
+					return err
+				}
+				sub, err := decodeFKSubscription(it.Value().v)
+				if err != nil {
+					it.Close()
+					return err
+				}
+				answers = append(answers, answer{pk, sub})
+			}
+			if err := it.Err(); err != nil {
+				it.Close()
+				return err
+			}
+			if err := it.Close(); err != nil {
+				return err
+			}
+			for _, a := range answers {
+				ctx.Forward(Record[[]byte, fkResponse]{Key: a.pk,
+					Value:     fkResponse{version: fkResponseVersion, hash: a.sub.hash, value: vb, partition: a.sub.partition},
+					Timestamp: rec.Timestamp, Headers: rec.Headers})
+			}
+			return nil
+		}))
+	}
+
+	// The response sink writes each response to the partition of the left record that
+	// subscribed (the primary partition), as Java's response partitioner does.
+	respSink.instantiate = func(t *task) (any, error) {
+		topic := internalTopic(t.appID, respTopic)
+		return func(r Record[[]byte, fkResponse]) {
+			defer t.recoverIn(respSink)
+			if r.Value.partition < 0 {
+				t.processingError(respSink, fmt.Errorf("a response to a subscription of version 0 (no primary partition) cannot be routed; upgrade the applications that wrote it"))
+				return
+			}
+			t.env.Produce(&runtime.OutRecord{
+				Record:   kgo.Record{Topic: topic, Partition: r.Value.partition, Key: r.Key, Value: encodeFKResponse(r.Value), Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},
+				Operator: respSink.name,
+				Source:   t.cur,
+			})
+		}, nil
+	}
+	respSource.instantiate = func(t *task) (any, error) { return sourceInstance(respSource, left.ks, serde.Bytes())(t) }
+
+	// ResponseJoinProcessorSupplier: joins a response with left's current value, unless
+	// that value is not the one that asked (its hash differs).
+	resolverN.instantiate = func(t *task) (any, error) {
+		get, err := left.getter(t)
+		if err != nil {
+			return nil, err
+		}
+		return processorInstance(t, resolverN, ProcessorFunc[K, []byte, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, []byte]) error {
+			resp, err := decodeFKResponse(rec.Value)
+			if err != nil {
+				return err
+			}
+			if resp.version != fkResponseVersion {
+				return fmt.Errorf("kstream: SubscriptionResponseWrapper of version %d; this library reads version %d", resp.version, fkResponseVersion)
+			}
+			v, _, ok, err := get(rec.Key)
+			if err != nil {
+				return err
+			}
+			var cur *fkHash
+			if ok {
+				vb, err := serialize(left.vs, v)
+				if err != nil {
+					return fmt.Errorf("serializing the left value: %w", err)
+				}
+				h := murmur3Hash128(vb)
+				cur = &h
+			}
+			if (cur == nil) != (resp.hash == nil) || (cur != nil && *cur != *resp.hash) {
+				// A stale response: the left row changed after it subscribed.
+				t.env.RecordDropped()
+				t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
+				return nil
+			}
+			out := Record[K, VR]{Key: rec.Key, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: rec.nullKey}
+			if !ok || (resp.value == nil && !leftJoin) {
+				out.null = true
+			} else {
+				var vo VO
+				if resp.value != nil {
+					if vo, err = deserialize(right.vs, resp.value); err != nil {
+						return fmt.Errorf("deserializing the right value: %w", err)
+					}
+				}
+				out.Value = joiner(v, vo, resp.value != nil)
+				out.null = isNil(out.Value)
+			}
+			ctx.Forward(out)
+			return nil
+		}))
+	}
+
+	// The result is a table source (KTableSource), materialized if asked.
+	vs := carry[V, VR](left.vs)
+	if vs == nil {
+		vs = carry[VO, VR](right.vs)
+	}
+	d, vs := materialize(b, op, c, resultN, left.ks, vs)
+	info := &tableInfo{}
+	info.enable = func(force bool) bool {
+		if d == nil {
+			if !force {
+				return false
+			}
+			// KTableSource.materialize, under the name MaterializedInternal gave it.
+			if vs == nil {
+				b.errorf("%s: the result must be materialized (an operator downstream needs its old values), but has no value serde; use Materialized: %w", op, ErrNoSerde)
+				return false
+			}
+			d = tableStoreDef(genStore, left.ks, vs, nil)
+			b.addStore(d, resultN)
+		}
+		info.sendOld = true
+		return true
+	}
+	resultN.instantiate = func(t *task) (any, error) {
+		var st *tableKV[K, VR]
+		if d != nil {
+			var err error
+			if st, err = taskTableStore[K, VR](t, d.name); err != nil {
+				return nil, err
+			}
+		}
+		return processorInstance(t, resultN, ProcessorFunc[K, VR, K, change[VR]](func(ctx ProcessorContext[K, change[VR]], r Record[K, VR]) error {
+			res := change[VR]{new: r.Value, hasNew: !r.null}
+			if r.null {
+				var zero VR
+				res.new = zero
+			}
+			if st != nil {
+				old, _, had, err := getTS(st, r.Key)
+				if err != nil {
+					return err
+				}
+				if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
+					return err
+				}
+				if info.sendOld {
+					res.old, res.hasOld = old, had
+				}
+			}
+			ctx.Forward(Record[K, change[VR]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
+			return nil
+		}))
+	}
+	out := KTable[K, VR]{b: b, n: resultN, ks: left.ks, vs: vs, info: info}
+	out.getter = func(t *task) (valueGetter[K, VR], error) {
+		if d == nil {
+			return nil, fmt.Errorf("kstream: %s: the result of foreign-key join %s has no store; give it one with Materialized to join or query it", op, resultName)
+		}
+		return storeGetter[K, VR](d.name)(t)
+	}
+	if d != nil {
+		out.store, out.getterStores = d.name, []*storeDef{d}
+	}
+	return out
+}
