@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The join scenarios of issue 12, judged against count-pebble in the same run by input
@@ -58,4 +61,54 @@ func joinTopology(env *runEnv) *kstream.Builder {
 // runJoinPebble: join-pebble's topology at least once.
 func runJoinPebble(ctx context.Context, env *runEnv) error {
 	return runStatefulApp(ctx, joinTopology(env), env, nil, kstream.AtLeastOnce)
+}
+
+// fkCustomers is the number of customers of fk-pebble: the orders (the input's count keys)
+// reference them by foreign key.
+const fkCustomers = 1000
+
+// fkOf is fk-pebble's foreign key of an order: the customer "c%03d" of its key's number
+// modulo fkCustomers, or of the next number for one value in 10 (the first value byte below
+// 26), so that about a tenth of the updates move their order to another customer.
+func fkOf(key string, v []byte) string {
+	n := 0
+	for _, c := range key[3:] {
+		n = n*10 + int(c-'0')
+	}
+	if len(v) > 0 && v[0] < 26 {
+		n++
+	}
+	return fmt.Sprintf("c%03d", n%fkCustomers)
+}
+
+// fillCustomers writes fk-pebble's customers to topic: fkCustomers records "c%03d" with a
+// 100-byte name, timestamped an hour before the orders so that each task takes them first.
+func fillCustomers(ctx context.Context, k *kafka, o options, topic string, _ filled) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.brokers...), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	at := time.Now().Add(-time.Hour)
+	recs := make([]*kgo.Record, 0, fkCustomers)
+	for i := range fkCustomers {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "c%03d", i), Value: bytes.Repeat([]byte{'n'}, o.valueSize), Timestamp: at})
+	}
+	return cl.ProduceSync(ctx, recs...).FirstErr()
+}
+
+// fkTopology is the foreign-key join of the orders table (in: count keys, random values)
+// with the customers table (in2) by fkOf, Pebble stores, the result written to out.
+func fkTopology(env *runEnv) *kstream.Builder {
+	b := kstream.NewBuilder()
+	orders := kstream.Table(b, env.in, serde.String(), serde.Bytes(), "orders")
+	customers := kstream.Table(b, env.in2, serde.String(), serde.Bytes(), "customers")
+	kstream.TableJoinOn(orders, customers, fkOf, func(v, _ []byte) []byte { return v }).
+		ToStream().To(env.out, serde.String(), serde.Bytes())
+	return b
+}
+
+// runFKPebble: fk-pebble's topology at least once.
+func runFKPebble(ctx context.Context, env *runEnv) error {
+	return runStatefulApp(ctx, fkTopology(env), env, nil, kstream.AtLeastOnce)
 }

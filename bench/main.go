@@ -137,6 +137,7 @@ var scenarios = []scenario{
 	{name: "window-final-pebble", run: runWindowFinalPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "join-pebble", run: runJoinPebble, countKeys: true, eventTime: true, stateful: true, second: fillSame, drained: true, want: joinPairs, inputs: 2},
+	{name: "fk-pebble", run: runFKPebble, countKeys: true, stateful: true, second: fillCustomers, drained: true},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
@@ -158,7 +159,7 @@ var windowScenarios = []string{"window-pebble", "window-final-pebble", "window-s
 
 // joinScenarios are judged against count-pebble by input records per second
 // (targetJoinVsCountPebble).
-var joinScenarios = []string{"join-pebble"}
+var joinScenarios = []string{"join-pebble", "fk-pebble"}
 
 // inputsOf is the number of input topics of s, each of o.records records.
 func inputsOf(s scenario) int { return max(1, s.inputs) }
