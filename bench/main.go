@@ -96,6 +96,10 @@ type scenario struct {
 	// its end; the output then holds want(o) records exactly (want nil: any number, reported).
 	drained bool
 	want    func(o options) int64
+	// atMost: want is an upper bound, not an exact count (a join whose inputs drift apart in
+	// time by more than its retention loses matches, as in Kafka Streams): the output is
+	// reported against it.
+	atMost bool
 	// inputs is the number of input topics (0 means 1): rates count the records of all.
 	inputs int
 	// rss: not a throughput run but runRSS: the count over distinct keys with the broker in
@@ -136,7 +140,7 @@ var scenarios = []scenario{
 	{name: "window-pebble", keep: keepAll, run: runWindowPebble, countKeys: true, eventTime: true, stateful: true},
 	{name: "window-final-pebble", run: runWindowFinalPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
-	{name: "join-pebble", run: runJoinPebble, countKeys: true, eventTime: true, stateful: true, second: fillSame, drained: true, want: joinPairs, inputs: 2},
+	{name: "join-pebble", run: runJoinPebble, countKeys: true, eventTime: true, stateful: true, second: fillSame, drained: true, want: joinPairs, atMost: true, inputs: 2},
 	{name: "fk-pebble", run: runFKPebble, countKeys: true, stateful: true, second: fillCustomers, drained: true},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
@@ -578,10 +582,17 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	if err != nil {
 		return nil, err
 	}
-	if want < 0 {
-		res.outRecords = got // drained without an expected count: what came out
+	if want < 0 || (s.atMost && got <= want) {
+		res.outRecords = got // drained without an exact count: what came out
+		if s.atMost && got < want {
+			fmt.Printf("  %-21s %d of the %d possible results (%d matches lost to records out of time)\n", s.name, got, want, want-got)
+		}
 	} else if got != want {
-		return nil, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, want)
+		drops := ""
+		if env.stats != nil {
+			drops = fmt.Sprintf(" (the app dropped %d input records)", env.stats.DroppedRecords)
+		}
+		return nil, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d%s", env.out, got, want, drops)
 	}
 	res.stats = env.stats
 
