@@ -398,6 +398,26 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	}
 	respSource.instantiate = func(t *task) (any, error) { return sourceInstance(respSource, left.ks, serde.Bytes())(t) }
 
+	// resubscribe sends, from the left side's task, the subscription of the current left
+	// value of rec's key (hash cur, foreign key fkb) with PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE,
+	// through the registration topic as the subscription sender would.
+	resubscribe := func(t *task, rec Record[K, []byte], fkb []byte, cur *fkHash) error {
+		pk, err := serialize(left.ks, rec.Key)
+		if err != nil {
+			return fmt.Errorf("serializing the key: %w", err)
+		}
+		wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: cur, instruction: fkPropagateNullIfNoFK, pk: pk, partition: t.id.Partition})
+		if err != nil {
+			return err
+		}
+		t.env.Produce(&runtime.OutRecord{
+			Record:   kgo.Record{Topic: internalTopic(t.appID, regTopic), Key: fkb, Value: wire, Timestamp: rec.Timestamp, Headers: toKgoHeaders(rec.Headers)},
+			Operator: regSink.name,
+			Source:   t.cur,
+		})
+		return nil
+	}
+
 	// ResponseJoinProcessorSupplier: joins a response with left's current value, unless
 	// that value is not the one that asked (its hash differs).
 	resolverN.instantiate = func(t *task) (any, error) {
@@ -426,13 +446,36 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				h := murmur3Hash128(vb)
 				cur = &h
 			}
+			out := Record[K, VR]{Key: rec.Key, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: rec.nullKey}
 			if (cur == nil) != (resp.hash == nil) || (cur != nil && *cur != *resp.hash) {
 				// A stale response: the left row changed after it subscribed.
 				t.env.RecordDropped()
 				t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
-				return nil
+				if leftJoin {
+					// Every left update of the left join is answered: the current
+					// value's response is on its way.
+					return nil
+				}
+				// Beyond Java (see docs/fkjoin.md, "Stale responses"): the current
+				// value's subscription may get no response (PROPAGATE_ONLY_IF_FK_VAL_
+				// AVAILABLE for a key without a row, or none at all for a null key),
+				// while the result still shows what this stale response was meant to
+				// replace. Bring the row up to date: a deleted left row or a null
+				// foreign key has no result; any other value subscribes again with
+				// PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, which is always answered.
+				var fkb []byte
+				if ok {
+					if fkb, err = serFK(rec.Key, v); err != nil {
+						return err
+					}
+				}
+				if fkb == nil {
+					out.null = true
+					ctx.Forward(out)
+					return nil
+				}
+				return resubscribe(t, rec, fkb, cur)
 			}
-			out := Record[K, VR]{Key: rec.Key, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: rec.nullKey}
 			if !ok || (resp.value == nil && !leftJoin) {
 				out.null = true
 			} else {
