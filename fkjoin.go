@@ -25,7 +25,11 @@ import (
 // "<application.id>-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic" (co-partitioned with
 // left). A response carries the murmur3 hash of the left value that asked for it, and is
 // dropped if left's row has changed since: a row whose foreign key changes twice in a row
-// never shows a result for its first new key.
+// never shows a result for its first new key. Beyond Java, a stale response of this inner
+// join brings the row up to date (a delete for a deleted row or a null foreign key, else a
+// new PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE subscription for the current value), because
+// the current value's subscription may get no response and Java would keep a stale result
+// (see docs/fkjoin.md, "Stale responses").
 //
 // A foreign key that is nil (for a pointer, map, slice or interface KO), or that right's
 // key serde turns into nil bytes, is null: the row has no match (its previous result, if
