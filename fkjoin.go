@@ -403,13 +403,9 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	respSource.instantiate = func(t *task) (any, error) { return sourceInstance(respSource, left.ks, serde.Bytes())(t) }
 
 	// resubscribe sends, from the left side's task, the subscription of the current left
-	// value of rec's key (hash cur, foreign key fkb) with PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE,
+	// value of rec's key (serialized pk, hash cur, foreign key fkb) with PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE,
 	// through the registration topic as the subscription sender would.
-	resubscribe := func(t *task, rec Record[K, []byte], fkb []byte, cur *fkHash) error {
-		pk, err := serialize(left.ks, rec.Key)
-		if err != nil {
-			return fmt.Errorf("serializing the key: %w", err)
-		}
+	resubscribe := func(t *task, rec Record[K, []byte], pk, fkb []byte, cur *fkHash) error {
 		wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: cur, instruction: fkPropagateNullIfNoFK, pk: pk, partition: t.id.Partition})
 		if err != nil {
 			return err
@@ -429,6 +425,11 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return nil, err
 		}
+		// resubscribed holds, by serialized primary key, the hash of the value this task
+		// instance subscribed again for, until a response with that hash arrives: more
+		// stale responses for the same value need no more subscriptions. It is only an
+		// economy: a new instance starts empty and subscribes again when in doubt.
+		resubscribed := map[string]fkHash{}
 		return processorInstance(t, resolverN, ProcessorFunc[K, []byte, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, []byte]) error {
 			resp, err := decodeFKResponse(rec.Value)
 			if err != nil {
@@ -473,12 +474,26 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 						return err
 					}
 				}
+				pk, err := serialize(left.ks, rec.Key)
+				if err != nil {
+					return fmt.Errorf("serializing the key: %w", err)
+				}
 				if fkb == nil {
+					delete(resubscribed, string(pk))
 					out.null = true
 					ctx.Forward(out)
 					return nil
 				}
-				return resubscribe(t, rec, fkb, cur)
+				if h, ok := resubscribed[string(pk)]; ok && h == *cur {
+					return nil // already subscribed again for this value; that answer is coming
+				}
+				resubscribed[string(pk)] = *cur
+				return resubscribe(t, rec, pk, fkb, cur)
+			}
+			if !leftJoin && len(resubscribed) > 0 {
+				if pk, err := serialize(left.ks, rec.Key); err == nil {
+					delete(resubscribed, string(pk))
+				}
 			}
 			if !ok || (resp.value == nil && !leftJoin) {
 				out.null = true
