@@ -62,6 +62,15 @@ type fkSubRecord struct {
 	sub fkSubscription
 }
 
+// fkResubscribed is the foreign-key join resolver's record of the subscriptions it sent
+// again whose answer is outstanding (hash by serialized primary key). It is a txnHook:
+// when a transaction aborts, the subscriptions it sent are gone, and so is the record.
+type fkResubscribed map[string]fkHash
+
+func (fkResubscribed) committed() {}
+
+func (m fkResubscribed) aborted() { clear(m) }
+
 // fkJoin builds Kafka Streams' foreign-key join (KTableImpl.doJoinOnForeignKey).
 func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(K, V) KO, joiner func(V, VO, bool) VR, leftJoin bool, op string, opts []Option) KTable[K, VR] {
 	b := left.b
@@ -428,8 +437,10 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		// resubscribed holds, by serialized primary key, the hash of the value this task
 		// instance subscribed again for, until a response with that hash arrives: more
 		// stale responses for the same value need no more subscriptions. It is only an
-		// economy: a new instance starts empty and subscribes again when in doubt.
-		resubscribed := map[string]fkHash{}
+		// economy: a new instance starts empty and subscribes again when in doubt, and an
+		// aborted transaction (whose subscriptions are lost) empties it.
+		resubscribed := fkResubscribed{}
+		t.txnHooks = append(t.txnHooks, resubscribed)
 		return processorInstance(t, resolverN, ProcessorFunc[K, []byte, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, []byte]) error {
 			resp, err := decodeFKResponse(rec.Value)
 			if err != nil {
