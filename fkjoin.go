@@ -3,6 +3,7 @@ package kstream
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
@@ -62,14 +63,58 @@ type fkSubRecord struct {
 	sub fkSubscription
 }
 
-// fkResubscribed is the foreign-key join resolver's record of the subscriptions it sent
-// again whose answer is outstanding (hash by serialized primary key). It is a txnHook:
-// when a transaction aborts, the subscriptions it sent are gone, and so is the record.
-type fkResubscribed map[string]fkHash
+// fkAnswersDue is, for one task of the left side of an inner foreign-key join, the hash
+// of each primary key's (serialized) current value whose subscription is sure to be
+// answered (PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, sent by the subscription sender or again
+// by the resolver) while that answer is outstanding: a stale response for such a value
+// needs no new subscription. It is only an economy: a new task instance starts empty and
+// subscribes again when in doubt. It is a txnHook: when a transaction aborts, the
+// subscriptions it sent are gone, and so is the record.
+type fkAnswersDue struct {
+	mu sync.Mutex // the sender and the resolver may run in different goroutines' calls
+	m  map[string]fkHash
+}
 
-func (fkResubscribed) committed() {}
+func (*fkAnswersDue) committed() {}
 
-func (m fkResubscribed) aborted() { clear(m) }
+func (d *fkAnswersDue) aborted() {
+	d.mu.Lock()
+	clear(d.m)
+	d.mu.Unlock()
+}
+
+// set records that h's answer is due for pk, or, with h nil, that none is.
+func (d *fkAnswersDue) set(pk []byte, h *fkHash) {
+	d.mu.Lock()
+	if h == nil {
+		delete(d.m, string(pk))
+	} else {
+		d.m[string(pk)] = *h
+	}
+	d.mu.Unlock()
+}
+
+// due reports whether h's answer is due for pk.
+func (d *fkAnswersDue) due(pk []byte, h fkHash) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.m[string(pk)]
+	return ok && g == h
+}
+
+// answered forgets pk's due answer if it is h's.
+func (d *fkAnswersDue) answered(pk []byte, h fkHash) {
+	d.mu.Lock()
+	if g, ok := d.m[string(pk)]; ok && g == h {
+		delete(d.m, string(pk))
+	}
+	d.mu.Unlock()
+}
+
+// fkCloser is a function as a closer.
+type fkCloser func() error
+
+func (f fkCloser) Close() error { return f() }
 
 // fkJoin builds Kafka Streams' foreign-key join (KTableImpl.doJoinOnForeignKey).
 func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(K, V) KO, joiner func(V, VO, bool) VR, leftJoin bool, op string, opts []Option) KTable[K, VR] {
@@ -153,6 +198,28 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	}
 	b.internalLike[regTopic], b.internalLike[respTopic] = right.n, left.n
 
+	// answersDue gives the sender and the resolver of a task the same fkAnswersDue; a
+	// task's is forgotten when the task closes.
+	var duesMu sync.Mutex
+	dues := map[*task]*fkAnswersDue{}
+	answersDue := func(t *task, n *node) *fkAnswersDue {
+		duesMu.Lock()
+		defer duesMu.Unlock()
+		d, ok := dues[t]
+		if !ok {
+			d = &fkAnswersDue{m: map[string]fkHash{}}
+			dues[t] = d
+			t.txnHooks = append(t.txnHooks, d)
+			t.closers = append(t.closers, namedCloser{n.name, fkCloser(func() error {
+				duesMu.Lock()
+				delete(dues, t)
+				duesMu.Unlock()
+				return nil
+			})})
+		}
+		return d
+	}
+
 	// serFK is the foreign key of a left value, serialized; nil when null.
 	serFK := func(k K, v V) ([]byte, error) {
 		ko := fk(k, v)
@@ -168,6 +235,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 
 	// SubscriptionSendProcessorSupplier: a left update becomes subscriptions.
 	sendN.instantiate = func(t *task) (any, error) {
+		due := answersDue(t, sendN)
 		return processorInstance(t, sendN, ProcessorFunc[K, change[V], []byte, []byte](func(ctx ProcessorContext[[]byte, []byte], rec Record[K, change[V]]) error {
 			in := rec.Value
 			var hash *fkHash // of the new value; computed once
@@ -219,6 +287,13 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				// Every case gets a response, so that the result follows left; a delete
 				// or a null foreign key subscribes to null, which answers null.
 				return send(newFK, newFK == nil, fkPropagateNullIfNoFK)
+			}
+			// The inner join's resolver needs to know whether the new value's answer is
+			// sure to come (PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE).
+			if in.hasNew && newFK != nil && oldFK != nil && changed {
+				due.set(pk, hash)
+			} else {
+				due.set(pk, nil)
 			}
 			switch {
 			case in.hasNew && newFK == nil:
@@ -434,13 +509,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return nil, err
 		}
-		// resubscribed holds, by serialized primary key, the hash of the value this task
-		// instance subscribed again for, until a response with that hash arrives: more
-		// stale responses for the same value need no more subscriptions. It is only an
-		// economy: a new instance starts empty and subscribes again when in doubt, and an
-		// aborted transaction (whose subscriptions are lost) empties it.
-		resubscribed := fkResubscribed{}
-		t.txnHooks = append(t.txnHooks, resubscribed)
+		due := answersDue(t, resolverN)
 		return processorInstance(t, resolverN, ProcessorFunc[K, []byte, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, []byte]) error {
 			resp, err := decodeFKResponse(rec.Value)
 			if err != nil {
@@ -490,21 +559,23 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 					return fmt.Errorf("serializing the key: %w", err)
 				}
 				if fkb == nil {
-					delete(resubscribed, string(pk))
+					due.set(pk, nil)
 					out.null = true
 					ctx.Forward(out)
 					return nil
 				}
-				if h, ok := resubscribed[string(pk)]; ok && h == *cur {
-					return nil // already subscribed again for this value; that answer is coming
+				if due.due(pk, *cur) {
+					return nil // the current value's answer is sure to come
 				}
-				resubscribed[string(pk)] = *cur
+				due.set(pk, cur)
 				return resubscribe(t, rec, pk, fkb, cur)
 			}
-			if !leftJoin && len(resubscribed) > 0 {
-				if pk, err := serialize(left.ks, rec.Key); err == nil {
-					delete(resubscribed, string(pk))
+			if !leftJoin && cur != nil {
+				pk, err := serialize(left.ks, rec.Key)
+				if err != nil {
+					return fmt.Errorf("serializing the key: %w", err)
 				}
+				due.answered(pk, *cur)
 			}
 			if !ok || (resp.value == nil && !leftJoin) {
 				out.null = true
