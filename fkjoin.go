@@ -71,7 +71,7 @@ type fkSubRecord struct {
 // subscribes again when in doubt. It is a txnHook: when a transaction aborts, the
 // subscriptions it sent are gone, and so is the record.
 type fkAnswersDue struct {
-	mu sync.Mutex // the sender and the resolver may run in different goroutines' calls
+	mu sync.Mutex // a task runs on one goroutine at a time, not always the same one
 	m  map[string]fkHash
 }
 
