@@ -3,6 +3,7 @@ package kstream
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
@@ -25,7 +26,11 @@ import (
 // "<application.id>-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-<n>-topic" (co-partitioned with
 // left). A response carries the murmur3 hash of the left value that asked for it, and is
 // dropped if left's row has changed since: a row whose foreign key changes twice in a row
-// never shows a result for its first new key.
+// never shows a result for its first new key. Beyond Java, a stale response of this inner
+// join brings the row up to date (a delete for a deleted row or a null foreign key, else a
+// new PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE subscription for the current value), because
+// the current value's subscription may get no response and Java would keep a stale result
+// (see docs/fkjoin.md, "Stale responses").
 //
 // A foreign key that is nil (for a pointer, map, slice or interface KO), or that right's
 // key serde turns into nil bytes, is null: the row has no match (its previous result, if
@@ -57,6 +62,59 @@ type fkSubRecord struct {
 	fk  []byte
 	sub fkSubscription
 }
+
+// fkAnswersDue is, for one task of the left side of an inner foreign-key join, the hash
+// of each primary key's (serialized) current value whose subscription is sure to be
+// answered (PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, sent by the subscription sender or again
+// by the resolver) while that answer is outstanding: a stale response for such a value
+// needs no new subscription. It is only an economy: a new task instance starts empty and
+// subscribes again when in doubt. It is a txnHook: when a transaction aborts, the
+// subscriptions it sent are gone, and so is the record.
+type fkAnswersDue struct {
+	mu sync.Mutex // a task runs on one goroutine at a time, not always the same one
+	m  map[string]fkHash
+}
+
+func (*fkAnswersDue) committed() {}
+
+func (d *fkAnswersDue) aborted() {
+	d.mu.Lock()
+	clear(d.m)
+	d.mu.Unlock()
+}
+
+// set records that h's answer is due for pk, or, with h nil, that none is.
+func (d *fkAnswersDue) set(pk []byte, h *fkHash) {
+	d.mu.Lock()
+	if h == nil {
+		delete(d.m, string(pk))
+	} else {
+		d.m[string(pk)] = *h
+	}
+	d.mu.Unlock()
+}
+
+// due reports whether h's answer is due for pk.
+func (d *fkAnswersDue) due(pk []byte, h fkHash) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.m[string(pk)]
+	return ok && g == h
+}
+
+// answered forgets pk's due answer if it is h's.
+func (d *fkAnswersDue) answered(pk []byte, h fkHash) {
+	d.mu.Lock()
+	if g, ok := d.m[string(pk)]; ok && g == h {
+		delete(d.m, string(pk))
+	}
+	d.mu.Unlock()
+}
+
+// fkCloser is a function as a closer.
+type fkCloser func() error
+
+func (f fkCloser) Close() error { return f() }
 
 // fkJoin builds Kafka Streams' foreign-key join (KTableImpl.doJoinOnForeignKey).
 func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(K, V) KO, joiner func(V, VO, bool) VR, leftJoin bool, op string, opts []Option) KTable[K, VR] {
@@ -140,6 +198,28 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	}
 	b.internalLike[regTopic], b.internalLike[respTopic] = right.n, left.n
 
+	// answersDue gives the sender and the resolver of a task the same fkAnswersDue; a
+	// task's is forgotten when the task closes.
+	var duesMu sync.Mutex
+	dues := map[*task]*fkAnswersDue{}
+	answersDue := func(t *task, n *node) *fkAnswersDue {
+		duesMu.Lock()
+		defer duesMu.Unlock()
+		d, ok := dues[t]
+		if !ok {
+			d = &fkAnswersDue{m: map[string]fkHash{}}
+			dues[t] = d
+			t.txnHooks = append(t.txnHooks, d)
+			t.closers = append(t.closers, namedCloser{n.name, fkCloser(func() error {
+				duesMu.Lock()
+				delete(dues, t)
+				duesMu.Unlock()
+				return nil
+			})})
+		}
+		return d
+	}
+
 	// serFK is the foreign key of a left value, serialized; nil when null.
 	serFK := func(k K, v V) ([]byte, error) {
 		ko := fk(k, v)
@@ -155,6 +235,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 
 	// SubscriptionSendProcessorSupplier: a left update becomes subscriptions.
 	sendN.instantiate = func(t *task) (any, error) {
+		due := answersDue(t, sendN)
 		return processorInstance(t, sendN, ProcessorFunc[K, change[V], []byte, []byte](func(ctx ProcessorContext[[]byte, []byte], rec Record[K, change[V]]) error {
 			in := rec.Value
 			var hash *fkHash // of the new value; computed once
@@ -206,6 +287,13 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				// Every case gets a response, so that the result follows left; a delete
 				// or a null foreign key subscribes to null, which answers null.
 				return send(newFK, newFK == nil, fkPropagateNullIfNoFK)
+			}
+			// The inner join's resolver needs to know whether the new value's answer is
+			// sure to come (PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE).
+			if in.hasNew && newFK != nil && oldFK != nil && changed {
+				due.set(pk, hash)
+			} else {
+				due.set(pk, nil)
 			}
 			switch {
 			case in.hasNew && newFK == nil:
@@ -398,6 +486,22 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	}
 	respSource.instantiate = func(t *task) (any, error) { return sourceInstance(respSource, left.ks, serde.Bytes())(t) }
 
+	// resubscribe sends, from the left side's task, the subscription of the current left
+	// value of rec's key (serialized pk, hash cur, foreign key fkb) with PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE,
+	// through the registration topic as the subscription sender would.
+	resubscribe := func(t *task, rec Record[K, []byte], pk, fkb []byte, cur *fkHash) error {
+		wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: cur, instruction: fkPropagateNullIfNoFK, pk: pk, partition: t.id.Partition})
+		if err != nil {
+			return err
+		}
+		t.env.Produce(&runtime.OutRecord{
+			Record:   kgo.Record{Topic: internalTopic(t.appID, regTopic), Key: fkb, Value: wire, Timestamp: rec.Timestamp, Headers: toKgoHeaders(rec.Headers)},
+			Operator: regSink.name,
+			Source:   t.cur,
+		})
+		return nil
+	}
+
 	// ResponseJoinProcessorSupplier: joins a response with left's current value, unless
 	// that value is not the one that asked (its hash differs).
 	resolverN.instantiate = func(t *task) (any, error) {
@@ -405,6 +509,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return nil, err
 		}
+		due := answersDue(t, resolverN)
 		return processorInstance(t, resolverN, ProcessorFunc[K, []byte, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, []byte]) error {
 			resp, err := decodeFKResponse(rec.Value)
 			if err != nil {
@@ -426,13 +531,52 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				h := murmur3Hash128(vb)
 				cur = &h
 			}
+			out := Record[K, VR]{Key: rec.Key, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: rec.nullKey}
 			if (cur == nil) != (resp.hash == nil) || (cur != nil && *cur != *resp.hash) {
 				// A stale response: the left row changed after it subscribed.
 				t.env.RecordDropped()
 				t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
-				return nil
+				if leftJoin {
+					// Every left update of the left join is answered: the current
+					// value's response is on its way.
+					return nil
+				}
+				// Beyond Java (see docs/fkjoin.md, "Stale responses"): the current
+				// value's subscription may get no response (PROPAGATE_ONLY_IF_FK_VAL_
+				// AVAILABLE for a key without a row, or none at all for a null key),
+				// while the result still shows what this stale response was meant to
+				// replace. Bring the row up to date: a deleted left row or a null
+				// foreign key has no result; any other value subscribes again with
+				// PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, which is always answered.
+				var fkb []byte
+				if ok {
+					if fkb, err = serFK(rec.Key, v); err != nil {
+						return err
+					}
+				}
+				pk, err := serialize(left.ks, rec.Key)
+				if err != nil {
+					return fmt.Errorf("serializing the key: %w", err)
+				}
+				if fkb == nil {
+					due.set(pk, nil)
+					out.null = true
+					ctx.Forward(out)
+					return nil
+				}
+				if due.due(pk, *cur) {
+					return nil // the current value's answer is sure to come
+				}
+				due.set(pk, cur)
+				return resubscribe(t, rec, pk, fkb, cur)
 			}
-			out := Record[K, VR]{Key: rec.Key, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: rec.nullKey}
+			if !leftJoin && cur != nil {
+				pk, err := serialize(left.ks, rec.Key)
+				if err != nil {
+					return fmt.Errorf("serializing the key: %w", err)
+				}
+				due.answered(pk, *cur)
+			}
 			if !ok || (resp.value == nil && !leftJoin) {
 				out.null = true
 			} else {

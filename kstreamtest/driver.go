@@ -110,6 +110,7 @@ type Driver struct {
 	enforced int64
 	fatal    error
 	closed   bool
+	held     map[string][]*kgo.Record // topics held back (HoldBack): their unprocessed records
 }
 
 // task is one task of the topology and the buffer of its input partitions.
@@ -443,6 +444,15 @@ func (d *Driver) append(raw *kgo.Record) error {
 		raw.Timestamp = d.wall
 	}
 	d.topics[raw.Topic] = append(d.topics[raw.Topic], raw)
+	if h, ok := d.held[raw.Topic]; ok {
+		d.held[raw.Topic] = append(h, raw)
+		return nil
+	}
+	return d.enqueue(raw)
+}
+
+// enqueue buffers raw, written to its topic, for processing.
+func (d *Driver) enqueue(raw *kgo.Record) error {
 	if d.global[raw.Topic] != nil {
 		d.slots = append(d.slots, slot{global: raw})
 		return nil
@@ -455,6 +465,41 @@ func (d *Driver) append(raw *kgo.Record) error {
 	d.slots = append(d.slots, slot{task: t})
 	_, err := t.group.Add(raw.Topic, raw.Partition, []*kgo.Record{raw})
 	return err
+}
+
+// HoldBack makes the driver keep the records written to topic from now on (an internal
+// topic by its full name, "<application.id>-...", or a source topic) without processing
+// them, until [Driver.Release]: a test can so deliver them after records written later, as
+// a broker may under load (for example the responses of a foreign-key join, which come
+// from other tasks than the left updates). Kafka Streams' TopologyTestDriver has no
+// counterpart; it processes every record, and what it causes, before the next input.
+func (d *Driver) HoldBack(topic string) {
+	if d.held == nil {
+		d.held = map[string][]*kgo.Record{}
+	}
+	if _, ok := d.held[topic]; !ok {
+		d.held[topic] = nil
+	}
+}
+
+// Release processes the records of topic held back since [Driver.HoldBack], in the order
+// they were written, and everything they cause, and stops holding topic back.
+func (d *Driver) Release(topic string) error {
+	if d.closed {
+		return ErrClosed
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	recs := d.held[topic]
+	delete(d.held, topic)
+	for _, r := range recs {
+		if err := d.enqueue(r); err != nil {
+			d.fatal, d.slots = err, nil
+			return err
+		}
+	}
+	return d.drain()
 }
 
 // Produce implements the runtime's task environment: the record lands in its topic at
