@@ -99,9 +99,10 @@ func Main(m *testing.M) {
 // Integration tests spend most of their time waiting for a broker (a session timeout, a
 // child process that restarts, a commit interval), not on a CPU: go test's default of one
 // per core would leave the machine idle while they wait. 8 was tried before and made some
-// tests flaky on 2 cores; the cause was not the load but records stamped in 2023, which the
-// in-process broker's retention deleted between produce and fetch (see baseTime in the root
-// package's main_test.go). With that fixed, 8 keeps go test ./... near 2 minutes.
+// tests flaky on 2 cores; one cause found since was not the load but records stamped in
+// 2023, which the in-process broker's retention deleted between produce and fetch (see
+// baseTime in the root package's main_test.go). With that fixed, 8 keeps go test ./... near
+// 2 minutes; if a test turns flaky under load, lower this and say why here.
 var parallelDefault = 8
 
 // raiseParallel sets -test.parallel to parallelDefault unless the command line set it.
