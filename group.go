@@ -127,11 +127,8 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 			t.dropRecord(n, "key or value")
 			return nil
 		}
-		if kb, err := ks.Serialize(r.Key); err != nil {
-			return fmt.Errorf("serializing the key: %w", err)
-		} else if kb == nil {
-			t.dropRecord(n, "key")
-			return nil
+		if drop, err := nullKeyDropped(t, n, ks, r); drop || err != nil {
+			return err
 		}
 		acc, ts, had, err := st.get(r.Key)
 		if err != nil {
@@ -161,4 +158,23 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 		ctx.Forward(Record[K, change[VA]]{Key: r.Key, Value: res, Timestamp: msTime(newTs), Headers: r.Headers})
 		return nil
 	}))
+}
+
+// nullKeyDropped reports whether r has a null key, a Kafka null or a key that ks writes as
+// nil bytes, and then counts it as a record dropped by n (the tables and aggregations of
+// Kafka Streams skip such records with a warning). It fails when ks cannot serialize the key.
+func nullKeyDropped[K, V any](t *task, n *node, ks serde.Serde[K], r Record[K, V]) (bool, error) {
+	if r.HasNullKey() {
+		t.dropRecord(n, "key")
+		return true, nil
+	}
+	kb, err := ks.Serialize(r.Key)
+	if err != nil {
+		return false, fmt.Errorf("serializing the key: %w", err)
+	}
+	if kb == nil {
+		t.dropRecord(n, "key")
+		return true, nil
+	}
+	return false, nil
 }

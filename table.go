@@ -1,7 +1,6 @@
 package kstream
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/kstream-go/kstream/serde"
@@ -387,15 +386,8 @@ func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], 
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
 			// Records with a null key are dropped: KTableSource skips them with a warning
 			// and a dropped record.
-			if r.HasNullKey() {
-				t.dropRecord(n, "key")
-				return nil
-			}
-			if kb, err := ks.Serialize(r.Key); err != nil {
-				return fmt.Errorf("serializing the key: %w", err)
-			} else if kb == nil {
-				t.dropRecord(n, "key")
-				return nil
+			if drop, err := nullKeyDropped(t, n, ks, r); drop || err != nil {
+				return err
 			}
 			old, _, had, err := getTS(st, r.Key)
 			if err != nil {

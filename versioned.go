@@ -82,15 +82,8 @@ func versionedSourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.S
 			return nil, err
 		}
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
-			if r.HasNullKey() {
-				t.dropRecord(n, "key")
-				return nil
-			}
-			if kb, err := ks.Serialize(r.Key); err != nil {
-				return fmt.Errorf("serializing the key: %w", err)
-			} else if kb == nil {
-				t.dropRecord(n, "key")
-				return nil
+			if drop, err := nullKeyDropped(t, n, ks, r); drop || err != nil {
+				return err
 			}
 			old, had, err := st.Get(r.Key)
 			if err != nil {
