@@ -399,6 +399,12 @@ func (r *Runtime) openConsumer() error {
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
+		// Java's fetch.max.wait.ms (500 ms), not kgo's 5 s. A fetch waits that long when none
+		// of its partitions has data, and a partition resumed meanwhile (flowControlLocked) is
+		// only in the next request: its task, waiting for it (PartitionGroup.Ready), could wait
+		// as long as staleLag and then run ahead of it, which made a stream-stream left join
+		// emit non-matches before their match arrived (a CI rehearsal on Apache Kafka).
+		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.OnPartitionsAssigned(r.onAssigned),
 		kgo.OnPartitionsRevoked(r.onRevoked),
 		kgo.OnPartitionsLost(r.onLost),
