@@ -213,22 +213,60 @@ func ConsumeAtMost(t testing.TB, topic string, n int, d time.Duration, opts ...k
 	return out
 }
 
-// Drain reads topic until no new record arrives for quiet, or d passes.
+// Drain reads topic until no new record arrives for quiet, or d passes. The quiet period
+// counts only once every partition that held records when Drain began has delivered one:
+// on a loaded broker a consumer's first fetch can take longer than quiet, and stopping
+// then would return nothing (or one partition's records) as if the topic were empty.
 func Drain(t testing.TB, topic string, quiet, d time.Duration, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl := Client(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	ctx := Context(t, d)
+	pending := nonEmptyPartitions(ctx, t, topic)
+	cl := Client(t, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	var out []*kgo.Record
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, quiet)
+		wait := quiet
+		if len(pending) > 0 {
+			wait = d
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		f := cl.PollFetches(pctx)
 		cancel()
 		recs := f.Records()
 		if len(recs) == 0 && pctx.Err() != nil {
 			break
 		}
+		for _, r := range recs {
+			delete(pending, r.Partition)
+		}
 		out = append(out, recs...)
 	}
+	return out
+}
+
+// nonEmptyPartitions lists the partitions of topic whose end offset is past their start.
+func nonEmptyPartitions(ctx context.Context, t testing.TB, topic string) map[int32]bool {
+	t.Helper()
+	adm := kadm.NewClient(Client(t))
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		t.Fatalf("listing start offsets of %s: %v", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("listing end offsets of %s: %v", topic, err)
+	}
+	out := map[int32]bool{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(topic, o.Partition); ok && o.Offset > s.Offset {
+			out[o.Partition] = true
+		}
+	})
 	return out
 }
 
