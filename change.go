@@ -181,6 +181,9 @@ func tableStoreDef[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], 
 		o(d)
 	}
 	d.typed = func(b store.Backend) any { return store.NewKeyValueStore(name, b, ks, tsSerde[V]{vs}) }
+	if d.query == nil {
+		d.query = newQueryCodec(KeyValueKind, ks, vs, true)
+	}
 	return d
 }
 

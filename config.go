@@ -111,6 +111,11 @@ type Config struct {
 	// over and restores only what was written since its last update. This corresponds to
 	// Kafka Streams' num.standby.replicas.
 	NumStandbys int
+	// ApplicationServer is this instance's query endpoint, "host:port", as other instances
+	// and clients reach it: it travels in the group's metadata so that every instance knows
+	// which one hosts which key ([App.KeyMetadata], [App.Metadata]), and package query
+	// forwards requests to it. Kafka Streams' application.server. Optional.
+	ApplicationServer string
 	// StandbyListener, if set, is told when a standby starts following a changelog, applies
 	// a batch, and stops. This corresponds to Kafka Streams' StandbyUpdateListener.
 	StandbyListener StandbyListener
@@ -251,6 +256,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	}
 	rc.BufferedRecordsPerPartition = c.BufferedRecordsPerPartition
 	rc.NumStandbys = c.NumStandbys
+	rc.ApplicationServer = c.ApplicationServer
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
 	rc.TransactionTimeout = c.TransactionTimeout

@@ -201,6 +201,7 @@ func sessionStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], v
 		b.errorf("%s: %w", op, err)
 	}
 	d.codec = codec
+	d.query = newQueryCodec(SessionKind, ks, vs, false)
 	d.typed = func(bk store.Backend) any {
 		ss, err := store.NewSessionStore(name, bk, ks, vs, o)
 		if err != nil {

@@ -52,6 +52,9 @@ type storeDef struct {
 	// versioned asks for a versioned store with historyRetention ([Versioned]).
 	versioned        bool
 	historyRetention time.Duration
+	// query tells interactive queries the store's kind and serdes; nil for stores that
+	// cannot be queried (internal ones).
+	query *queryCodec
 }
 
 // StoreBuilder declares a state store for [Process]; create one with [KeyValueStore].
@@ -73,6 +76,7 @@ func KeyValueStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], 
 		o(d)
 	}
 	d.typed = func(b store.Backend) any { return store.NewKeyValueStore(name, b, ks, vs) }
+	d.query = newQueryCodec(KeyValueKind, ks, vs, false)
 	return storeBuilder{d}
 }
 

@@ -55,6 +55,7 @@ func versionedStoreDef[K, V any](d *storeDef, ks serde.Serde[K], vs serde.Serde[
 	d.codec = store.NewVersionedChangelog(d.historyRetention)
 	name, ret := d.name, d.historyRetention
 	d.typed = func(b store.Backend) any { return store.NewVersionedKeyValueStore(name, b, ks, vs, ret) }
+	d.query = newQueryCodec(VersionedKind, ks, vs, false)
 }
 
 // taskVersionedStore returns task t's instance of the versioned table store named name.

@@ -191,6 +191,7 @@ func windowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs
 		b.errorf("%s: %w", op, err)
 	}
 	d.codec = codec
+	d.query = newQueryCodec(WindowKind, ks, vs, true)
 	d.typed = func(bk store.Backend) any {
 		ws, err := store.NewWindowStore(name, bk, ks, tsSerde[V]{vs}, o)
 		if err != nil {

@@ -40,6 +40,7 @@ package kstreamtest
 import (
 	"errors"
 	"fmt"
+	"github.com/kstream-go/kstream/internal/partition"
 	"io"
 	"log/slog"
 	"slices"
@@ -566,38 +567,7 @@ func (d *Driver) applyGlobal(g *runtime.GlobalStoreSpec, r *kgo.Record) error {
 
 // javaPartition is the Java producer's partition for a keyed record.
 func javaPartition(key []byte, partitions int32) int32 {
-	return (int32(murmur2(key)) & 0x7fffffff) % partitions
-}
-
-// murmur2 is the hash of Kafka's Java client (Utils.murmur2).
-func murmur2(data []byte) uint32 {
-	const m, r, seed = uint32(0x5bd1e995), 24, uint32(0x9747b28c)
-	n := len(data)
-	h := seed ^ uint32(n)
-	for i := 0; i+4 <= n; i += 4 {
-		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := n &^ 3
-	switch n % 4 {
-	case 3:
-		h ^= uint32(data[tail+2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(data[tail+1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(data[tail])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return h
+	return partition.ForKey(key, partitions)
 }
 
 // KeyValueStore returns the store named name of the task for the given partition (0 unless

@@ -22,12 +22,27 @@ type memberUserData struct {
 	// stores' checkpointed changelog offsets: the leader prefers the member with the most
 	// state when a task's owner is gone, and places standbys where state already is.
 	Offsets map[string]int64 `json:"o,omitempty"`
+	// Endpoint is the member's query endpoint (Config.ApplicationServer), "" if none.
+	Endpoint string `json:"e,omitempty"`
 }
 
 // assignmentUserData is carried in every member's assignment.
 type assignmentUserData struct {
 	Version  int      `json:"v"`
 	Standbys []string `json:"s,omitempty"` // standby task ids, "<sub>_<partition>"
+	// Member is the id of the member this assignment is for; Hosts is the whole group's
+	// assignment, so that every member knows which one hosts which task (key discovery,
+	// as Kafka Streams' partitionsByHost and standbyPartitionByHost).
+	Member string           `json:"m,omitempty"`
+	Hosts  []hostAssignment `json:"h,omitempty"`
+}
+
+// hostAssignment is one member's share of an assignment.
+type hostAssignment struct {
+	Member   string   `json:"m"`
+	Endpoint string   `json:"e,omitempty"`
+	Active   []string `json:"a,omitempty"`
+	Standby  []string `json:"s,omitempty"`
 }
 
 // taskBalancer is a cooperative group balancer that assigns whole tasks: every source
@@ -43,6 +58,10 @@ type taskBalancer struct {
 	offsets func() map[TaskID]int64
 	// onStandbys receives the standby and active tasks of each new assignment; may be nil.
 	onStandbys func(standbys, actives []TaskID)
+	// endpoint is this member's query endpoint; onHosts receives this member's id and the
+	// group's assignment carried by each new assignment. May be nil.
+	endpoint string
+	onHosts  func(self string, hosts []hostAssignment)
 }
 
 func newTaskBalancer(topo *Topology) *taskBalancer {
@@ -74,7 +93,7 @@ func (tb *taskBalancer) JoinGroupMetadata(interests []string, current map[string
 		op.Partitions = current[t]
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
-	ud := memberUserData{Version: 2}
+	ud := memberUserData{Version: 2, Endpoint: tb.endpoint}
 	if tb.offsets != nil {
 		for id, o := range tb.offsets() {
 			if ud.Offsets == nil {
@@ -108,6 +127,9 @@ func (tb *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 				return nil, err
 			}
 			standbys = append(standbys, id)
+		}
+		if tb.onHosts != nil && ud.Hosts != nil {
+			tb.onHosts(ud.Member, ud.Hosts)
 		}
 	}
 	if tb.onStandbys != nil {
@@ -152,6 +174,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	members := b.Members() // sorted by instance id, then member id
 	prev := make(map[TaskID]int, 64)
 	state := make([]map[TaskID]int64, len(members)) // local state per member
+	endpoints := make([]string, len(members))
 	b.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		idx := memberIndex(members, m.MemberID)
 		for _, op := range meta.OwnedPartitions {
@@ -163,6 +186,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 		}
 		var ud memberUserData
 		if len(meta.UserData) > 0 && json.Unmarshal(meta.UserData, &ud) == nil {
+			endpoints[idx] = ud.Endpoint
 			for s, o := range ud.Offsets {
 				if id, err := parseTaskID(s); err == nil {
 					if state[idx] == nil {
@@ -197,11 +221,22 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	}
 	plan.AdjustCooperative(b)
 	sp := standbyPlan{plan: plan, standbys: map[string][]string{}}
+	hosts := make([]hostAssignment, len(members))
+	for m := range members {
+		hosts[m] = hostAssignment{Member: members[m].MemberID, Endpoint: endpoints[m]}
+	}
+	// The hosts are those of the target assignment: a task moving between members is
+	// listed at its new owner, which gets it after the follow-up rebalance.
+	for i, id := range tasks {
+		hosts[owner[i]].Active = append(hosts[owner[i]].Active, id.String())
+	}
 	for m, ids := range standbys {
 		for _, id := range ids {
 			sp.standbys[members[m].MemberID] = append(sp.standbys[members[m].MemberID], id.String())
+			hosts[m].Standby = append(hosts[m].Standby, id.String())
 		}
 	}
+	sp.hosts = hosts
 	return sp
 }
 
@@ -280,6 +315,7 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, nMemb
 type standbyPlan struct {
 	plan     kgo.IntoSyncAssignment
 	standbys map[string][]string // member id -> standby task ids
+	hosts    []hostAssignment
 }
 
 // IntoSyncAssignment implements kgo.IntoSyncAssignment.
@@ -290,7 +326,7 @@ func (p standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment
 		if err := a.ReadFrom(out[i].MemberAssignment); err != nil {
 			continue // cannot happen: kgo encoded it
 		}
-		a.UserData, _ = json.Marshal(assignmentUserData{Version: 2, Standbys: p.standbys[out[i].MemberID]})
+		a.UserData, _ = json.Marshal(assignmentUserData{Version: 2, Standbys: p.standbys[out[i].MemberID], Member: out[i].MemberID, Hosts: p.hosts})
 		out[i].MemberAssignment = a.AppendTo(nil)
 	}
 	return out

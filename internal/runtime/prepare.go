@@ -118,6 +118,7 @@ func (r *Runtime) prepare(ctx context.Context) error {
 	}
 
 	r.counts = counts
+	r.publishCounts()
 	for _, group := range r.topo.CopartitionGroups {
 		var want int32 = -1
 		for _, t := range group {

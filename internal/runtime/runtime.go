@@ -104,6 +104,12 @@ type Runtime struct {
 	wantMu   sync.Mutex
 	want     []TaskID // standby tasks of the last assignment
 	assigned []TaskID // active tasks of the last assignment
+	memberID string   // this member's id, from the last assignment
+	metaGen  int32    // counts the assignments that carried group metadata
+
+	// Interactive queries (query.go).
+	query  queryRuntime
+	qindex queryIndex
 }
 
 type topicPartition struct {
@@ -208,6 +214,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		unpause:    map[string][]int32{},
 	}
 	r.standby = newStandbys(r)
+	r.qindex = newQueryIndex(topo)
 	for _, st := range topo.SubTopologies {
 		for _, spec := range st.Stores {
 			if spec.Changelog != "" && !spec.SourceTopic {
@@ -1026,6 +1033,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			r.reconcileStandbys() // the task may have been revoked and be a standby now
 		})
 	}
+	r.publishQueryLocked()
 	slices.Sort(created)
 	r.log.Info("kstream: partitions assigned", "app", r.cfg.ApplicationID, "new_tasks", created, "restoring", len(restoring), "tasks", len(r.tasks))
 	r.maybeRunningLocked()
@@ -1079,6 +1087,7 @@ func (r *Runtime) startTask(t *taskRun, cl *kgo.Client) {
 	}
 	t.task, t.stores = task, ls
 	parts := t.partitionMap()
+	r.publishQueryLocked()
 	r.maybeRunningLocked()
 	r.mu.Unlock()
 	cl.ResumeFetchPartitions(parts)
@@ -1220,6 +1229,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 			}
 		}
 	}
+	r.publishQueryLocked()
 	slices.Sort(closed)
 	r.log.Info("kstream: partitions revoked", "app", r.cfg.ApplicationID, "closed_tasks", closed, "tasks", len(r.tasks))
 }

@@ -78,6 +78,7 @@ type standbyStore struct {
 	raw       store.Backend
 	restorer  store.Restorer // for a store with a Codec
 	pos       int64          // next changelog offset to apply
+	end       int64          // the changelog's last stable offset as last fetched, -1 unknown
 }
 
 func newStandbys(r *Runtime) *standbys {
@@ -176,7 +177,7 @@ func (s *standbys) add(id TaskID) error {
 		if err != nil {
 			return err
 		}
-		t.stores = append(t.stores, &standbyStore{spec: spec, partition: id.Partition, raw: raw, restorer: restorer, pos: max(from, 0)})
+		t.stores = append(t.stores, &standbyStore{spec: spec, partition: id.Partition, raw: raw, restorer: restorer, pos: max(from, 0), end: -1})
 		dbs = append(dbs, db)
 	}
 	ctx, cancel := context.WithCancel(s.r.restoreCtx)
@@ -335,6 +336,11 @@ func (s *standbys) apply(fetches kgo.Fetches) error {
 		if fp.LogStartOffset > pos {
 			pos = fp.LogStartOffset
 		}
+		if fp.LastStableOffset >= 0 {
+			ss.end = fp.LastStableOffset
+		} else if fp.HighWatermark >= 0 {
+			ss.end = fp.HighWatermark
+		}
 		if pos == ss.pos {
 			return
 		}
@@ -363,6 +369,15 @@ func (r *Runtime) newBalancer() *taskBalancer {
 	tb := newTaskBalancer(r.topo)
 	tb.numStandbys = r.cfg.NumStandbys
 	tb.offsets = r.localOffsets
+	tb.endpoint = r.cfg.ApplicationServer
+	tb.onHosts = func(self string, hosts []hostAssignment) {
+		r.wantMu.Lock()
+		r.memberID = self
+		r.metaGen++
+		gen := r.metaGen
+		r.wantMu.Unlock()
+		r.setMetadata(gen, hosts)
+	}
 	tb.onStandbys = func(ids, actives []TaskID) {
 		r.wantMu.Lock()
 		r.want, r.assigned = ids, actives

@@ -224,6 +224,9 @@ type Config struct {
 	NumStandbys int
 	// StandbyListener, if set, observes standby replicas.
 	StandbyListener StandbyListener
+	// ApplicationServer is this instance's query endpoint ("host:port"), carried in the
+	// group metadata for key discovery; "" if none.
+	ApplicationServer string
 	// ExactlyOnce turns on exactly-once v2 (see eos.go); CommitInterval then defaults to
 	// 100ms.
 	ExactlyOnce bool
