@@ -397,7 +397,19 @@ func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
 			take(m)
 		}
 	}
-	for i := range tasks {
+	// Among the least loaded members, a task goes to the one with the fewest tasks of its
+	// sub-topology, so that each sub-topology (a stateful one especially) spreads over the
+	// members rather than whole sub-topologies landing on one member each.
+	subLoad := make([]map[int]int, nMembers)
+	for m := range subLoad {
+		subLoad[m] = map[int]int{}
+	}
+	for i, id := range tasks {
+		if owner[i] >= 0 {
+			subLoad[owner[i]][id.SubTopology]++
+		}
+	}
+	for i, id := range tasks {
 		if owner[i] >= 0 {
 			continue
 		}
@@ -406,7 +418,7 @@ func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
 			if !fits(m) {
 				continue
 			}
-			if best < 0 || load[m] < load[best] {
+			if best < 0 || load[m] < load[best] || (load[m] == load[best] && subLoad[m][id.SubTopology] < subLoad[best][id.SubTopology]) {
 				best = m
 			}
 		}
@@ -415,6 +427,7 @@ func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
 		}
 		owner[i] = best
 		take(best)
+		subLoad[best][id.SubTopology]++
 	}
 	return owner
 }
