@@ -67,6 +67,7 @@ func GlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde
 		b.errorf("GlobalTable(%s): WithoutChangelog does not apply: the topic is the store's changelog", topic)
 	}
 	d.typed = func(bk store.Backend) any { return store.NewKeyValueStore(storeName, bk, ks, vs) }
+	d.query = newQueryCodec(KeyValueKind, ks, vs, false)
 	d.accept = func(h *handlers) func(runtime.TaskEnv, *kgo.Record) (bool, error) {
 		return func(env runtime.TaskEnv, rec *kgo.Record) (bool, error) {
 			var err error

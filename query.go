@@ -112,8 +112,10 @@ type StoreInfo struct {
 	Name string
 	Kind StoreKind
 	// Partitions is the store's partition count (its tasks' input partitions), 0 until the
-	// application has started.
+	// application has started, and 0 for a global store.
 	Partitions int32
+	// Global marks a global table's store: every instance holds all of it.
+	Global bool
 }
 
 // QueryableStores lists the stores that can be queried, sorted by name: the stores of
@@ -122,11 +124,11 @@ type StoreInfo struct {
 func (a *App) QueryableStores() []StoreInfo {
 	var out []StoreInfo
 	for _, d := range a.topo.stores {
-		if d.query == nil || d.global || !a.rt.HasStore(d.name) {
+		if d.query == nil || !a.rt.HasStore(d.name) {
 			continue
 		}
 		n, _ := a.rt.StorePartitionCount(d.name)
-		out = append(out, StoreInfo{Name: d.name, Kind: d.query.kind, Partitions: n})
+		out = append(out, StoreInfo{Name: d.name, Kind: d.query.kind, Partitions: n, Global: d.global})
 	}
 	slices.SortFunc(out, func(x, y StoreInfo) int {
 		if x.Name < y.Name {
@@ -143,7 +145,7 @@ func (a *App) QueryableStores() []StoreInfo {
 // storeDefOf returns the queryable definition of the store named name.
 func (a *App) storeDefOf(name string) (*storeDef, error) {
 	for _, d := range a.topo.stores {
-		if d.name == name && d.query != nil && !d.global && a.rt.HasStore(name) {
+		if d.name == name && d.query != nil && a.rt.HasStore(name) {
 			return d, nil
 		}
 	}
@@ -259,6 +261,10 @@ func (a *App) KeyMetadata(name string, key any) (KeyMetadata, error) {
 	kb, err := serializeKeyAny(d.query, key)
 	if err != nil {
 		return KeyMetadata{}, fmt.Errorf("kstream: key metadata of store %q: %w", name, err)
+	}
+	if d.global {
+		// Every instance holds all of a global store: this one answers.
+		return KeyMetadata{Store: name, Partition: runtime.GlobalDataPartition, Active: a.rt.ApplicationServer(), ActiveMember: a.rt.MemberID()}, nil
 	}
 	n, ok := a.rt.StorePartitionCount(name)
 	if !ok {
@@ -455,7 +461,7 @@ func (a *App) RawStore(name string, opts ...QueryOption) (*RawStore, error) {
 // Info describes the store.
 func (s *RawStore) Info() StoreInfo {
 	n, _ := s.a.rt.StorePartitionCount(s.d.name)
-	return StoreInfo{Name: s.d.name, Kind: s.d.query.kind, Partitions: n}
+	return StoreInfo{Name: s.d.name, Kind: s.d.query.kind, Partitions: n, Global: s.d.global}
 }
 
 // KeyFromJSON serializes a key given as JSON (a JSON string for a string key, a number
@@ -470,8 +476,11 @@ func (s *RawStore) ValueToJSON(b []byte) (json.RawMessage, error) {
 	return s.d.query.valueToJSON(b)
 }
 
-// Partition returns the partition of a serialized key.
+// Partition returns the partition of a serialized key (-1 for a global store).
 func (s *RawStore) Partition(key []byte) (int32, error) {
+	if s.d.global {
+		return runtime.GlobalDataPartition, nil
+	}
 	n, ok := s.a.rt.StorePartitionCount(s.d.name)
 	if !ok {
 		return 0, &StoreUnavailableError{Store: s.d.name, Partition: -1, Reason: NotRunning}
@@ -550,6 +559,9 @@ func (s *RawStore) Get(key []byte) (RawValue, bool, error) {
 // partitions returns the partitions a scan reads: those of QueryPartitions, or every
 // partition hosted here (active, and standby when stale stores are allowed).
 func (s *RawStore) partitions() ([]int32, error) {
+	if s.d.global {
+		return []int32{runtime.GlobalDataPartition}, nil
+	}
 	if len(s.opts.partitions) > 0 {
 		return s.opts.partitions, nil
 	}

@@ -349,3 +349,52 @@ func TestQueryTwoInstancesStandbyAndRebalance(t *testing.T) {
 		return len(md) == 1 && len(md[0].Active) == 12 && md[0].Self
 	})
 }
+
+// A global table's store is queryable at every instance, all of it, once bootstrapped.
+func TestQueryGlobalStore(t *testing.T) {
+	t.Parallel()
+	gt := kafkatest.CreateTopic(t, "global", 3, nil)
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	cl := kafkatest.Client(t)
+	var recs []*kgo.Record
+	for i := range 30 {
+		recs = append(recs, rec(gt, fmt.Sprintf("g%02d", i), fmt.Sprintf("v%d", i), i))
+	}
+	kafkatest.Produce(t, cl, recs...)
+	b := kstream.NewBuilder()
+	g := kstream.GlobalTable(b, gt, serde.String(), serde.String(), "global-store")
+	kstream.JoinGlobal(kstream.Stream(b, in, serde.String(), serde.String()), g,
+		func(k, _ string) string { return k }, func(_, v, gv string) string { return v + gv }).To(out, serde.String(), serde.String())
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.ApplicationServer = "me:1"
+	app := newApp(t, b, cfg)
+	start(t, app)
+	st, err := kstream.QueryStore[string, string](app, "global-store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "global store queryable", func() bool {
+		v, ok, err := st.Get("g07")
+		return err == nil && ok && v == "v7"
+	})
+	n := 0
+	if err := st.All(func(k, v string) bool {
+		if k != fmt.Sprintf("g%02d", n) || v != fmt.Sprintf("v%d", n) {
+			t.Errorf("All entry %d: %s=%s", n, k, v)
+		}
+		n++
+		return true
+	}); err != nil || n != 30 {
+		t.Errorf("All: %d entries, %v", n, err)
+	}
+	km, err := app.KeyMetadata("global-store", "g01")
+	if err != nil || km.Active != "me:1" {
+		t.Errorf("KeyMetadata of a global store = %+v, %v", km, err)
+	}
+	infos := app.QueryableStores()
+	if len(infos) != 1 || !infos[0].Global || infos[0].Name != "global-store" {
+		t.Errorf("QueryableStores = %+v", infos)
+	}
+}

@@ -90,6 +90,7 @@ type StoreView struct {
 
 	run     *taskRun     // the active task, or nil
 	standby *standbyTask // the standby task, or nil
+	global  bool         // a global store's view
 }
 
 // storePart names one store partition.
@@ -189,10 +190,33 @@ func (r *Runtime) StoreSubTopology(name string) (int, bool) {
 	return sub, ok
 }
 
-// HasStore reports whether the topology has a (non-global) store named name.
+// HasStore reports whether the topology has a store named name (global stores too).
 func (r *Runtime) HasStore(name string) bool {
 	_, ok := r.qindex.spec[name]
-	return ok
+	return ok || r.globalSpec(name) >= 0
+}
+
+// globalSpec returns the index of the global store named name, or -1.
+func (r *Runtime) globalSpec(name string) int {
+	return slices.IndexFunc(r.topo.GlobalStores, func(s GlobalStoreSpec) bool { return s.Name == name })
+}
+
+// globalView returns a read view of global store i, once it has bootstrapped.
+func (r *Runtime) globalView(i int) (*StoreView, func(), error) {
+	gs := r.topo.GlobalStores[i]
+	st := r.query.state.Load()
+	if st == nil || !st.running || r.global == nil {
+		return nil, nil, &QueryError{Store: gs.Name, Partition: -1, Reason: QueryNotRunning}
+	}
+	if !isClosed(r.global.boot) {
+		return nil, nil, &QueryError{Store: gs.Name, Partition: -1, Reason: QueryRestoring}
+	}
+	spec := StoreSpec{Name: gs.Name, Persistent: gs.Persistent, Changelog: gs.Topic, SourceTopic: true}
+	b, release, err := r.backend(spec, GlobalDataPartition)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kstream: global store %q: %w", gs.Name, err)
+	}
+	return &StoreView{Spec: spec, Partition: GlobalDataPartition, Backend: b, Position: -1, global: true}, release, nil
 }
 
 // backend returns a backend of (spec, partition) for the caller's goroutine: Pebble's
@@ -227,6 +251,9 @@ func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, func(
 func (r *Runtime) StoreView(name string, p int32, allowStandby bool, maxLag int64) (*StoreView, func(), error) {
 	spec, ok := r.qindex.spec[name]
 	if !ok {
+		if i := r.globalSpec(name); i >= 0 {
+			return r.globalView(i)
+		}
 		return nil, nil, &QueryError{Store: name, Partition: -1, Reason: QueryUnknownStore}
 	}
 	st := r.query.state.Load()
@@ -277,6 +304,10 @@ func (r *Runtime) StoreView(name string, p int32, allowStandby bool, maxLag int6
 // v was taken: a reader checks it after reading, since a partition revoked meanwhile may
 // have been dropped (a memory store) or stopped following its changelog.
 func (r *Runtime) Valid(v *StoreView) bool {
+	if v.global {
+		st := r.query.state.Load()
+		return st != nil && st.running
+	}
 	if v.run != nil {
 		st := r.query.state.Load()
 		if st == nil || !st.running {
@@ -388,6 +419,9 @@ type MemberMetadata struct {
 
 // Metadata returns the group metadata of the last assignment, or nil before the first.
 func (r *Runtime) Metadata() *GroupMetadata { return r.query.meta.Load() }
+
+// ApplicationServer returns this instance's query endpoint (Config.ApplicationServer).
+func (r *Runtime) ApplicationServer() string { return r.cfg.ApplicationServer }
 
 // MemberID returns this instance's group member id ("" before it joined).
 func (r *Runtime) MemberID() string {
