@@ -48,7 +48,7 @@ func produceWords(t *testing.T, topic string, n, keys int) map[string]int64 {
 func TestQueryLocalStores(t *testing.T) {
 	t.Parallel()
 	for _, mem := range []bool{false, true} {
-		t.Run(fmt.Sprintf("memory=%v", mem), func(t *testing.T) {
+		t.Run(map[bool]string{false: "pebble", true: "memory"}[mem], func(t *testing.T) {
 			t.Parallel()
 			in := kafkatest.CreateTopic(t, "words", 4, nil)
 			var opts []kstream.StoreOption
