@@ -20,10 +20,11 @@ import (
 // allLocalStorePartitionLags. The HTTP layer that routes a query to the instance owning a
 // key is package query.
 //
-// A query reads what a store's engine holds: a persistent store as of its task's last
-// commit (its writes are buffered in the task until then, and reach Pebble in one atomic
-// batch, so a read never sees half a commit), a memory store as of its last write. Under
-// exactly-once only committed state is ever visible. Kafka Streams reads through its record
+// A query reads what a store's engine holds: a store as of its task's last commit (a
+// task buffers its writes until then, and they reach Pebble or the memory engine in one
+// atomic batch, so a read never sees half a commit), except a memory store without a
+// changelog, which is written directly and read as of its last write. Under exactly-once
+// only committed state is ever visible. Kafka Streams reads through its record
 // cache instead, so it sees writes up to a commit interval sooner; lower
 // Config.CommitInterval for fresher reads.
 

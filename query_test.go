@@ -398,3 +398,85 @@ func TestQueryGlobalStore(t *testing.T) {
 		t.Errorf("QueryableStores = %+v", infos)
 	}
 }
+
+// A query never sees half of a commit: a processor writes the same sequence number to two
+// keys for every record, and concurrent scans must always find both keys equal. Persistent
+// stores reach the engine one commit at a time (one atomic batch); under exactly-once a
+// memory store does too.
+func TestQueryNeverSeesATornCommit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		eos  bool
+		opts []kstream.StoreOption
+	}{{"pebble", false, nil}, {"pebble-eos", true, nil}, {"memory-eos", true, []kstream.StoreOption{kstream.InMemory()}}, {"memory-alos", false, []kstream.StoreOption{kstream.InMemory()}}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			in := kafkatest.CreateTopic(t, "in", 1, nil)
+			b := kstream.NewBuilder()
+			s := kstream.Stream(b, in, serde.String(), serde.String())
+			kstream.Process(s, func() kstream.Processor[string, string, string, string] {
+				return kstream.ProcessorFunc[string, string, string, string](func(ctx kstream.ProcessorContext[string, string], r kstream.Record[string, string]) error {
+					st, err := kstream.GetKeyValueStore[string, string](ctx, "pair")
+					if err != nil {
+						return err
+					}
+					if err := st.Put("a", r.Value); err != nil {
+						return err
+					}
+					time.Sleep(200 * time.Microsecond) // widen the window a torn read would need
+					return st.Put("b", r.Value)
+				})
+			}, kstream.WithStores(kstream.KeyValueStore("pair", serde.String(), serde.String(), c.opts...)))
+			cfg := testConfig(t)
+			cfg.StateDir = t.TempDir()
+			cfg.CommitInterval = 5 * time.Millisecond
+			if c.eos {
+				cfg.Guarantee = kstream.ExactlyOnce
+			}
+			app := newApp(t, b, cfg)
+			start(t, app)
+			st, err := kstream.QueryStore[string, string](app, "pair")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 200
+			var scans, torn atomic.Int64
+			done := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					var vals []string
+					if err := st.All(func(_ string, v string) bool { vals = append(vals, v); return true }); err != nil {
+						continue // not running yet
+					}
+					scans.Add(1)
+					if len(vals) == 2 && vals[0] != vals[1] || len(vals) == 1 {
+						if torn.Add(1) == 1 {
+							t.Errorf("torn read: %v", vals)
+						}
+					}
+				}
+			})
+			cl := kafkatest.Client(t)
+			for i := range n {
+				kafkatest.Produce(t, cl, rec(in, "k", fmt.Sprintf("%06d", i), i))
+			}
+			kafkatest.Eventually(t, 60*time.Second, "the last record in the store", func() bool {
+				v, ok, err := st.Get("b")
+				return err == nil && ok && v == fmt.Sprintf("%06d", n-1)
+			})
+			close(done)
+			wg.Wait()
+			t.Logf("%d scans, %d torn", scans.Load(), torn.Load())
+			if torn.Load() > 0 || scans.Load() < 100 {
+				t.Errorf("%d torn reads in %d scans", torn.Load(), scans.Load())
+			}
+		})
+	}
+}

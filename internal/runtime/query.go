@@ -13,10 +13,10 @@ import (
 // Interactive queries: the runtime publishes which store partitions this instance holds
 // (active, restoring, standby) in snapshots that readers load without taking the runtime's
 // locks, so that a query never waits for a batch of records being processed, and hands out
-// read views over the stores' engines. A view reads what the engine holds: a persistent
-// store's data as of its task's last commit (its writes are buffered in the task until
-// then, and reach the engine in one atomic batch), a memory store's data as of its last
-// write (or, under exactly-once, its last committed transaction).
+// read views over the stores' engines. A view reads what the engine holds: a store's data
+// as of its task's last commit (its writes are buffered in the task until then, and reach
+// the engine in one atomic batch), except for a memory store without a changelog, which is
+// written directly (under at-least-once).
 
 // QueryReason says why a store partition cannot be read here now.
 type QueryReason int
