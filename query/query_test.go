@@ -93,9 +93,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // instance is one application instance with its query server.
 type instance struct {
-	app  *kstream.App
-	addr string
-	base string
+	app        *kstream.App
+	addr       string
+	base       string
+	stopServer func() // stops the query server only
 }
 
 // clusterOptions configure the instances of a test.
@@ -134,7 +135,8 @@ func startCluster(t *testing.T, in string, n int, o clusterOptions) []*instance 
 		if err != nil {
 			t.Fatalf("kstream.New: %v", err)
 		}
-		cfg := Config{App: app, Auth: o.auth}
+		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl}))
+		cfg := Config{App: app, Auth: o.auth, Logger: logger}
 		scheme := "http"
 		if o.serverTLS != nil {
 			scheme = "https"
@@ -145,23 +147,28 @@ func startCluster(t *testing.T, in string, n int, o clusterOptions) []*instance 
 		}
 		srv := NewServer(cfg)
 		ctx, cancel := context.WithCancel(context.Background())
+		sctx, scancel := context.WithCancel(ctx)
 		appDone, srvDone := make(chan error, 1), make(chan error, 1)
 		go func() { appDone <- app.Run(ctx) }()
-		go func() { srvDone <- srv.Serve(ctx, ln, o.serverTLS) }()
-		t.Cleanup(func() {
-			cancel()
-			for _, c := range []chan error{srvDone, appDone} {
-				select {
-				case err := <-c:
-					if err != nil && !errors.Is(err, context.Canceled) {
-						t.Errorf("instance %s stopped with: %v", addr, err)
-					}
-				case <-time.After(30 * time.Second):
-					t.Errorf("instance %s did not stop within 30s", addr)
+		go func() { srvDone <- srv.Serve(sctx, ln, o.serverTLS) }()
+		wait := func(what string, c chan error) {
+			select {
+			case err := <-c:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("%s %s stopped with: %v", what, addr, err)
 				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("%s %s did not stop within 30s", what, addr)
 			}
+		}
+		var once sync.Once
+		stopServer := func() { once.Do(func() { scancel(); wait("query server", srvDone) }) }
+		t.Cleanup(func() {
+			stopServer()
+			cancel()
+			wait("instance", appDone)
 		})
-		out = append(out, &instance{app: app, addr: addr, base: scheme + "://" + addr})
+		out = append(out, &instance{app: app, addr: addr, base: scheme + "://" + addr, stopServer: stopServer})
 	}
 	return out
 }
@@ -261,6 +268,29 @@ func TestQueriesAcrossInstances(t *testing.T) {
 
 	ctx := kafkatest.Context(t, 60*time.Second)
 	want := wantCounts()
+	md, err := clients[1].Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owned []int32
+	selves := 0
+	for _, in := range md.Instances {
+		owned = append(owned, in.Stores["counts"]...)
+		if in.Self {
+			selves++
+			if in.Host != insts[1].addr {
+				t.Fatalf("metadata: self is %s, asked %s", in.Host, insts[1].addr)
+			}
+		}
+	}
+	slices.Sort(owned)
+	if len(md.Instances) != 3 || selves != 1 || fmt.Sprint(owned) != "[0 1 2 3 4 5 6 7 8 9 10 11]" {
+		t.Fatalf("metadata: %+v", md)
+	}
+	stores, err := clients[2].Stores(ctx)
+	if err != nil || fmt.Sprint(stores) != "[{counts key-value 12} {scounts session 12} {wcounts window 12}]" {
+		t.Fatalf("stores: %v %v", stores, err)
+	}
 	for i, c := range clients {
 		counts := StoreOf[string, int64](c, "counts")
 		for _, opts := range [][]ScanOption{nil, {PageSize(7)}, {PageSize(1)}} {
@@ -373,6 +403,80 @@ func TestQueriesAcrossInstances(t *testing.T) {
 		}
 	}
 	checkRawAndErrors(t, insts[0])
+	checkPeerDown(t, insts, clients)
+}
+
+// checkPeerDown stops the query server of the last instance (its app runs on), then puts
+// one that never answers in its place: a query that needs it fails, retryably, rather
+// than returning partial results; one that does not still succeeds.
+func checkPeerDown(t *testing.T, insts []*instance, clients []*Client) {
+	ctx := kafkatest.Context(t, 60*time.Second)
+	down := insts[len(insts)-1]
+	down.stopServer()
+	var local, remote string
+	for _, w := range words {
+		km, err := insts[0].app.KeyMetadata("counts", w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch km.Active {
+		case insts[0].addr:
+			local = w
+		case down.addr:
+			remote = w
+		}
+	}
+	counts := StoreOf[string, int64](clients[0], "counts")
+	if v, ok, err := counts.Get(ctx, local); err != nil || !ok || v != wantCounts()[local] {
+		t.Fatalf("get %q at its owner with a peer down: %d %v %v", local, v, ok, err)
+	}
+	wantErr := func(what string, err error, status int, reason string) {
+		t.Helper()
+		var e *Error
+		if !errors.As(err, &e) || e.Status != status || e.Reason != reason || !e.Retryable {
+			t.Fatalf("%s with a peer down: %v, want a retryable %d %s", what, err, status, reason)
+		}
+	}
+	_, _, err := counts.Get(ctx, remote)
+	wantErr("get "+remote, err, http.StatusServiceUnavailable, ReasonPeerUnavailable)
+	_, err = counts.All(ctx)
+	wantErr("all", err, http.StatusServiceUnavailable, ReasonPeerUnavailable)
+	_, err = counts.Count(ctx)
+	wantErr("count", err, http.StatusServiceUnavailable, ReasonPeerUnavailable)
+	_, err = counts.MultiGet(ctx, local, remote)
+	wantErr("multi-get", err, http.StatusServiceUnavailable, ReasonPeerUnavailable)
+
+	// A peer that accepts requests and never answers: the request's timeout ends it.
+	ln, err := net.Listen("tcp", down.addr)
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", down.addr, err)
+	}
+	release := make(chan struct{})
+	hang := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})}
+	go func() { _ = hang.Serve(ln) }()
+	defer func() {
+		close(release)
+		_ = hang.Close()
+	}()
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	defer hc.CloseIdleConnections()
+	start := time.Now()
+	status, h, m := get(t, hc, insts[0].base+"/v1/stores/counts/keys?timeout=300ms&key="+remote, nil)
+	if status != http.StatusGatewayTimeout || m["reason"] != ReasonTimeout || m["retryable"] != true || h.Get("Retry-After") == "" {
+		t.Fatalf("get %q from a peer that never answers: %d %v", remote, status, m)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the 300ms timeout took %s", d)
+	}
+	status, _, m = get(t, hc, insts[0].base+"/v1/stores/counts/all?timeout=200ms", nil)
+	if status != http.StatusGatewayTimeout || m["reason"] != ReasonTimeout {
+		t.Fatalf("all with a peer that never answers: %d %v", status, m)
+	}
 }
 
 // expectedWindows is the hourly windows of a word with n occurrences, with a key left
@@ -598,7 +702,9 @@ func TestOpenAPI(t *testing.T) {
 // TestMerge checks the merge of pages, some of which have more.
 func TestMerge(t *testing.T) {
 	s := NewServer(Config{})
-	e := func(k string) Entry { return Entry{Key: json.RawMessage(`"` + k + `"`), Value: json.RawMessage("1"), RawKey: []byte(k)} }
+	e := func(k string) Entry {
+		return Entry{Key: json.RawMessage(`"` + k + `"`), Value: json.RawMessage("1"), RawKey: []byte(k)}
+	}
 	pages := []Page{
 		{Entries: []Entry{e("a"), e("d")}, Cursor: "x"}, // more after d
 		{Entries: []Entry{e("b"), e("c"), e("e"), e("f")}},
@@ -648,4 +754,44 @@ func (r *recorder) Write(b []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.body.Write(b)
+}
+
+// TestNotRunning checks the answers of an instance that has not started: retryable 503s
+// for reads, the store list, and 404 for an unknown store.
+func TestNotRunning(t *testing.T) {
+	app, err := kstream.New(topology("in"), kstream.Config{ApplicationID: "not-running", Brokers: kafkatest.Brokers(t), StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(Config{App: app})
+	do := func(path string) (int, http.Header, map[string]any) {
+		rec := &recorder{header: http.Header{}}
+		s.ServeHTTP(rec, mustRequest(t, http.MethodGet, path))
+		var m map[string]any
+		if err := json.Unmarshal(rec.body.Bytes(), &m); err != nil {
+			t.Fatalf("GET %s: %q: %v", path, rec.body.Bytes(), err)
+		}
+		return rec.status, rec.header, m
+	}
+	for _, path := range []string{"/v1/stores/counts/keys?key=a", "/v1/stores/counts/all", "/v1/stores/counts/count", "/v1/stores/wcounts/windows?key=a", "/v1/stores/scounts/sessions?key=a"} {
+		status, h, m := do(path)
+		if status != http.StatusServiceUnavailable || m["reason"] != ReasonNotRunning || m["retryable"] != true || h.Get("Retry-After") != "1" {
+			t.Fatalf("GET %s: %d %v %v", path, status, m, h)
+		}
+	}
+	status, _, m := do("/v1/stores")
+	want := []any{
+		map[string]any{"name": "counts", "kind": "key-value", "partitions": float64(0)},
+		map[string]any{"name": "scounts", "kind": "session", "partitions": float64(0)},
+		map[string]any{"name": "wcounts", "kind": "window", "partitions": float64(0)},
+	}
+	if status != http.StatusOK || fmt.Sprint(m["stores"]) != fmt.Sprint(want) {
+		t.Fatalf("GET /v1/stores: %d %v", status, m)
+	}
+	if status, _, m := do("/v1/stores/nope/count"); status != http.StatusNotFound || m["reason"] != ReasonUnknownStore {
+		t.Fatalf("unknown store: %d %v", status, m)
+	}
+	if status, _, m := do("/v1/metadata"); status != http.StatusOK || fmt.Sprint(m["instances"]) != "[]" {
+		t.Fatalf("metadata: %d %v", status, m)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -73,6 +74,9 @@ type Config struct {
 	// ForwardHeader copies what a forwarded request needs from the incoming one, so that
 	// it passes the peer's Auth (default: the Authorization header).
 	ForwardHeader func(in, out *http.Request)
+	// Logger receives the errors of the HTTP server that [Server.Serve] runs (failed TLS
+	// handshakes, for one); default slog.Default().
+	Logger *slog.Logger
 }
 
 // Server answers queries over HTTP for one instance of an application, reading its own
@@ -109,6 +113,9 @@ func NewServer(cfg Config) *Server {
 				out.Header.Set("Authorization", a)
 			}
 		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.handle("GET /v1/openapi.json", s.openapi)
@@ -189,6 +196,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 		ln = tls.NewListener(ln, tlsCfg)
 	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.Timeout, TLSConfig: tlsCfg,
+		ErrorLog:    slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
