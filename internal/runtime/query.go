@@ -232,7 +232,10 @@ func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, func(
 		return b, func() {}, err
 	}
 	k := storePart{spec.Name, partition}
-	pv, _ := r.query.pools.LoadOrStore(k, &sync.Pool{})
+	pv, ok := r.query.pools.Load(k)
+	if !ok {
+		pv, _ = r.query.pools.LoadOrStore(k, &sync.Pool{})
+	}
 	pool := pv.(*sync.Pool)
 	if b, ok := pool.Get().(store.Backend); ok {
 		return b, func() { pool.Put(b) }, nil
@@ -268,10 +271,9 @@ func (r *Runtime) StoreView(name string, p int32, allowStandby bool, maxLag int6
 		if err != nil {
 			return nil, nil, fmt.Errorf("kstream: store %q partition %d: %w", name, p, err)
 		}
-		pos, err := b.Checkpoint()
-		if err != nil {
-			release()
-			return nil, nil, fmt.Errorf("kstream: store %q partition %d: reading its position: %w", name, p, err)
+		pos := int64(-1)
+		if ls := e.run.stores[name]; ls != nil {
+			pos = ls.position.Load()
 		}
 		return &StoreView{Spec: spec, Partition: p, Backend: b, Position: pos, Lag: 0, run: e.run}, release, nil
 	}
@@ -338,11 +340,8 @@ func (r *Runtime) LocalPartitions() []LocalPartition {
 			lp := LocalPartition{Store: k.store, Partition: k.partition, Restoring: e.restoring, Position: -1, Lag: -1}
 			if !e.restoring {
 				lp.Lag = 0
-				if b, release, err := r.backend(e.spec, k.partition); err == nil {
-					if cp, err := b.Checkpoint(); err == nil {
-						lp.Position = cp
-					}
-					release()
+				if ls := e.run.stores[k.store]; ls != nil {
+					lp.Position = ls.position.Load()
 				}
 			}
 			out = append(out, lp)

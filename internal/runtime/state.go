@@ -142,6 +142,9 @@ type loggedStore struct {
 	r       *Runtime
 	acked   atomic.Int64 // changelog offset after the last acknowledged write; -1 none
 	written atomic.Bool  // a changelog write since the last checkpoint
+	// position is the store's checkpoint as of its last commit (-1 none), for queries
+	// (query.go), which read it without touching the engine.
+	position atomic.Int64
 }
 
 // storeCacheBytes is the default bound of the read cache of each persistent store partition.
@@ -333,6 +336,9 @@ func (s *loggedStore) checkpoint(committed map[string]map[int32]kgo.EpochOffset)
 		if err := s.buf.Flush(at); err != nil {
 			return fmt.Errorf("kstream: checkpointing store %s partition %d at %d: %w", s.spec.Name, s.partition, at, err)
 		}
+		if at >= 0 {
+			s.position.Store(at)
+		}
 		return nil
 	}
 	if at < 0 {
@@ -343,6 +349,7 @@ func (s *loggedStore) checkpoint(committed map[string]map[int32]kgo.EpochOffset)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("kstream: checkpointing store %s partition %d at %d: %w", s.spec.Name, s.partition, at, err)
 	}
+	s.position.Store(at)
 	return nil
 }
 
@@ -378,6 +385,11 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			// in-memory suppression buffer do), not once per update.
 			ls.buf = store.NewBuffer(raw)
 		}
+		cp, err := raw.Checkpoint()
+		if err != nil {
+			return nil, fmt.Errorf("kstream: reading the checkpoint of store %s partition %d: %w", spec.Name, id.Partition, err)
+		}
+		ls.position.Store(cp)
 		out[spec.Name] = ls
 	}
 	return out, nil
