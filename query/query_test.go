@@ -104,6 +104,8 @@ type clusterOptions struct {
 	auth      func(*http.Request) error
 	serverTLS *tls.Config
 	peerTLS   *tls.Config
+	standbys  int
+	maxBytes  int
 }
 
 // startCluster starts n instances of the topology over in, each with its own state
@@ -130,13 +132,14 @@ func startCluster(t *testing.T, in string, n int, o clusterOptions) []*instance 
 			HeartbeatInterval: 200 * time.Millisecond,
 			StateDir:          t.TempDir(),
 			ApplicationServer: addr,
+			NumStandbys:       o.standbys,
 			Logger:            slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl})),
 		})
 		if err != nil {
 			t.Fatalf("kstream.New: %v", err)
 		}
 		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl}))
-		cfg := Config{App: app, Auth: o.auth, Logger: logger}
+		cfg := Config{App: app, Auth: o.auth, Logger: logger, MaxResponseBytes: o.maxBytes}
 		scheme := "http"
 		if o.serverTLS != nil {
 			scheme = "https"
@@ -535,6 +538,38 @@ func checkRawAndErrors(t *testing.T, inst *instance) {
 			t.Fatalf("raw get %s: %d %v", k, status, m)
 		}
 	}
+	// Pages of one window and of two sessions: w06 occurs 7 times, in 3 hourly windows.
+	for _, c := range []struct {
+		path        string
+		limit, want int
+	}{{"/v1/stores/wcounts/windows?key=w06", 1, 3}, {"/v1/stores/scounts/sessions?key=w06", 2, 7}, {"/v1/stores/wcounts/windows/all?to=" + t0.Format(time.RFC3339), 7, 60}} {
+		var starts []int64
+		cursor := ""
+		for pages := 0; ; pages++ {
+			if pages > c.want {
+				t.Fatalf("%s: more than %d pages", c.path, pages)
+			}
+			u := fmt.Sprintf("%s%s&limit=%d", inst.base, c.path, c.limit)
+			if cursor != "" {
+				u += "&cursor=" + cursor
+			}
+			status, _, m := get(t, hc, u, nil)
+			entries, _ := m["entries"].([]any)
+			if status != http.StatusOK || len(entries) > c.limit {
+				t.Fatalf("GET %s: %d %v", u, status, m)
+			}
+			for _, e := range entries {
+				starts = append(starts, int64(e.(map[string]any)["start"].(float64)))
+			}
+			cursor, _ = m["cursor"].(string)
+			if cursor == "" {
+				break
+			}
+		}
+		if len(starts) != c.want || (!strings.Contains(c.path, "/all") && !slices.IsSorted(starts)) {
+			t.Fatalf("%s in pages of %d: starts %v, want %d", c.path, c.limit, starts, c.want)
+		}
+	}
 	status, _, m := get(t, hc, inst.base+"/v1/stores/counts/keys?key=w03", nil)
 	if status != http.StatusOK || m["key"] != "w03" || m["value"] != float64(4) {
 		t.Fatalf("get w03: %d %v", status, m)
@@ -611,6 +646,7 @@ func TestAuthAndTLS(t *testing.T) {
 		auth:      bearer("s3cret"),
 		serverTLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		peerTLS:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		maxBytes:  1500,
 	})
 	newHC := func() *http.Client {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -654,6 +690,77 @@ func TestAuthAndTLS(t *testing.T) {
 		if err != nil || !slices.Equal(keysOf(all), sortedWords()) {
 			t.Fatalf("instance %d: all over TLS: %v, %v", i, keysOf(all), err)
 		}
+	}
+
+	// MaxResponseBytes is 1500 here: a page without a limit stops early, with a cursor,
+	// and the client follows the cursors to every key.
+	hc := newHC()
+	auth := http.Header{"Authorization": {"Bearer s3cret"}}
+	for _, path := range []string{"/v1/stores/counts/all", "/v1/stores/wcounts/windows/all"} {
+		req, _ := http.NewRequest(http.MethodGet, insts[0].base+path, nil)
+		req.Header = auth
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var p Page
+		if err := json.Unmarshal(b, &p); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %q: %v", path, resp.StatusCode, b, err)
+		}
+		if len(b) > 1500 || p.Cursor == "" || len(p.Entries) < 2 {
+			t.Fatalf("GET %s with a 1500-byte limit: %d bytes, %d entries, cursor %q", path, len(b), len(p.Entries), p.Cursor)
+		}
+		t.Logf("%s: a page of %d entries in %d bytes", path, len(p.Entries), len(b))
+	}
+	all, err := StoreOf[string, int64](clients[1], "counts").All(ctx)
+	if err != nil || !slices.Equal(keysOf(all), sortedWords()) {
+		t.Fatalf("all in pages of at most 1500 bytes: %v, %v", keysOf(all), err)
+	}
+	allw, err := StoreOf[string, int64](clients[2], "wcounts").WindowsAll(ctx, t0, t0.Add(24*time.Hour))
+	wantN := 0
+	for i := range words {
+		wantN += len(expectedWindows(occurrences(i)))
+	}
+	if n := len(allw); err != nil || n != wantN {
+		t.Fatalf("all windows in pages of at most 1500 bytes: %d windows, %v; want %d", n, err, wantN)
+	}
+}
+
+// TestStaleReads runs two instances with a standby of every task: with stale reads
+// allowed, each instance answers every key itself, from its active or its standby
+// partitions.
+func TestStaleReads(t *testing.T) {
+	in := kafkatest.CreateTopic(t, "words", 12, nil)
+	produceWords(t, in)
+	insts := startCluster(t, in, 2, clusterOptions{standbys: 1})
+	var clients []*Client
+	for _, inst := range insts {
+		clients = append(clients, newClient(t, inst))
+	}
+	waitReady(t, insts, clients)
+	want := wantCounts()
+	for i, c := range clients {
+		counts := StoreOf[string, int64](c, "counts", StaleReads(0))
+		standby := 0
+		kafkatest.Eventually(t, 60*time.Second, "every key answered locally", func() bool {
+			standby = 0
+			for _, w := range words {
+				r, ok, err := counts.Lookup(context.Background(), w)
+				if err != nil || !ok || r.Value != want[w] || r.Served.Hops != 0 || r.Served.By != insts[i].addr {
+					return false
+				}
+				if r.Standby {
+					standby++
+				}
+			}
+			return true
+		})
+		if standby == 0 || standby == len(words) {
+			t.Fatalf("instance %d: %d of %d keys read from standbys", i, standby, len(words))
+		}
+		t.Logf("instance %d: %d of %d keys read from standbys", i, standby, len(words))
 	}
 }
 

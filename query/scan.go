@@ -20,8 +20,8 @@ var (
 	base64URL = base64.RawURLEncoding
 )
 
-// pageOverhead is what a page's envelope may take beyond its entries.
-const pageOverhead = 1024
+// pageOverhead is what a page's envelope takes beyond its entries and its cursor.
+const pageOverhead = 64
 
 // pager collects the entries of one page within a count and a byte budget.
 type pager struct {
@@ -43,7 +43,8 @@ func (p *pager) add(e Entry) bool {
 		return false
 	}
 	b, _ := json.Marshal(e)
-	if len(p.page.Entries) > 0 && p.size+len(b)+1 > p.budget {
+	cursor := base64.RawURLEncoding.EncodedLen(len(e.RawKey)+16) + 16 // if e is the last
+	if len(p.page.Entries) > 0 && p.size+len(b)+1+cursor > p.budget {
 		p.more = true
 		return false
 	}
