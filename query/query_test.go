@@ -72,7 +72,7 @@ func topology(in string) *kstream.Builder {
 }
 
 // produceWords writes the input, in timestamp order.
-func produceWords(t *testing.T, topic string) {
+func produceWords(t testing.TB, topic string) {
 	var recs []*kgo.Record
 	for j := range 7 {
 		for i, w := range words {
@@ -110,7 +110,7 @@ type clusterOptions struct {
 
 // startCluster starts n instances of the topology over in, each with its own state
 // directory and a query server on its ApplicationServer.
-func startCluster(t *testing.T, in string, n int, o clusterOptions) []*instance {
+func startCluster(t testing.TB, in string, n int, o clusterOptions) []*instance {
 	t.Helper()
 	appID := kafkatest.Name(t, "app")
 	lvl := slog.LevelWarn
@@ -177,7 +177,7 @@ func startCluster(t *testing.T, in string, n int, o clusterOptions) []*instance 
 }
 
 // newClient returns a client of inst, closed at the end of the test.
-func newClient(t *testing.T, inst *instance, opts ...ClientOption) *Client {
+func newClient(t testing.TB, inst *instance, opts ...ClientOption) *Client {
 	c := NewClient(inst.base, opts...)
 	t.Cleanup(c.CloseIdleConnections)
 	return c
@@ -185,7 +185,7 @@ func newClient(t *testing.T, inst *instance, opts ...ClientOption) *Client {
 
 // waitReady waits until every instance is in the group and every word has its count at
 // every instance.
-func waitReady(t *testing.T, insts []*instance, clients []*Client) {
+func waitReady(t testing.TB, insts []*instance, clients []*Client) {
 	t.Helper()
 	want := wantCounts()
 	kafkatest.Eventually(t, 90*time.Second, "every instance answering every count", func() bool {
@@ -235,6 +235,9 @@ func checkGets(t *testing.T, insts []*instance, clients []*Client) {
 					i, inst.addr, w, r.Served.By, r.Served.Hops, r.Partition, km.Active, km.Partition)
 			}
 			hops[r.Served.Hops]++
+			if o, err := StoreOf[string, int64](clients[i], "counts").Owner(ctx, w); err != nil || o.Active != km.Active || o.Partition != km.Partition {
+				t.Fatalf("instance %d: owner of %q: %+v, %v; want %+v", i, w, o, err, km)
+			}
 		}
 		if hops[0] == 0 || hops[1] == 0 {
 			t.Fatalf("instance %d: hops %v: want both local and forwarded answers", i, hops)

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -180,8 +179,9 @@ func parseDuration(s string) (time.Duration, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // ListenAndServe listens on addr (":8080", or the host:port of Config.ApplicationServer)
-// and serves until ctx ends, then shuts down gracefully. tlsCfg, when not nil, serves
-// HTTPS (set its ClientAuth and ClientCAs for mTLS).
+// and serves until ctx ends, then shuts down gracefully (waiting up to Config.Timeout for
+// the requests in flight) and returns nil. tlsCfg, when not nil, serves HTTPS (set its
+// ClientAuth and ClientCAs for mTLS).
 func (s *Server) ListenAndServe(ctx context.Context, addr string, tlsCfg *tls.Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -233,13 +233,6 @@ func servedBy(w http.ResponseWriter, hops int, hosts ...string) {
 	w.Header().Set(HeaderHops, strconv.Itoa(hops))
 }
 
-// selfHost names this instance for HeaderServedBy.
-func (s *Server) selfHost(r *http.Request) string {
-	if h := s.self().Host; h != "" {
-		return h
-	}
-	return r.Host
-}
 
 func forwarded(r *http.Request) bool { return r.Header.Get(HeaderForwarded) != "" }
 
@@ -291,13 +284,20 @@ type request struct {
 	opts []kstream.QueryOption
 	rs   *kstream.RawStore
 	raw  bool
+	// me is this instance, host its name for HeaderServedBy (the request's Host if it has
+	// no ApplicationServer).
+	me   kstream.InstanceMetadata
+	host string
 }
 
 // parse parses the store, stale_lag and format parameters; the store must be of one of
 // kinds (any when none).
 func (s *Server) parse(r *http.Request, kinds ...kstream.StoreKind) (*request, error) {
 	q := r.URL.Query()
-	rq := &request{name: r.PathValue("store")}
+	rq := &request{name: r.PathValue("store"), me: s.self()}
+	if rq.host = rq.me.Host; rq.host == "" {
+		rq.host = r.Host
+	}
 	switch f := q.Get("format"); f {
 	case "", "json":
 	case "raw":
@@ -433,7 +433,7 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		servedBy(w, 0, s.selfHost(r))
+		servedBy(w, 0, rq.host)
 		writeJSON(w, http.StatusOK, v)
 		return nil
 	}
@@ -444,8 +444,7 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return err
 	}
-	self := s.self()
-	if km.ActiveMember != "" && km.ActiveMember == self.MemberID {
+	if km.ActiveMember != "" && km.ActiveMember == rq.me.MemberID {
 		return serveLocal()
 	}
 	if rq.stale() {
@@ -460,12 +459,12 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if km.Active == "" {
 		return errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d: its instance %s has no ApplicationServer", rq.name, km.Partition, km.ActiveMember)
 	}
-	return s.forward(ctx, w, r, km.Active)
+	return s.forward(ctx, w, r, rq, km.Active)
 }
 
 // forward relays a GET request to host and its answer back.
-func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, host string) error {
-	resp, err := s.peer(ctx, r, http.MethodGet, host, r.URL.Path, r.URL.RawQuery, nil)
+func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, rq *request, host string) error {
+	resp, err := s.peer(ctx, r, rq, http.MethodGet, host, r.URL.Path, r.URL.RawQuery, nil)
 	if err != nil {
 		return err
 	}
@@ -489,7 +488,7 @@ func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Req
 func (s *Server) peerLimit() int64 { return int64(max(4*s.cfg.MaxResponseBytes, 16<<20)) }
 
 // peer sends a request to another instance, marked as forwarded.
-func (s *Server) peer(ctx context.Context, in *http.Request, method, host, path, rawQuery string, body []byte) (*http.Response, error) {
+func (s *Server) peer(ctx context.Context, in *http.Request, rq *request, method, host, path, rawQuery string, body []byte) (*http.Response, error) {
 	u := url.URL{Scheme: s.cfg.Scheme, Host: host, Path: path, RawQuery: rawQuery}
 	var rd io.Reader
 	if body != nil {
@@ -499,7 +498,7 @@ func (s *Server) peer(ctx context.Context, in *http.Request, method, host, path,
 	if err != nil {
 		return nil, errorf(http.StatusInternalServerError, ReasonInternal, "request to %s: %v", host, err)
 	}
-	origin := s.selfHost(in)
+	origin := rq.host
 	if origin == "" {
 		origin = "unknown"
 	}
@@ -525,8 +524,8 @@ func peerError(ctx context.Context, host string, err error) error {
 
 // callPeer sends a request to another instance and decodes its JSON answer into out; an
 // error answer becomes an *Error.
-func (s *Server) callPeer(ctx context.Context, in *http.Request, method, host, path, rawQuery string, body []byte, out any) error {
-	resp, err := s.peer(ctx, in, method, host, path, rawQuery, body)
+func (s *Server) callPeer(ctx context.Context, in *http.Request, rq *request, method, host, path, rawQuery string, body []byte, out any) error {
+	resp, err := s.peer(ctx, in, rq, method, host, path, rawQuery, body)
 	if err != nil {
 		return err
 	}
@@ -575,46 +574,47 @@ func fanOut[T any](s *Server, ctx context.Context, r *http.Request, rq *request,
 		if err != nil {
 			return nil, nil, err
 		}
-		return []T{v}, []string{s.selfHost(r)}, nil
+		return []T{v}, []string{rq.host}, nil
 	}
 	n := rq.rs.Info().Partitions
 	if n <= 0 {
 		return nil, nil, &kstream.StoreUnavailableError{Store: rq.name, Partition: -1, Reason: kstream.NotRunning}
 	}
-	type part struct {
-		inst kstream.InstanceMetadata
-		ps   []int32
+	// Each partition is asked of one instance: the first that the metadata says runs it.
+	owner := make([]int, n)
+	var insts []kstream.InstanceMetadata
+	for i := range owner {
+		owner[i] = -1
 	}
-	var parts []part
-	covered := make([]bool, n)
 	for _, m := range app.Metadata() {
-		ps := m.Partitions(app, rq.name)
-		if len(ps) == 0 {
-			continue
-		}
-		for _, p := range ps {
-			if p >= 0 && p < n {
-				covered[p] = true
+		for _, p := range m.Partitions(app, rq.name) {
+			if p >= 0 && p < n && owner[p] < 0 {
+				if len(insts) == 0 || insts[len(insts)-1].MemberID != m.MemberID {
+					insts = append(insts, m)
+				}
+				owner[p] = len(insts) - 1
 			}
 		}
-		if !m.Self && m.Host == "" {
-			return nil, nil, errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partitions %v: their instance %s has no ApplicationServer", rq.name, ps, m.MemberID)
-		}
-		parts = append(parts, part{m, ps})
 	}
-	for p, ok := range covered {
-		if !ok {
+	parts := make([][]int32, len(insts))
+	for p, i := range owner {
+		if i < 0 {
 			return nil, nil, errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d has no active instance now (rebalancing)", rq.name, p)
 		}
+		if !insts[i].Self && insts[i].Host == "" {
+			return nil, nil, errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d: its instance %s has no ApplicationServer", rq.name, p, insts[i].MemberID)
+		}
+		parts[i] = append(parts[i], int32(p))
 	}
-	results = make([]T, len(parts))
-	errs := make([]error, len(parts))
+	results = make([]T, len(insts))
+	errs := make([]error, len(insts))
+	hosts = make([]string, len(insts))
 	var wg sync.WaitGroup
-	for i, pt := range parts {
-		hosts = append(hosts, pt.inst.Host)
-		if pt.inst.Self {
-			hosts[i] = s.selfHost(r)
-			rs, err := app.RawStore(rq.name, append(slices.Clone(rq.opts), kstream.QueryPartitions(pt.ps...))...)
+	for i, m := range insts {
+		hosts[i] = m.Host
+		if m.Self {
+			hosts[i] = rq.host
+			rs, err := app.RawStore(rq.name, append(slices.Clone(rq.opts), kstream.QueryPartitions(parts[i]...))...)
 			if err == nil {
 				results[i], err = local(rs)
 			}
@@ -625,16 +625,14 @@ func fanOut[T any](s *Server, ctx context.Context, r *http.Request, rq *request,
 		go func() {
 			defer wg.Done()
 			q := r.URL.Query()
-			q.Set("partitions", formatPartitions(pt.ps))
-			errs[i] = s.callPeer(ctx, r, http.MethodGet, pt.inst.Host, r.URL.Path, q.Encode(), nil, &results[i])
+			q.Set("partitions", formatPartitions(parts[i]))
+			errs[i] = s.callPeer(ctx, r, rq, http.MethodGet, m.Host, r.URL.Path, q.Encode(), nil, &results[i])
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, e := range errs {
-			if e != nil {
-				return nil, nil, e
-			}
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	return results, hosts, ctx.Err()
