@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,12 @@ var words = func() []string {
 
 func occurrences(i int) int { return i%7 + 1 }
 
+// wordNumber is the number of a word: 7 for w07.
+func wordNumber(w string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(w, "w"), 10, 64)
+	return n
+}
+
 const occurrenceStep = 20 * time.Minute
 
 // wantCounts is the count of every word.
@@ -61,13 +68,15 @@ func wantCounts() map[string]int64 {
 
 // topology counts the words of in (keyed by word) into "counts", per hour into
 // "wcounts", and per session (5 minutes of inactivity) into "scounts"; the windowed stores
-// keep closed windows for 2 days, to be queried.
+// keep closed windows for 2 days, to be queried. "numbers" counts them by their number
+// (w07 is 7), an int64 key, through a repartition topic.
 func topology(in string) *kstream.Builder {
 	b := kstream.NewBuilder()
 	s := kstream.Stream(b, in, serde.String(), serde.String())
 	kstream.Count(s.GroupByKey(), "counts")
 	kstream.WindowedCount(s.GroupByKey().WindowedBy(kstream.TimeWindowsOf(time.Hour)), "wcounts", kstream.WithRetention(48*time.Hour))
 	kstream.SessionCount(s.GroupByKey().WindowedBySession(kstream.SessionWindowsOf(5*time.Minute)), "scounts", kstream.WithRetention(48*time.Hour))
+	kstream.Count(kstream.GroupBy(s, func(w, _ string) int64 { return wordNumber(w) }, serde.Int64()), "numbers")
 	return b
 }
 
@@ -202,6 +211,15 @@ func waitReady(t testing.TB, insts []*instance, clients []*Client) {
 					return false
 				}
 			}
+			nums, err := StoreOf[int64, int64](clients[i], "numbers").All(context.Background())
+			if err != nil || len(nums) != len(want) {
+				return false
+			}
+			for _, kv := range nums {
+				if want[fmt.Sprintf("w%02d", kv.Key)] != kv.Value {
+					return false
+				}
+			}
 		}
 		return true
 	})
@@ -212,6 +230,7 @@ func checkGets(t *testing.T, insts []*instance, clients []*Client) {
 	t.Helper()
 	ctx := kafkatest.Context(t, 60*time.Second)
 	want := wantCounts()
+	var total [2]int
 	for i, inst := range insts {
 		hops := map[int]int{}
 		for _, w := range words {
@@ -239,10 +258,11 @@ func checkGets(t *testing.T, insts []*instance, clients []*Client) {
 				t.Fatalf("instance %d: owner of %q: %+v, %v; want %+v", i, w, o, err, km)
 			}
 		}
-		if hops[0] == 0 || hops[1] == 0 {
-			t.Fatalf("instance %d: hops %v: want both local and forwarded answers", i, hops)
-		}
+		total[0], total[1] = total[0]+hops[0], total[1]+hops[1]
 		t.Logf("instance %d: %d local, %d forwarded", i, hops[0], hops[1])
+	}
+	if total[0] == 0 || total[1] == 0 {
+		t.Fatalf("hops %v: want both local and forwarded answers", total)
 	}
 }
 
@@ -294,7 +314,7 @@ func TestQueriesAcrossInstances(t *testing.T) {
 		t.Fatalf("metadata: %+v", md)
 	}
 	stores, err := clients[2].Stores(ctx)
-	if err != nil || fmt.Sprint(stores) != "[{counts key-value 12} {scounts session 12} {wcounts window 12}]" {
+	if err != nil || fmt.Sprint(stores) != "[{counts key-value 12} {numbers key-value 12} {scounts session 12} {wcounts window 12}]" {
 		t.Fatalf("stores: %v %v", stores, err)
 	}
 	for i, c := range clients {
@@ -407,31 +427,66 @@ func TestQueriesAcrossInstances(t *testing.T) {
 				t.Fatalf("instance %d: sessions of %q: %v, want %v", i, words[wi], got, want)
 			}
 		}
+
+		// An int64 key, through a repartition topic: JSON numbers, in numeric order.
+		nums := StoreOf[int64, int64](c, "numbers")
+		hops := 0
+		for _, w := range words {
+			r, ok, err := nums.Lookup(ctx, wordNumber(w))
+			km, kerr := insts[i].app.KeyMetadata("numbers", wordNumber(w))
+			if err != nil || !ok || kerr != nil || r.Value != want[w] || r.Partition != km.Partition || r.Served.By != km.Active {
+				t.Fatalf("instance %d: numbers %d: %+v %v %v; owner %+v %v", i, wordNumber(w), r, ok, err, km, kerr)
+			}
+			hops += r.Served.Hops
+		}
+		t.Logf("instance %d: numbers: %d of %d forwarded", i, hops, len(words))
+		all, err := nums.All(ctx, PageSize(8))
+		if err != nil || len(all) != len(words) {
+			t.Fatalf("instance %d: all numbers: %v %v", i, all, err)
+		}
+		for j, kv := range all {
+			if kv.Key != int64(j) || kv.Value != int64(occurrences(j)) {
+				t.Fatalf("instance %d: all numbers: entry %d is %+v", i, j, kv)
+			}
+		}
+		nrng, err := nums.Range(ctx, 10, 20, Reverse())
+		if err != nil || len(nrng) != 11 || nrng[0].Key != 20 || nrng[10].Key != 10 {
+			t.Fatalf("instance %d: numbers 20 down to 10: %v %v", i, nrng, err)
+		}
 	}
 	checkRawAndErrors(t, insts[0])
 	checkPeerDown(t, insts, clients)
 }
 
-// checkPeerDown stops the query server of the last instance (its app runs on), then puts
-// one that never answers in its place: a query that needs it fails, retryably, rather
-// than returning partial results; one that does not still succeeds.
+// checkPeerDown stops the query server of an instance that owns partitions of "counts"
+// (its app runs on), then puts one that never answers in its place: a query that needs it
+// fails, retryably, rather than returning partial results; one that does not still
+// succeeds at another owner.
 func checkPeerDown(t *testing.T, insts []*instance, clients []*Client) {
 	ctx := kafkatest.Context(t, 60*time.Second)
-	down := insts[len(insts)-1]
-	down.stopServer()
-	var local, remote string
+	byAddr := map[string]int{}
+	for i, inst := range insts {
+		byAddr[inst.addr] = i
+	}
+	keyOf := map[string]string{} // owner -> a key it owns
+	var owners []string
 	for _, w := range words {
 		km, err := insts[0].app.KeyMetadata("counts", w)
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch km.Active {
-		case insts[0].addr:
-			local = w
-		case down.addr:
-			remote = w
+		if _, ok := keyOf[km.Active]; !ok {
+			owners = append(owners, km.Active)
+			keyOf[km.Active] = w
 		}
 	}
+	if len(owners) < 2 {
+		t.Fatalf("the partitions of counts are all at %v", owners)
+	}
+	asker, down := byAddr[owners[0]], insts[byAddr[owners[1]]]
+	local, remote := keyOf[owners[0]], keyOf[owners[1]]
+	insts, clients = []*instance{insts[asker]}, []*Client{clients[asker]}
+	down.stopServer()
 	counts := StoreOf[string, int64](clients[0], "counts")
 	if v, ok, err := counts.Get(ctx, local); err != nil || !ok || v != wantCounts()[local] {
 		t.Fatalf("get %q at its owner with a peer down: %d %v %v", local, v, ok, err)
@@ -573,6 +628,9 @@ func checkRawAndErrors(t *testing.T, inst *instance) {
 			t.Fatalf("%s in pages of %d: starts %v, want %d", c.path, c.limit, starts, c.want)
 		}
 	}
+	if status, _, m := get(t, hc, inst.base+"/v1/stores/numbers/keys?key=3", nil); status != http.StatusOK || m["key"] != float64(3) || m["value"] != float64(4) {
+		t.Fatalf("get number 3: %d %v", status, m)
+	}
 	status, _, m := get(t, hc, inst.base+"/v1/stores/counts/keys?key=w03", nil)
 	if status != http.StatusOK || m["key"] != "w03" || m["value"] != float64(4) {
 		t.Fatalf("get w03: %d %v", status, m)
@@ -587,6 +645,11 @@ func checkRawAndErrors(t *testing.T, inst *instance) {
 		{"/v1/stores/counts/keys?key=absent", 404, ReasonNotFound},
 		{"/v1/stores/counts/keys", 400, ReasonBadRequest},
 		{"/v1/stores/counts/keys?key_b64=%25%25", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys?key=abc", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys?key=%225%22", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys?key=1.5", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/range?from=x", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys:batch", 405, ReasonBadRequest},
 		{"/v1/stores/counts/all?limit=-1", 400, ReasonBadRequest},
 		{"/v1/stores/counts/all?cursor=%25", 400, ReasonBadRequest},
 		{"/v1/stores/counts/windows?key=w01", 400, ReasonBadRequest},
@@ -892,6 +955,7 @@ func TestNotRunning(t *testing.T) {
 	status, _, m := do("/v1/stores")
 	want := []any{
 		map[string]any{"name": "counts", "kind": "key-value", "partitions": float64(0)},
+		map[string]any{"name": "numbers", "kind": "key-value", "partitions": float64(0)},
 		map[string]any{"name": "scounts", "kind": "session", "partitions": float64(0)},
 		map[string]any{"name": "wcounts", "kind": "window", "partitions": float64(0)},
 	}

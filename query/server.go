@@ -130,10 +130,27 @@ func NewServer(cfg Config) *Server {
 	s.handle("GET /v1/stores/{store}/windows", s.windows)
 	s.handle("GET /v1/stores/{store}/windows/all", s.windowsAll)
 	s.handle("GET /v1/stores/{store}/sessions", s.sessions)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf(http.StatusNotFound, ReasonNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.notFound)
 	return s
+}
+
+// notFound answers requests that match no endpoint: 405 if the path has an endpoint for
+// another method, else 404.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		rm := r.Clone(r.Context())
+		rm.Method = m
+		if _, p := s.mux.Handler(rm); p != "/" && p != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, errorf(http.StatusMethodNotAllowed, ReasonBadRequest, "%s %s: the endpoint takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, errorf(http.StatusNotFound, ReasonNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 }
 
 // handle registers h at pattern behind authentication and the request timeout.
