@@ -250,7 +250,6 @@ func servedBy(w http.ResponseWriter, hops int, hosts ...string) {
 	w.Header().Set(HeaderHops, strconv.Itoa(hops))
 }
 
-
 func forwarded(r *http.Request) bool { return r.Header.Get(HeaderForwarded) != "" }
 
 func (s *Server) openapi(_ context.Context, w http.ResponseWriter, _ *http.Request) error {
