@@ -375,8 +375,10 @@ func TestQueriesAcrossInstances(t *testing.T) {
 				t.Fatalf("instance %d: multi-get %q = %d, want %d", i, kv.Key, kv.Value, want[kv.Key])
 			}
 		}
-		if _, ok, err := counts.Get(ctx, "nope"); ok || err != nil {
-			t.Fatalf("instance %d: get of an absent key: found %v, %v", i, ok, err)
+		r, ok, err := counts.Lookup(ctx, "nope")
+		km, kerr := insts[i].app.KeyMetadata("counts", "nope")
+		if ok || err != nil || kerr != nil || r.Served.By != km.Active || (r.Served.Hops == 0) != (km.Active == insts[i].addr) {
+			t.Fatalf("instance %d: get of an absent key: found %v, %v, served %+v; owner %+v", i, ok, err, r.Served, km)
 		}
 		n, err := counts.Count(ctx)
 		if err != nil || n != int64(len(words)) {

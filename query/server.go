@@ -442,6 +442,7 @@ func (s *Server) get(ctx context.Context, w http.ResponseWriter, r *http.Request
 // it, unless the request was itself forwarded.
 func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Request, rq *request, kb []byte, local func(*kstream.RawStore) (any, error)) error {
 	serveLocal := func() error {
+		servedBy(w, 0, rq.host) // on errors too: a 404 says where the key is absent
 		v, err := local(rq.rs)
 		if err != nil {
 			return err
@@ -449,7 +450,6 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		servedBy(w, 0, rq.host)
 		writeJSON(w, http.StatusOK, v)
 		return nil
 	}
@@ -490,6 +490,7 @@ func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return peerError(ctx, host, err)
 	}
 	for _, h := range []string{"Content-Type", "Retry-After", HeaderServedBy} {
+		w.Header().Del(h)
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
 		}
