@@ -101,7 +101,9 @@ func NewServer(cfg Config) *Server {
 		cfg.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64 // peers are few and asked often
+		cfg.Client = &http.Client{Transport: tr}
 	}
 	if cfg.Scheme == "" {
 		cfg.Scheme = "http"
@@ -219,7 +221,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	go func() { done <- hs.Serve(ln) }()
 	select {
 	case err := <-done:
-		s.cfg.Client.CloseIdleConnections()
+		s.CloseIdleConnections()
 		return fmt.Errorf("query: serving on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
@@ -227,12 +229,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	defer cancel()
 	err := hs.Shutdown(sctx)
 	<-done
-	s.cfg.Client.CloseIdleConnections()
+	s.CloseIdleConnections()
 	if err != nil {
 		return fmt.Errorf("query: shutting down on %s: %w", ln.Addr(), err)
 	}
 	return nil
 }
+
+// CloseIdleConnections closes the idle connections to other instances (Serve does when it
+// returns), for a server mounted on a mux of the caller's.
+func (s *Server) CloseIdleConnections() { s.cfg.Client.CloseIdleConnections() }
 
 // self returns this instance as the last rebalance described it (zero before it joined).
 func (s *Server) self() kstream.InstanceMetadata {
