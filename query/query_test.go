@@ -106,6 +106,7 @@ type instance struct {
 	addr       string
 	base       string
 	stopServer func() // stops the query server only
+	stop       func() // stops the server and the app
 }
 
 // clusterOptions configure the instances of a test.
@@ -122,67 +123,74 @@ type clusterOptions struct {
 func startCluster(t testing.TB, in string, n int, o clusterOptions) []*instance {
 	t.Helper()
 	appID := kafkatest.Name(t, "app")
+	var out []*instance
+	for range n {
+		out = append(out, startInstance(t, appID, in, o))
+	}
+	return out
+}
+
+// startInstance starts an instance of application appID, stopped at the end of the test
+// (or by its stop).
+func startInstance(t testing.TB, appID, in string, o clusterOptions) *instance {
+	t.Helper()
 	lvl := slog.LevelWarn
 	if os.Getenv("KSTREAM_TEST_DEBUG") != "" {
 		lvl = slog.LevelDebug
 	}
-	var out []*instance
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		app, err := kstream.New(topology(in), kstream.Config{
-			ApplicationID:     appID,
-			Brokers:           kafkatest.Brokers(t),
-			CommitInterval:    100 * time.Millisecond,
-			SessionTimeout:    6 * time.Second,
-			HeartbeatInterval: 200 * time.Millisecond,
-			StateDir:          t.TempDir(),
-			ApplicationServer: addr,
-			NumStandbys:       o.standbys,
-			Logger:            slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl})),
-		})
-		if err != nil {
-			t.Fatalf("kstream.New: %v", err)
-		}
-		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl}))
-		cfg := Config{App: app, Auth: o.auth, Logger: logger, MaxResponseBytes: o.maxBytes}
-		scheme := "http"
-		if o.serverTLS != nil {
-			scheme = "https"
-			cfg.Scheme = "https"
-			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.TLSClientConfig = o.peerTLS
-			cfg.Client = &http.Client{Transport: tr}
-		}
-		srv := NewServer(cfg)
-		ctx, cancel := context.WithCancel(context.Background())
-		sctx, scancel := context.WithCancel(ctx)
-		appDone, srvDone := make(chan error, 1), make(chan error, 1)
-		go func() { appDone <- app.Run(ctx) }()
-		go func() { srvDone <- srv.Serve(sctx, ln, o.serverTLS) }()
-		wait := func(what string, c chan error) {
-			select {
-			case err := <-c:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("%s %s stopped with: %v", what, addr, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("%s %s did not stop within 30s", what, addr)
-			}
-		}
-		var once sync.Once
-		stopServer := func() { once.Do(func() { scancel(); wait("query server", srvDone) }) }
-		t.Cleanup(func() {
-			stopServer()
-			cancel()
-			wait("instance", appDone)
-		})
-		out = append(out, &instance{app: app, addr: addr, base: scheme + "://" + addr, stopServer: stopServer})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	addr := ln.Addr().String()
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl})).With("instance", addr)
+	app, err := kstream.New(topology(in), kstream.Config{
+		ApplicationID:     appID,
+		Brokers:           kafkatest.Brokers(t),
+		CommitInterval:    100 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		StateDir:          t.TempDir(),
+		ApplicationServer: addr,
+		NumStandbys:       o.standbys,
+		Logger:            logger,
+	})
+	if err != nil {
+		t.Fatalf("kstream.New: %v", err)
+	}
+	cfg := Config{App: app, Auth: o.auth, Logger: logger, MaxResponseBytes: o.maxBytes}
+	scheme := "http"
+	if o.serverTLS != nil {
+		scheme = "https"
+		cfg.Scheme = "https"
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = o.peerTLS
+		cfg.Client = &http.Client{Transport: tr}
+	}
+	srv := NewServer(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	sctx, scancel := context.WithCancel(ctx)
+	appDone, srvDone := make(chan error, 1), make(chan error, 1)
+	go func() { appDone <- app.Run(ctx) }()
+	go func() { srvDone <- srv.Serve(sctx, ln, o.serverTLS) }()
+	wait := func(what string, c chan error) {
+		select {
+		case err := <-c:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s %s stopped with: %v", what, addr, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s %s did not stop within 30s", what, addr)
+		}
+	}
+	var serverOnce, appOnce sync.Once
+	stopServer := func() { serverOnce.Do(func() { scancel(); wait("query server", srvDone) }) }
+	stop := func() {
+		stopServer()
+		appOnce.Do(func() { cancel(); wait("instance", appDone) })
+	}
+	t.Cleanup(stop)
+	return &instance{app: app, addr: addr, base: scheme + "://" + addr, stopServer: stopServer, stop: stop}
 }
 
 // newClient returns a client of inst, closed at the end of the test.
@@ -970,4 +978,77 @@ func TestNotRunning(t *testing.T) {
 	if status, _, m := do("/v1/metadata"); status != http.StatusOK || fmt.Sprint(m["instances"]) != "[]" {
 		t.Fatalf("metadata: %d %v", status, m)
 	}
+}
+
+// TestRebalanceUnderLoad queries every key continuously at two instances while a third
+// leaves the group and a fourth joins (restoring its partitions from the changelogs): every
+// answer is the right count or a retryable error, never a wrong value.
+func TestRebalanceUnderLoad(t *testing.T) {
+	in := kafkatest.CreateTopic(t, "words", 12, nil)
+	produceWords(t, in)
+	appID := kafkatest.Name(t, "app")
+	insts := []*instance{startInstance(t, appID, in, clusterOptions{}), startInstance(t, appID, in, clusterOptions{}), startInstance(t, appID, in, clusterOptions{})}
+	var clients []*Client
+	for _, inst := range insts {
+		clients = append(clients, newClient(t, inst))
+	}
+	waitReady(t, insts, clients)
+
+	want := wantCounts()
+	ctx, cancel := context.WithCancel(context.Background())
+	type stats struct {
+		ok, retryable int
+		reasons       map[string]int
+		longest       time.Duration // the longest time a key was unavailable
+	}
+	results := make([]stats, 2)
+	var wg sync.WaitGroup
+	for g := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := &results[g]
+			st.reasons = map[string]int{}
+			counts := StoreOf[string, int64](clients[g], "counts")
+			failingSince := map[string]time.Time{}
+			for i := 0; ctx.Err() == nil; i++ {
+				w := words[(i*7+g)%len(words)]
+				v, ok, err := counts.Get(ctx, w)
+				if ctx.Err() != nil {
+					return
+				}
+				var e *Error
+				switch {
+				case err == nil && ok && v == want[w]:
+					st.ok++
+					if since, ok := failingSince[w]; ok {
+						st.longest = max(st.longest, time.Since(since))
+						delete(failingSince, w)
+					}
+				case errors.As(err, &e) && e.Retryable:
+					st.retryable++
+					st.reasons[e.Reason]++
+					if _, ok := failingSince[w]; !ok {
+						failingSince[w] = time.Now()
+					}
+				default:
+					t.Errorf("instance %d: get %q during the rebalance: %d, found %v, %v; want %d", g, w, v, ok, err, want[w])
+					return
+				}
+			}
+		}()
+	}
+	insts[2].stop()
+	insts[2] = startInstance(t, appID, in, clusterOptions{})
+	clients[2] = newClient(t, insts[2])
+	waitReady(t, insts, clients)
+	cancel()
+	wg.Wait()
+	for g, st := range results {
+		if st.ok == 0 {
+			t.Fatalf("instance %d: no right answer during the rebalance", g)
+		}
+		t.Logf("instance %d: %d right answers, %d retryable errors %v, longest unavailability of a key %s", g, st.ok, st.retryable, st.reasons, st.longest)
+	}
+	checkGets(t, insts, clients)
 }
