@@ -258,6 +258,20 @@ func (s *Store[K, V]) Lookup(ctx context.Context, k K) (Result[V], bool, error) 
 	return r, true, nil
 }
 
+// Owner returns the partition of key k and the instances hosting it, as the instance
+// asked knows them: Kafka Streams' queryMetadataForKey.
+func (s *Store[K, V]) Owner(ctx context.Context, k K) (KeyOwner, error) {
+	kp, err := keyParam(k)
+	if err != nil {
+		return KeyOwner{}, err
+	}
+	q := s.query()
+	q.Set("key", kp)
+	var o KeyOwner
+	_, err = s.c.do(ctx, http.MethodGet, s.path("/owner"), q, nil, &o)
+	return o, err
+}
+
 // MultiGet returns the keys of keys that are present, with their values, in the order
 // asked; the server asks each instance once for the keys it owns.
 func (s *Store[K, V]) MultiGet(ctx context.Context, keys ...K) ([]KeyValue[K, V], error) {

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,12 @@ var words = func() []string {
 
 func occurrences(i int) int { return i%7 + 1 }
 
+// wordNumber is the number of a word: 7 for w07.
+func wordNumber(w string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(w, "w"), 10, 64)
+	return n
+}
+
 const occurrenceStep = 20 * time.Minute
 
 // wantCounts is the count of every word.
@@ -61,18 +68,20 @@ func wantCounts() map[string]int64 {
 
 // topology counts the words of in (keyed by word) into "counts", per hour into
 // "wcounts", and per session (5 minutes of inactivity) into "scounts"; the windowed stores
-// keep closed windows for 2 days, to be queried.
+// keep closed windows for 2 days, to be queried. "numbers" counts them by their number
+// (w07 is 7), an int64 key, through a repartition topic.
 func topology(in string) *kstream.Builder {
 	b := kstream.NewBuilder()
 	s := kstream.Stream(b, in, serde.String(), serde.String())
 	kstream.Count(s.GroupByKey(), "counts")
 	kstream.WindowedCount(s.GroupByKey().WindowedBy(kstream.TimeWindowsOf(time.Hour)), "wcounts", kstream.WithRetention(48*time.Hour))
 	kstream.SessionCount(s.GroupByKey().WindowedBySession(kstream.SessionWindowsOf(5*time.Minute)), "scounts", kstream.WithRetention(48*time.Hour))
+	kstream.Count(kstream.GroupBy(s, func(w, _ string) int64 { return wordNumber(w) }, serde.Int64()), "numbers")
 	return b
 }
 
 // produceWords writes the input, in timestamp order.
-func produceWords(t *testing.T, topic string) {
+func produceWords(t testing.TB, topic string) {
 	var recs []*kgo.Record
 	for j := range 7 {
 		for i, w := range words {
@@ -97,6 +106,7 @@ type instance struct {
 	addr       string
 	base       string
 	stopServer func() // stops the query server only
+	stop       func() // stops the server and the app
 }
 
 // clusterOptions configure the instances of a test.
@@ -104,77 +114,87 @@ type clusterOptions struct {
 	auth      func(*http.Request) error
 	serverTLS *tls.Config
 	peerTLS   *tls.Config
+	standbys  int
+	maxBytes  int
 }
 
 // startCluster starts n instances of the topology over in, each with its own state
 // directory and a query server on its ApplicationServer.
-func startCluster(t *testing.T, in string, n int, o clusterOptions) []*instance {
+func startCluster(t testing.TB, in string, n int, o clusterOptions) []*instance {
 	t.Helper()
 	appID := kafkatest.Name(t, "app")
-	lvl := slog.LevelWarn
-	if os.Getenv("KSTREAM_TEST_DEBUG") != "" {
-		lvl = slog.LevelDebug
-	}
 	var out []*instance
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		app, err := kstream.New(topology(in), kstream.Config{
-			ApplicationID:     appID,
-			Brokers:           kafkatest.Brokers(t),
-			CommitInterval:    100 * time.Millisecond,
-			SessionTimeout:    6 * time.Second,
-			HeartbeatInterval: 200 * time.Millisecond,
-			StateDir:          t.TempDir(),
-			ApplicationServer: addr,
-			Logger:            slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl})),
-		})
-		if err != nil {
-			t.Fatalf("kstream.New: %v", err)
-		}
-		logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl}))
-		cfg := Config{App: app, Auth: o.auth, Logger: logger}
-		scheme := "http"
-		if o.serverTLS != nil {
-			scheme = "https"
-			cfg.Scheme = "https"
-			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.TLSClientConfig = o.peerTLS
-			cfg.Client = &http.Client{Transport: tr}
-		}
-		srv := NewServer(cfg)
-		ctx, cancel := context.WithCancel(context.Background())
-		sctx, scancel := context.WithCancel(ctx)
-		appDone, srvDone := make(chan error, 1), make(chan error, 1)
-		go func() { appDone <- app.Run(ctx) }()
-		go func() { srvDone <- srv.Serve(sctx, ln, o.serverTLS) }()
-		wait := func(what string, c chan error) {
-			select {
-			case err := <-c:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("%s %s stopped with: %v", what, addr, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("%s %s did not stop within 30s", what, addr)
-			}
-		}
-		var once sync.Once
-		stopServer := func() { once.Do(func() { scancel(); wait("query server", srvDone) }) }
-		t.Cleanup(func() {
-			stopServer()
-			cancel()
-			wait("instance", appDone)
-		})
-		out = append(out, &instance{app: app, addr: addr, base: scheme + "://" + addr, stopServer: stopServer})
+		out = append(out, startInstance(t, appID, in, o))
 	}
 	return out
 }
 
+// startInstance starts an instance of application appID, stopped at the end of the test
+// (or by its stop).
+func startInstance(t testing.TB, appID, in string, o clusterOptions) *instance {
+	t.Helper()
+	lvl := slog.LevelWarn
+	if os.Getenv("KSTREAM_TEST_DEBUG") != "" {
+		lvl = slog.LevelDebug
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lvl})).With("instance", addr)
+	app, err := kstream.New(topology(in), kstream.Config{
+		ApplicationID:     appID,
+		Brokers:           kafkatest.Brokers(t),
+		CommitInterval:    100 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		StateDir:          t.TempDir(),
+		ApplicationServer: addr,
+		NumStandbys:       o.standbys,
+		Logger:            logger,
+	})
+	if err != nil {
+		t.Fatalf("kstream.New: %v", err)
+	}
+	cfg := Config{App: app, Auth: o.auth, Logger: logger, MaxResponseBytes: o.maxBytes}
+	scheme := "http"
+	if o.serverTLS != nil {
+		scheme = "https"
+		cfg.Scheme = "https"
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = o.peerTLS
+		cfg.Client = &http.Client{Transport: tr}
+	}
+	srv := NewServer(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	sctx, scancel := context.WithCancel(ctx)
+	appDone, srvDone := make(chan error, 1), make(chan error, 1)
+	go func() { appDone <- app.Run(ctx) }()
+	go func() { srvDone <- srv.Serve(sctx, ln, o.serverTLS) }()
+	wait := func(what string, c chan error) {
+		select {
+		case err := <-c:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s %s stopped with: %v", what, addr, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s %s did not stop within 30s", what, addr)
+		}
+	}
+	var serverOnce, appOnce sync.Once
+	stopServer := func() { serverOnce.Do(func() { scancel(); wait("query server", srvDone) }) }
+	stop := func() {
+		stopServer()
+		appOnce.Do(func() { cancel(); wait("instance", appDone) })
+	}
+	t.Cleanup(stop)
+	return &instance{app: app, addr: addr, base: scheme + "://" + addr, stopServer: stopServer, stop: stop}
+}
+
 // newClient returns a client of inst, closed at the end of the test.
-func newClient(t *testing.T, inst *instance, opts ...ClientOption) *Client {
+func newClient(t testing.TB, inst *instance, opts ...ClientOption) *Client {
 	c := NewClient(inst.base, opts...)
 	t.Cleanup(c.CloseIdleConnections)
 	return c
@@ -182,7 +202,7 @@ func newClient(t *testing.T, inst *instance, opts ...ClientOption) *Client {
 
 // waitReady waits until every instance is in the group and every word has its count at
 // every instance.
-func waitReady(t *testing.T, insts []*instance, clients []*Client) {
+func waitReady(t testing.TB, insts []*instance, clients []*Client) {
 	t.Helper()
 	want := wantCounts()
 	kafkatest.Eventually(t, 90*time.Second, "every instance answering every count", func() bool {
@@ -199,6 +219,15 @@ func waitReady(t *testing.T, insts []*instance, clients []*Client) {
 					return false
 				}
 			}
+			nums, err := StoreOf[int64, int64](clients[i], "numbers").All(context.Background())
+			if err != nil || len(nums) != len(want) {
+				return false
+			}
+			for _, kv := range nums {
+				if want[fmt.Sprintf("w%02d", kv.Key)] != kv.Value {
+					return false
+				}
+			}
 		}
 		return true
 	})
@@ -209,6 +238,7 @@ func checkGets(t *testing.T, insts []*instance, clients []*Client) {
 	t.Helper()
 	ctx := kafkatest.Context(t, 60*time.Second)
 	want := wantCounts()
+	var total [2]int
 	for i, inst := range insts {
 		hops := map[int]int{}
 		for _, w := range words {
@@ -232,11 +262,15 @@ func checkGets(t *testing.T, insts []*instance, clients []*Client) {
 					i, inst.addr, w, r.Served.By, r.Served.Hops, r.Partition, km.Active, km.Partition)
 			}
 			hops[r.Served.Hops]++
+			if o, err := StoreOf[string, int64](clients[i], "counts").Owner(ctx, w); err != nil || o.Active != km.Active || o.Partition != km.Partition {
+				t.Fatalf("instance %d: owner of %q: %+v, %v; want %+v", i, w, o, err, km)
+			}
 		}
-		if hops[0] == 0 || hops[1] == 0 {
-			t.Fatalf("instance %d: hops %v: want both local and forwarded answers", i, hops)
-		}
+		total[0], total[1] = total[0]+hops[0], total[1]+hops[1]
 		t.Logf("instance %d: %d local, %d forwarded", i, hops[0], hops[1])
+	}
+	if total[0] == 0 || total[1] == 0 {
+		t.Fatalf("hops %v: want both local and forwarded answers", total)
 	}
 }
 
@@ -288,7 +322,7 @@ func TestQueriesAcrossInstances(t *testing.T) {
 		t.Fatalf("metadata: %+v", md)
 	}
 	stores, err := clients[2].Stores(ctx)
-	if err != nil || fmt.Sprint(stores) != "[{counts key-value 12} {scounts session 12} {wcounts window 12}]" {
+	if err != nil || fmt.Sprint(stores) != "[{counts key-value 12} {numbers key-value 12} {scounts session 12} {wcounts window 12}]" {
 		t.Fatalf("stores: %v %v", stores, err)
 	}
 	for i, c := range clients {
@@ -349,8 +383,10 @@ func TestQueriesAcrossInstances(t *testing.T) {
 				t.Fatalf("instance %d: multi-get %q = %d, want %d", i, kv.Key, kv.Value, want[kv.Key])
 			}
 		}
-		if _, ok, err := counts.Get(ctx, "nope"); ok || err != nil {
-			t.Fatalf("instance %d: get of an absent key: found %v, %v", i, ok, err)
+		r, ok, err := counts.Lookup(ctx, "nope")
+		km, kerr := insts[i].app.KeyMetadata("counts", "nope")
+		if ok || err != nil || kerr != nil || r.Served.By != km.Active || (r.Served.Hops == 0) != (km.Active == insts[i].addr) {
+			t.Fatalf("instance %d: get of an absent key: found %v, %v, served %+v; owner %+v", i, ok, err, r.Served, km)
 		}
 		n, err := counts.Count(ctx)
 		if err != nil || n != int64(len(words)) {
@@ -401,31 +437,66 @@ func TestQueriesAcrossInstances(t *testing.T) {
 				t.Fatalf("instance %d: sessions of %q: %v, want %v", i, words[wi], got, want)
 			}
 		}
+
+		// An int64 key, through a repartition topic: JSON numbers, in numeric order.
+		nums := StoreOf[int64, int64](c, "numbers")
+		hops := 0
+		for _, w := range words {
+			r, ok, err := nums.Lookup(ctx, wordNumber(w))
+			km, kerr := insts[i].app.KeyMetadata("numbers", wordNumber(w))
+			if err != nil || !ok || kerr != nil || r.Value != want[w] || r.Partition != km.Partition || r.Served.By != km.Active {
+				t.Fatalf("instance %d: numbers %d: %+v %v %v; owner %+v %v", i, wordNumber(w), r, ok, err, km, kerr)
+			}
+			hops += r.Served.Hops
+		}
+		t.Logf("instance %d: numbers: %d of %d forwarded", i, hops, len(words))
+		all, err := nums.All(ctx, PageSize(8))
+		if err != nil || len(all) != len(words) {
+			t.Fatalf("instance %d: all numbers: %v %v", i, all, err)
+		}
+		for j, kv := range all {
+			if kv.Key != int64(j) || kv.Value != int64(occurrences(j)) {
+				t.Fatalf("instance %d: all numbers: entry %d is %+v", i, j, kv)
+			}
+		}
+		nrng, err := nums.Range(ctx, 10, 20, Reverse())
+		if err != nil || len(nrng) != 11 || nrng[0].Key != 20 || nrng[10].Key != 10 {
+			t.Fatalf("instance %d: numbers 20 down to 10: %v %v", i, nrng, err)
+		}
 	}
 	checkRawAndErrors(t, insts[0])
 	checkPeerDown(t, insts, clients)
 }
 
-// checkPeerDown stops the query server of the last instance (its app runs on), then puts
-// one that never answers in its place: a query that needs it fails, retryably, rather
-// than returning partial results; one that does not still succeeds.
+// checkPeerDown stops the query server of an instance that owns partitions of "counts"
+// (its app runs on), then puts one that never answers in its place: a query that needs it
+// fails, retryably, rather than returning partial results; one that does not still
+// succeeds at another owner.
 func checkPeerDown(t *testing.T, insts []*instance, clients []*Client) {
 	ctx := kafkatest.Context(t, 60*time.Second)
-	down := insts[len(insts)-1]
-	down.stopServer()
-	var local, remote string
+	byAddr := map[string]int{}
+	for i, inst := range insts {
+		byAddr[inst.addr] = i
+	}
+	keyOf := map[string]string{} // owner -> a key it owns
+	var owners []string
 	for _, w := range words {
 		km, err := insts[0].app.KeyMetadata("counts", w)
 		if err != nil {
 			t.Fatal(err)
 		}
-		switch km.Active {
-		case insts[0].addr:
-			local = w
-		case down.addr:
-			remote = w
+		if _, ok := keyOf[km.Active]; !ok {
+			owners = append(owners, km.Active)
+			keyOf[km.Active] = w
 		}
 	}
+	if len(owners) < 2 {
+		t.Fatalf("the partitions of counts are all at %v", owners)
+	}
+	asker, down := byAddr[owners[0]], insts[byAddr[owners[1]]]
+	local, remote := keyOf[owners[0]], keyOf[owners[1]]
+	insts, clients = []*instance{insts[asker]}, []*Client{clients[asker]}
+	down.stopServer()
 	counts := StoreOf[string, int64](clients[0], "counts")
 	if v, ok, err := counts.Get(ctx, local); err != nil || !ok || v != wantCounts()[local] {
 		t.Fatalf("get %q at its owner with a peer down: %d %v %v", local, v, ok, err)
@@ -535,6 +606,41 @@ func checkRawAndErrors(t *testing.T, inst *instance) {
 			t.Fatalf("raw get %s: %d %v", k, status, m)
 		}
 	}
+	// Pages of one window and of two sessions: w06 occurs 7 times, in 3 hourly windows.
+	for _, c := range []struct {
+		path        string
+		limit, want int
+	}{{"/v1/stores/wcounts/windows?key=w06", 1, 3}, {"/v1/stores/scounts/sessions?key=w06", 2, 7}, {"/v1/stores/wcounts/windows/all?to=" + t0.Format(time.RFC3339), 7, 60}} {
+		var starts []int64
+		cursor := ""
+		for pages := 0; ; pages++ {
+			if pages > c.want {
+				t.Fatalf("%s: more than %d pages", c.path, pages)
+			}
+			u := fmt.Sprintf("%s%s&limit=%d", inst.base, c.path, c.limit)
+			if cursor != "" {
+				u += "&cursor=" + cursor
+			}
+			status, _, m := get(t, hc, u, nil)
+			entries, _ := m["entries"].([]any)
+			if status != http.StatusOK || len(entries) > c.limit {
+				t.Fatalf("GET %s: %d %v", u, status, m)
+			}
+			for _, e := range entries {
+				starts = append(starts, int64(e.(map[string]any)["start"].(float64)))
+			}
+			cursor, _ = m["cursor"].(string)
+			if cursor == "" {
+				break
+			}
+		}
+		if len(starts) != c.want || (!strings.Contains(c.path, "/all") && !slices.IsSorted(starts)) {
+			t.Fatalf("%s in pages of %d: starts %v, want %d", c.path, c.limit, starts, c.want)
+		}
+	}
+	if status, _, m := get(t, hc, inst.base+"/v1/stores/numbers/keys?key=3", nil); status != http.StatusOK || m["key"] != float64(3) || m["value"] != float64(4) {
+		t.Fatalf("get number 3: %d %v", status, m)
+	}
 	status, _, m := get(t, hc, inst.base+"/v1/stores/counts/keys?key=w03", nil)
 	if status != http.StatusOK || m["key"] != "w03" || m["value"] != float64(4) {
 		t.Fatalf("get w03: %d %v", status, m)
@@ -549,6 +655,11 @@ func checkRawAndErrors(t *testing.T, inst *instance) {
 		{"/v1/stores/counts/keys?key=absent", 404, ReasonNotFound},
 		{"/v1/stores/counts/keys", 400, ReasonBadRequest},
 		{"/v1/stores/counts/keys?key_b64=%25%25", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys?key=abc", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys?key=%225%22", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys?key=1.5", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/range?from=x", 400, ReasonBadRequest},
+		{"/v1/stores/numbers/keys:batch", 405, ReasonBadRequest},
 		{"/v1/stores/counts/all?limit=-1", 400, ReasonBadRequest},
 		{"/v1/stores/counts/all?cursor=%25", 400, ReasonBadRequest},
 		{"/v1/stores/counts/windows?key=w01", 400, ReasonBadRequest},
@@ -611,6 +722,7 @@ func TestAuthAndTLS(t *testing.T) {
 		auth:      bearer("s3cret"),
 		serverTLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		peerTLS:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		maxBytes:  1500,
 	})
 	newHC := func() *http.Client {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -654,6 +766,83 @@ func TestAuthAndTLS(t *testing.T) {
 		if err != nil || !slices.Equal(keysOf(all), sortedWords()) {
 			t.Fatalf("instance %d: all over TLS: %v, %v", i, keysOf(all), err)
 		}
+	}
+
+	// MaxResponseBytes is 1500 here: a page without a limit stops early, with a cursor,
+	// and the client follows the cursors to every key.
+	hc := newHC()
+	auth := http.Header{"Authorization": {"Bearer s3cret"}}
+	for _, path := range []string{"/v1/stores/counts/all", "/v1/stores/wcounts/windows/all"} {
+		req, _ := http.NewRequest(http.MethodGet, insts[0].base+path, nil)
+		req.Header = auth
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var p Page
+		if err := json.Unmarshal(b, &p); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %q: %v", path, resp.StatusCode, b, err)
+		}
+		if len(b) > 1500 || p.Cursor == "" || len(p.Entries) < 2 {
+			t.Fatalf("GET %s with a 1500-byte limit: %d bytes, %d entries, cursor %q", path, len(b), len(p.Entries), p.Cursor)
+		}
+		t.Logf("%s: a page of %d entries in %d bytes", path, len(p.Entries), len(b))
+	}
+	all, err := StoreOf[string, int64](clients[1], "counts").All(ctx)
+	if err != nil || !slices.Equal(keysOf(all), sortedWords()) {
+		t.Fatalf("all in pages of at most 1500 bytes: %v, %v", keysOf(all), err)
+	}
+	allw, err := StoreOf[string, int64](clients[2], "wcounts").WindowsAll(ctx, t0, t0.Add(24*time.Hour))
+	wantN := 0
+	for i := range words {
+		wantN += len(expectedWindows(occurrences(i)))
+	}
+	if n := len(allw); err != nil || n != wantN {
+		t.Fatalf("all windows in pages of at most 1500 bytes: %d windows, %v; want %d", n, err, wantN)
+	}
+}
+
+// TestStaleReads runs two instances with a standby of every task: with stale reads
+// allowed, each instance answers every key itself, from its active or its standby
+// partitions.
+func TestStaleReads(t *testing.T) {
+	in := kafkatest.CreateTopic(t, "words", 12, nil)
+	produceWords(t, in)
+	insts := startCluster(t, in, 2, clusterOptions{standbys: 1})
+	var clients []*Client
+	for _, inst := range insts {
+		clients = append(clients, newClient(t, inst))
+	}
+	waitReady(t, insts, clients)
+	want := wantCounts()
+	total := 0
+	for i, c := range clients {
+		counts := StoreOf[string, int64](c, "counts", StaleReads(0))
+		standby := 0
+		kafkatest.Eventually(t, 60*time.Second, "every key answered locally", func() bool {
+			standby = 0
+			for _, w := range words {
+				r, ok, err := counts.Lookup(context.Background(), w)
+				if err != nil || !ok || r.Value != want[w] || r.Served.Hops != 0 || r.Served.By != insts[i].addr {
+					return false
+				}
+				// A standby read exactly when the key's active partition is elsewhere.
+				if km, err := insts[i].app.KeyMetadata("counts", w); err != nil || r.Standby != (km.Active != insts[i].addr) {
+					return false
+				}
+				if r.Standby {
+					standby++
+				}
+			}
+			return true
+		})
+		total += standby
+		t.Logf("instance %d: %d of %d keys read from standbys", i, standby, len(words))
+	}
+	if total != len(words) {
+		t.Fatalf("%d keys read from standbys over both instances, want %d (each key is active at one, standby at the other)", total, len(words))
 	}
 }
 
@@ -782,6 +971,7 @@ func TestNotRunning(t *testing.T) {
 	status, _, m := do("/v1/stores")
 	want := []any{
 		map[string]any{"name": "counts", "kind": "key-value", "partitions": float64(0)},
+		map[string]any{"name": "numbers", "kind": "key-value", "partitions": float64(0)},
 		map[string]any{"name": "scounts", "kind": "session", "partitions": float64(0)},
 		map[string]any{"name": "wcounts", "kind": "window", "partitions": float64(0)},
 	}
@@ -794,4 +984,77 @@ func TestNotRunning(t *testing.T) {
 	if status, _, m := do("/v1/metadata"); status != http.StatusOK || fmt.Sprint(m["instances"]) != "[]" {
 		t.Fatalf("metadata: %d %v", status, m)
 	}
+}
+
+// TestRebalanceUnderLoad queries every key continuously at two instances while a third
+// leaves the group and a fourth joins (restoring its partitions from the changelogs): every
+// answer is the right count or a retryable error, never a wrong value.
+func TestRebalanceUnderLoad(t *testing.T) {
+	in := kafkatest.CreateTopic(t, "words", 12, nil)
+	produceWords(t, in)
+	appID := kafkatest.Name(t, "app")
+	insts := []*instance{startInstance(t, appID, in, clusterOptions{}), startInstance(t, appID, in, clusterOptions{}), startInstance(t, appID, in, clusterOptions{})}
+	var clients []*Client
+	for _, inst := range insts {
+		clients = append(clients, newClient(t, inst))
+	}
+	waitReady(t, insts, clients)
+
+	want := wantCounts()
+	ctx, cancel := context.WithCancel(context.Background())
+	type stats struct {
+		ok, retryable int
+		reasons       map[string]int
+		longest       time.Duration // the longest time a key was unavailable
+	}
+	results := make([]stats, 2)
+	var wg sync.WaitGroup
+	for g := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := &results[g]
+			st.reasons = map[string]int{}
+			counts := StoreOf[string, int64](clients[g], "counts")
+			failingSince := map[string]time.Time{}
+			for i := 0; ctx.Err() == nil; i++ {
+				w := words[(i*7+g)%len(words)]
+				v, ok, err := counts.Get(ctx, w)
+				if ctx.Err() != nil {
+					return
+				}
+				var e *Error
+				switch {
+				case err == nil && ok && v == want[w]:
+					st.ok++
+					if since, ok := failingSince[w]; ok {
+						st.longest = max(st.longest, time.Since(since))
+						delete(failingSince, w)
+					}
+				case errors.As(err, &e) && e.Retryable:
+					st.retryable++
+					st.reasons[e.Reason]++
+					if _, ok := failingSince[w]; !ok {
+						failingSince[w] = time.Now()
+					}
+				default:
+					t.Errorf("instance %d: get %q during the rebalance: %d, found %v, %v; want %d", g, w, v, ok, err, want[w])
+					return
+				}
+			}
+		}()
+	}
+	insts[2].stop()
+	insts[2] = startInstance(t, appID, in, clusterOptions{})
+	clients[2] = newClient(t, insts[2])
+	waitReady(t, insts, clients)
+	cancel()
+	wg.Wait()
+	for g, st := range results {
+		if st.ok == 0 {
+			t.Fatalf("instance %d: no right answer during the rebalance", g)
+		}
+		t.Logf("instance %d: %d right answers, %d retryable errors %v, longest unavailability of a key %s", g, st.ok, st.retryable, st.reasons, st.longest)
+	}
+	checkGets(t, insts, clients)
 }

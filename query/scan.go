@@ -20,8 +20,8 @@ var (
 	base64URL = base64.RawURLEncoding
 )
 
-// pageOverhead is what a page's envelope may take beyond its entries.
-const pageOverhead = 1024
+// pageOverhead is what a page's envelope takes beyond its entries and its cursor.
+const pageOverhead = 64
 
 // pager collects the entries of one page within a count and a byte budget.
 type pager struct {
@@ -43,7 +43,8 @@ func (p *pager) add(e Entry) bool {
 		return false
 	}
 	b, _ := json.Marshal(e)
-	if len(p.page.Entries) > 0 && p.size+len(b)+1 > p.budget {
+	cursor := base64.RawURLEncoding.EncodedLen(len(e.RawKey)+16) + 16 // if e is the last
+	if len(p.page.Entries) > 0 && p.size+len(b)+1+cursor > p.budget {
 		p.more = true
 		return false
 	}
@@ -151,7 +152,6 @@ func (s *Server) scan(kind scanKind) handlerFunc {
 		if err != nil {
 			return err
 		}
-		self := s.selfHost(r)
 		out := pages[0]
 		if !forwarded(r) {
 			cmp := comparePos
@@ -160,7 +160,7 @@ func (s *Server) scan(kind scanKind) handlerFunc {
 			}
 			out = s.merge(pages, sq.limit, false, cmp)
 		}
-		servedBy(w, hopsOf(r, hosts, self), hosts...)
+		servedBy(w, hopsOf(r, hosts, rq.host), hosts...)
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
@@ -259,7 +259,7 @@ func (s *Server) count(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	for _, c := range counts {
 		total.Count += c.Count
 	}
-	servedBy(w, hopsOf(r, hosts, s.selfHost(r)), hosts...)
+	servedBy(w, hopsOf(r, hosts, rq.host), hosts...)
 	writeJSON(w, http.StatusOK, total)
 	return nil
 }
@@ -436,7 +436,7 @@ func (s *Server) windowsAll(ctx context.Context, w http.ResponseWriter, r *http.
 	if !forwarded(r) {
 		out = s.merge(pages, limit, true, comparePos)
 	}
-	servedBy(w, hopsOf(r, hosts, s.selfHost(r)), hosts...)
+	servedBy(w, hopsOf(r, hosts, rq.host), hosts...)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -466,7 +466,7 @@ func (s *Server) batch(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			return err
 		}
 	}
-	self := s.selfHost(r)
+	self := rq.host
 	results := make([]BatchResult, len(kbs))
 	readLocal := func(idx []int) error {
 		for _, i := range idx {
@@ -502,7 +502,7 @@ func (s *Server) batch(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		writeJSON(w, http.StatusOK, BatchResponse{Results: results})
 		return nil
 	}
-	me := s.self().MemberID
+	me := rq.me.MemberID
 	var local []int
 	remote := map[string][]int{}
 	var hosts []string
@@ -541,7 +541,7 @@ func (s *Server) batch(ctx context.Context, w http.ResponseWriter, r *http.Reque
 				return
 			}
 			var resp BatchResponse
-			if errs[h] = s.callPeer(ctx, r, http.MethodPost, host, r.URL.Path, r.URL.RawQuery, b, &resp); errs[h] != nil {
+			if errs[h] = s.callPeer(ctx, r, rq, http.MethodPost, host, r.URL.Path, r.URL.RawQuery, b, &resp); errs[h] != nil {
 				return
 			}
 			if len(resp.Results) != len(idx) {

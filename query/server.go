@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,7 +101,9 @@ func NewServer(cfg Config) *Server {
 		cfg.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64 // peers are few and asked often
+		cfg.Client = &http.Client{Transport: tr}
 	}
 	if cfg.Scheme == "" {
 		cfg.Scheme = "http"
@@ -131,10 +132,27 @@ func NewServer(cfg Config) *Server {
 	s.handle("GET /v1/stores/{store}/windows", s.windows)
 	s.handle("GET /v1/stores/{store}/windows/all", s.windowsAll)
 	s.handle("GET /v1/stores/{store}/sessions", s.sessions)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, errorf(http.StatusNotFound, ReasonNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.notFound)
 	return s
+}
+
+// notFound answers requests that match no endpoint: 405 if the path has an endpoint for
+// another method, else 404.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		rm := r.Clone(r.Context())
+		rm.Method = m
+		if _, p := s.mux.Handler(rm); p != "/" && p != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, errorf(http.StatusMethodNotAllowed, ReasonBadRequest, "%s %s: the endpoint takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, errorf(http.StatusNotFound, ReasonNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 }
 
 // handle registers h at pattern behind authentication and the request timeout.
@@ -180,8 +198,9 @@ func parseDuration(s string) (time.Duration, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // ListenAndServe listens on addr (":8080", or the host:port of Config.ApplicationServer)
-// and serves until ctx ends, then shuts down gracefully. tlsCfg, when not nil, serves
-// HTTPS (set its ClientAuth and ClientCAs for mTLS).
+// and serves until ctx ends, then shuts down gracefully (waiting up to Config.Timeout for
+// the requests in flight) and returns nil. tlsCfg, when not nil, serves HTTPS (set its
+// ClientAuth and ClientCAs for mTLS).
 func (s *Server) ListenAndServe(ctx context.Context, addr string, tlsCfg *tls.Config) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -202,7 +221,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	go func() { done <- hs.Serve(ln) }()
 	select {
 	case err := <-done:
-		s.cfg.Client.CloseIdleConnections()
+		s.CloseIdleConnections()
 		return fmt.Errorf("query: serving on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
@@ -210,12 +229,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config)
 	defer cancel()
 	err := hs.Shutdown(sctx)
 	<-done
-	s.cfg.Client.CloseIdleConnections()
+	s.CloseIdleConnections()
 	if err != nil {
 		return fmt.Errorf("query: shutting down on %s: %w", ln.Addr(), err)
 	}
 	return nil
 }
+
+// CloseIdleConnections closes the idle connections to other instances (Serve does when it
+// returns), for a server mounted on a mux of the caller's.
+func (s *Server) CloseIdleConnections() { s.cfg.Client.CloseIdleConnections() }
 
 // self returns this instance as the last rebalance described it (zero before it joined).
 func (s *Server) self() kstream.InstanceMetadata {
@@ -231,14 +254,6 @@ func (s *Server) self() kstream.InstanceMetadata {
 func servedBy(w http.ResponseWriter, hops int, hosts ...string) {
 	w.Header().Set(HeaderServedBy, strings.Join(hosts, ","))
 	w.Header().Set(HeaderHops, strconv.Itoa(hops))
-}
-
-// selfHost names this instance for HeaderServedBy.
-func (s *Server) selfHost(r *http.Request) string {
-	if h := s.self().Host; h != "" {
-		return h
-	}
-	return r.Host
 }
 
 func forwarded(r *http.Request) bool { return r.Header.Get(HeaderForwarded) != "" }
@@ -291,13 +306,20 @@ type request struct {
 	opts []kstream.QueryOption
 	rs   *kstream.RawStore
 	raw  bool
+	// me is this instance, host its name for HeaderServedBy (the request's Host if it has
+	// no ApplicationServer).
+	me   kstream.InstanceMetadata
+	host string
 }
 
 // parse parses the store, stale_lag and format parameters; the store must be of one of
 // kinds (any when none).
 func (s *Server) parse(r *http.Request, kinds ...kstream.StoreKind) (*request, error) {
 	q := r.URL.Query()
-	rq := &request{name: r.PathValue("store")}
+	rq := &request{name: r.PathValue("store"), me: s.self()}
+	if rq.host = rq.me.Host; rq.host == "" {
+		rq.host = r.Host
+	}
 	switch f := q.Get("format"); f {
 	case "", "json":
 	case "raw":
@@ -426,6 +448,7 @@ func (s *Server) get(ctx context.Context, w http.ResponseWriter, r *http.Request
 // it, unless the request was itself forwarded.
 func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Request, rq *request, kb []byte, local func(*kstream.RawStore) (any, error)) error {
 	serveLocal := func() error {
+		servedBy(w, 0, rq.host) // on errors too: a 404 says where the key is absent
 		v, err := local(rq.rs)
 		if err != nil {
 			return err
@@ -433,7 +456,6 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		servedBy(w, 0, s.selfHost(r))
 		writeJSON(w, http.StatusOK, v)
 		return nil
 	}
@@ -444,8 +466,7 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return err
 	}
-	self := s.self()
-	if km.ActiveMember != "" && km.ActiveMember == self.MemberID {
+	if km.ActiveMember != "" && km.ActiveMember == rq.me.MemberID {
 		return serveLocal()
 	}
 	if rq.stale() {
@@ -460,12 +481,12 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if km.Active == "" {
 		return errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d: its instance %s has no ApplicationServer", rq.name, km.Partition, km.ActiveMember)
 	}
-	return s.forward(ctx, w, r, km.Active)
+	return s.forward(ctx, w, r, rq, km.Active)
 }
 
 // forward relays a GET request to host and its answer back.
-func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, host string) error {
-	resp, err := s.peer(ctx, r, http.MethodGet, host, r.URL.Path, r.URL.RawQuery, nil)
+func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, rq *request, host string) error {
+	resp, err := s.peer(ctx, r, rq, http.MethodGet, host, r.URL.Path, r.URL.RawQuery, nil)
 	if err != nil {
 		return err
 	}
@@ -475,6 +496,7 @@ func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return peerError(ctx, host, err)
 	}
 	for _, h := range []string{"Content-Type", "Retry-After", HeaderServedBy} {
+		w.Header().Del(h)
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
 		}
@@ -489,7 +511,7 @@ func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Req
 func (s *Server) peerLimit() int64 { return int64(max(4*s.cfg.MaxResponseBytes, 16<<20)) }
 
 // peer sends a request to another instance, marked as forwarded.
-func (s *Server) peer(ctx context.Context, in *http.Request, method, host, path, rawQuery string, body []byte) (*http.Response, error) {
+func (s *Server) peer(ctx context.Context, in *http.Request, rq *request, method, host, path, rawQuery string, body []byte) (*http.Response, error) {
 	u := url.URL{Scheme: s.cfg.Scheme, Host: host, Path: path, RawQuery: rawQuery}
 	var rd io.Reader
 	if body != nil {
@@ -499,7 +521,7 @@ func (s *Server) peer(ctx context.Context, in *http.Request, method, host, path,
 	if err != nil {
 		return nil, errorf(http.StatusInternalServerError, ReasonInternal, "request to %s: %v", host, err)
 	}
-	origin := s.selfHost(in)
+	origin := rq.host
 	if origin == "" {
 		origin = "unknown"
 	}
@@ -525,8 +547,8 @@ func peerError(ctx context.Context, host string, err error) error {
 
 // callPeer sends a request to another instance and decodes its JSON answer into out; an
 // error answer becomes an *Error.
-func (s *Server) callPeer(ctx context.Context, in *http.Request, method, host, path, rawQuery string, body []byte, out any) error {
-	resp, err := s.peer(ctx, in, method, host, path, rawQuery, body)
+func (s *Server) callPeer(ctx context.Context, in *http.Request, rq *request, method, host, path, rawQuery string, body []byte, out any) error {
+	resp, err := s.peer(ctx, in, rq, method, host, path, rawQuery, body)
 	if err != nil {
 		return err
 	}
@@ -575,46 +597,47 @@ func fanOut[T any](s *Server, ctx context.Context, r *http.Request, rq *request,
 		if err != nil {
 			return nil, nil, err
 		}
-		return []T{v}, []string{s.selfHost(r)}, nil
+		return []T{v}, []string{rq.host}, nil
 	}
 	n := rq.rs.Info().Partitions
 	if n <= 0 {
 		return nil, nil, &kstream.StoreUnavailableError{Store: rq.name, Partition: -1, Reason: kstream.NotRunning}
 	}
-	type part struct {
-		inst kstream.InstanceMetadata
-		ps   []int32
+	// Each partition is asked of one instance: the first that the metadata says runs it.
+	owner := make([]int, n)
+	var insts []kstream.InstanceMetadata
+	for i := range owner {
+		owner[i] = -1
 	}
-	var parts []part
-	covered := make([]bool, n)
 	for _, m := range app.Metadata() {
-		ps := m.Partitions(app, rq.name)
-		if len(ps) == 0 {
-			continue
-		}
-		for _, p := range ps {
-			if p >= 0 && p < n {
-				covered[p] = true
+		for _, p := range m.Partitions(app, rq.name) {
+			if p >= 0 && p < n && owner[p] < 0 {
+				if len(insts) == 0 || insts[len(insts)-1].MemberID != m.MemberID {
+					insts = append(insts, m)
+				}
+				owner[p] = len(insts) - 1
 			}
 		}
-		if !m.Self && m.Host == "" {
-			return nil, nil, errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partitions %v: their instance %s has no ApplicationServer", rq.name, ps, m.MemberID)
-		}
-		parts = append(parts, part{m, ps})
 	}
-	for p, ok := range covered {
-		if !ok {
+	parts := make([][]int32, len(insts))
+	for p, i := range owner {
+		if i < 0 {
 			return nil, nil, errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d has no active instance now (rebalancing)", rq.name, p)
 		}
+		if !insts[i].Self && insts[i].Host == "" {
+			return nil, nil, errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d: its instance %s has no ApplicationServer", rq.name, p, insts[i].MemberID)
+		}
+		parts[i] = append(parts[i], int32(p))
 	}
-	results = make([]T, len(parts))
-	errs := make([]error, len(parts))
+	results = make([]T, len(insts))
+	errs := make([]error, len(insts))
+	hosts = make([]string, len(insts))
 	var wg sync.WaitGroup
-	for i, pt := range parts {
-		hosts = append(hosts, pt.inst.Host)
-		if pt.inst.Self {
-			hosts[i] = s.selfHost(r)
-			rs, err := app.RawStore(rq.name, append(slices.Clone(rq.opts), kstream.QueryPartitions(pt.ps...))...)
+	for i, m := range insts {
+		hosts[i] = m.Host
+		if m.Self {
+			hosts[i] = rq.host
+			rs, err := app.RawStore(rq.name, append(slices.Clone(rq.opts), kstream.QueryPartitions(parts[i]...))...)
 			if err == nil {
 				results[i], err = local(rs)
 			}
@@ -625,16 +648,14 @@ func fanOut[T any](s *Server, ctx context.Context, r *http.Request, rq *request,
 		go func() {
 			defer wg.Done()
 			q := r.URL.Query()
-			q.Set("partitions", formatPartitions(pt.ps))
-			errs[i] = s.callPeer(ctx, r, http.MethodGet, pt.inst.Host, r.URL.Path, q.Encode(), nil, &results[i])
+			q.Set("partitions", formatPartitions(parts[i]))
+			errs[i] = s.callPeer(ctx, r, rq, http.MethodGet, m.Host, r.URL.Path, q.Encode(), nil, &results[i])
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, e := range errs {
-			if e != nil {
-				return nil, nil, e
-			}
+	for _, err := range errs {
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	return results, hosts, ctx.Err()
