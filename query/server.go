@@ -475,36 +475,79 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 			return err
 		}
 	}
-	if km.ActiveMember == "" {
-		return errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d has no active instance now (rebalancing)", rq.name, km.Partition)
+	var standbys []string // the replicas a stale read may fall back to
+	if rq.stale() {
+		for _, h := range km.Standbys {
+			if h != rq.host {
+				standbys = append(standbys, h)
+			}
+		}
 	}
-	if km.Active == "" {
-		return errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d: its instance %s has no ApplicationServer", rq.name, km.Partition, km.ActiveMember)
+	var first error
+	var unavailable *answer // the active instance's 503, relayed if no standby answers
+	switch {
+	case km.ActiveMember == "":
+		first = errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d has no active instance now (rebalancing)", rq.name, km.Partition)
+	case km.Active == "":
+		first = errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d: its instance %s has no ApplicationServer", rq.name, km.Partition, km.ActiveMember)
+	default:
+		a, err := s.forwardTo(ctx, r, rq, km.Active)
+		if err == nil && (a.status != http.StatusServiceUnavailable || len(standbys) == 0) {
+			return a.write(w)
+		}
+		if err != nil {
+			first = err
+		} else {
+			unavailable = &a
+		}
 	}
-	return s.forward(ctx, w, r, rq, km.Active)
+	// The active copy cannot answer (its instance is down, restoring or gone) and stale
+	// reads are allowed: ask the standby replicas, which answer within the lag bound.
+	for _, h := range standbys {
+		a, err := s.forwardTo(ctx, r, rq, h)
+		if err == nil && a.status != http.StatusServiceUnavailable {
+			return a.write(w)
+		}
+	}
+	if unavailable != nil {
+		return unavailable.write(w)
+	}
+	return first
 }
 
-// forward relays a GET request to host and its answer back.
-func (s *Server) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, rq *request, host string) error {
-	resp, err := s.peer(ctx, r, rq, http.MethodGet, host, r.URL.Path, r.URL.RawQuery, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, s.peerLimit()))
-	if err != nil {
-		return peerError(ctx, host, err)
-	}
+// answer is a peer's answer to a forwarded request.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// write relays the answer.
+func (a answer) write(w http.ResponseWriter) error {
 	for _, h := range []string{"Content-Type", "Retry-After", HeaderServedBy} {
 		w.Header().Del(h)
-		if v := resp.Header.Get(h); v != "" {
+		if v := a.header.Get(h); v != "" {
 			w.Header().Set(h, v)
 		}
 	}
 	w.Header().Set(HeaderHops, "1")
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(body)
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
 	return nil
+}
+
+// forwardTo sends a GET request to host and returns its answer.
+func (s *Server) forwardTo(ctx context.Context, r *http.Request, rq *request, host string) (answer, error) {
+	resp, err := s.peer(ctx, r, rq, http.MethodGet, host, r.URL.Path, r.URL.RawQuery, nil)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, s.peerLimit()))
+	if err != nil {
+		return answer{}, peerError(ctx, host, err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: body}, nil
 }
 
 // peerLimit bounds what is read of a peer's answer.

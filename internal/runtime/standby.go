@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kstream-go/kstream/store"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -150,6 +152,9 @@ func (s *standbys) add(id TaskID) error {
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.FetchMaxBytes(64<<20),
 			kgo.FetchMaxPartitionBytes(32<<20),
+			// A partition added while a fetch waits for data joins the next fetch: a
+			// short wait keeps a new standby from starting seconds late.
+			kgo.FetchMaxWait(500*time.Millisecond),
 		)...)
 		if err != nil {
 			return fmt.Errorf("kstream: creating the standby consumer: %w", err)
@@ -157,6 +162,7 @@ func (s *standbys) add(id TaskID) error {
 		ctx, cancel := context.WithCancel(s.r.restoreCtx)
 		s.cl, s.cancel, s.done = cl, cancel, make(chan struct{})
 		go s.follow(ctx, cl, s.done)
+		s.r.bg.Go(func() { s.refreshEnds(ctx) })
 	}
 	t := &standbyTask{id: id, checked: make(chan struct{})}
 	dbs := make([]store.DB, 0, len(specs))
@@ -195,6 +201,7 @@ func (s *standbys) add(id TaskID) error {
 // assignment starts again.
 func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
 	from := make([]int64, len(t.stores))
+	ends := make([]int64, len(t.stores))
 	for i, ss := range t.stores {
 		lc, err := s.r.checkLocal(ctx, dbs[i], ss.spec, ss.partition, ss.raw, "standby")
 		if err != nil {
@@ -209,6 +216,7 @@ func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
 			return
 		}
 		from[i] = max(lc.from, lc.start, 0) // see restore
+		ends[i] = lc.end
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -218,6 +226,9 @@ func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
 	add := map[string]map[int32]kgo.Offset{}
 	for i, ss := range t.stores {
 		ss.pos = from[i]
+		// The changelog's end as checked: a standby already caught up fetches no record
+		// that would tell it, and its lag would stay unknown to queries.
+		ss.end = max(ends[i], ss.pos)
 		s.byTP[topicPartition{ss.spec.Changelog, ss.partition}] = ss
 		if add[ss.spec.Changelog] == nil {
 			add[ss.spec.Changelog] = map[int32]kgo.Offset{}
@@ -229,7 +240,7 @@ func (s *standbys) check(ctx context.Context, t *standbyTask, dbs []store.DB) {
 	}
 	t.following = true
 	s.cl.AddConsumePartitions(add)
-	s.r.log.Info("kstream: standby task started", "task", t.id.String(), "stores", len(t.stores))
+	s.r.log.Info("kstream: standby task started", "task", t.id.String(), "stores", len(t.stores), "from", from, "ends", ends)
 }
 
 // remove stops the standby of id. When it returns, no more writes reach its stores (its
@@ -274,6 +285,51 @@ func (s *standbys) close() {
 	cancel()
 	<-done
 	cl.Close()
+}
+
+// endsRefresh is how often the standbys' changelog ends are read from the broker, for their
+// lag (queries' staleness bound): a fetch tells the end only when it brings records, and a
+// standby whose changelog gets records it has not fetched yet must not look caught up.
+const endsRefresh = 500 * time.Millisecond
+
+// refreshEnds reads the end offsets of the followed changelog partitions every
+// endsRefresh until ctx ends.
+func (s *standbys) refreshEnds(ctx context.Context) {
+	t := time.NewTicker(endsRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		topics := map[string]bool{}
+		for tp := range s.byTP {
+			topics[tp.topic] = true
+		}
+		s.mu.Unlock()
+		if len(topics) == 0 || s.r.admin == nil {
+			continue
+		}
+		names := make([]string, 0, len(topics))
+		for t := range topics {
+			names = append(names, t)
+		}
+		lctx, cancel := context.WithTimeout(ctx, endsRefresh*4)
+		ends, err := s.r.admin.ListEndOffsets(lctx, names...)
+		cancel()
+		if err != nil {
+			continue // the lag stays as last known; the next tick tries again
+		}
+		s.mu.Lock()
+		ends.Each(func(o kadm.ListedOffset) {
+			if ss := s.byTP[topicPartition{o.Topic, o.Partition}]; ss != nil && o.Err == nil {
+				ss.end = max(ss.end, o.Offset)
+			}
+		})
+		s.mu.Unlock()
+	}
 }
 
 // follow applies fetched changelog records to the standby stores until ctx ends.
@@ -336,10 +392,10 @@ func (s *standbys) apply(fetches kgo.Fetches) error {
 		if fp.LogStartOffset > pos {
 			pos = fp.LogStartOffset
 		}
-		if fp.LastStableOffset >= 0 {
-			ss.end = fp.LastStableOffset
-		} else if fp.HighWatermark >= 0 {
-			ss.end = fp.HighWatermark
+		if fp.Err == nil && len(fp.Records) > 0 {
+			// The end as of this fetch (a partition that failed, or came without records,
+			// carries no offsets worth believing). It only moves forward.
+			ss.end = max(ss.end, fp.LastStableOffset, pos)
 		}
 		if pos == ss.pos {
 			return
