@@ -96,7 +96,14 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	// Pebble charges its memtables to the block cache (each reserves its full size there
+	// while it lives, and Pebble keeps the last flushed one for reuse), so a cache of
+	// CacheSize alone held no block at all once two memtables of the default 32 MiB existed:
+	// every read went to the files. The cache is sized to the engine's whole budget,
+	// CacheSize + MemTableSize, leaving CacheSize for blocks while one memtable lives (less
+	// while a second one is flushing or kept for reuse); the memory that blocks and memtables
+	// use together stays within that budget.
+	cache := pebble.NewCache(opts.CacheSize + int64(opts.MemTableSize))
 	defer cache.Unref() // the DB holds its own reference
 	popts := &pebble.Options{
 		Cache:              cache,
