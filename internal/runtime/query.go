@@ -208,7 +208,10 @@ func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, func(
 		return b, func() {}, err
 	}
 	k := storePart{spec.Name, partition}
-	pv, _ := r.query.pools.LoadOrStore(k, &sync.Pool{})
+	pv, ok := r.query.pools.Load(k) // Load first: LoadOrStore would allocate a pool per call
+	if !ok {
+		pv, _ = r.query.pools.LoadOrStore(k, &sync.Pool{})
+	}
 	pool := pv.(*sync.Pool)
 	if b, ok := pool.Get().(store.Backend); ok {
 		return b, func() { pool.Put(b) }, nil

@@ -29,7 +29,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -130,6 +132,7 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 	}
 	d.ns.ids = make(map[nsKey]uint32)
 	d.ns.nextID = 1
+	d.ns.cps = make(map[uint32]*atomic.Int64)
 	d.iters.m = make(map[*iterator]struct{})
 	if err := d.load(); err != nil {
 		_ = pdb.Close()
@@ -161,6 +164,8 @@ type db struct {
 		sync.Mutex
 		ids    map[nsKey]uint32
 		nextID uint32
+		// cps caches each namespace's checkpoint (see checkpointCell).
+		cps map[uint32]*atomic.Int64
 	}
 	// iters tracks the iterators holding a Pebble iterator, which Close must close
 	// before it closes Pebble.
@@ -311,7 +316,29 @@ func (d *db) Drop(name string, partition int32) error {
 	if err := d.pdb.Apply(b, d.wo); err != nil {
 		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, err)
 	}
+	d.checkpointCell(id).Store(store.NoCheckpoint)
 	return nil
+}
+
+// cpUnknown marks a checkpoint cell whose namespace's checkpoint has not been read or
+// written yet by this process.
+const cpUnknown = math.MinInt64
+
+// checkpointCell returns the cell caching the checkpoint of namespace id, shared by every
+// backend of the namespace: cpUnknown until the checkpoint is first read, then the value
+// of its key as of the last write (a commit with a checkpoint stores it after Pebble applied
+// it, Drop stores NoCheckpoint), so that Checkpoint, which interactive queries call for
+// every read, costs no Pebble lookup.
+func (d *db) checkpointCell(id uint32) *atomic.Int64 {
+	d.ns.Lock()
+	defer d.ns.Unlock()
+	c := d.ns.cps[id]
+	if c == nil {
+		c = new(atomic.Int64)
+		c.Store(cpUnknown)
+		d.ns.cps[id] = c
+	}
+	return c
 }
 
 // Close implements [store.DB]. It closes the iterators still open (their Next then
