@@ -804,7 +804,8 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 			target = fmt.Sprintf(">= %.1fx count-pebble", targetQueriesVsCountPebble)
 			if cp, ok := sums["count-pebble"]; ok {
 				r := cp.median.seconds / m.seconds
-				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetQueriesVsCountPebble))
+				target += fmt.Sprintf(": %.2fx %s (best %.2fx, CPU s %.2fx)", r, metOrMissed(r >= targetQueriesVsCountPebble),
+					cp.best.seconds/sm.best.seconds, cp.median.cpuSeconds/m.cpuSeconds)
 			}
 		}
 		if s.name == "cogroup-pebble" {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -193,7 +194,7 @@ func printGets(name string, run int, r getsResult) {
 	fmt.Printf("  %-21s        %s\n", "", line(r.one))
 }
 
-// printGetsTable prints the gets-* scenarios' medians (by gets/s at GOMAXPROCS=1).
+// printGetsTable prints the gets-* scenarios' figures, each the median over the runs.
 func printGetsTable(selected []scenario, gets map[string][]getsResult) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "gets\tkeys\truns\tgets/s\tns/get\tallocs/get\tgets/s 1 proc\tns/get 1 proc\ttarget (median, 1 proc)\t")
@@ -204,20 +205,23 @@ func printGetsTable(selected []scenario, gets map[string][]getsResult) {
 			continue
 		}
 		printed = true
-		sorted := append([]getsResult(nil), rs...)
-		for i := 1; i < len(sorted); i++ { // insertion sort by gets/s at one proc
-			for j := i; j > 0 && sorted[j].one.perSecond() < sorted[j-1].one.perSecond(); j-- {
-				sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		// Each column is the median of its own figure over the runs.
+		med := func(f func(getsResult) float64) float64 {
+			v := make([]float64, len(rs))
+			for i, r := range rs {
+				v[i] = f(r)
 			}
+			sort.Float64s(v)
+			return v[(len(v)-1)/2]
 		}
-		m := sorted[(len(sorted)-1)/2]
+		allRate, oneRate := med(func(r getsResult) float64 { return r.all.perSecond() }), med(func(r getsResult) float64 { return r.one.perSecond() })
+		allocs := med(func(r getsResult) float64 { return float64(r.all.allocs) / float64(r.all.gets) })
 		target := "-"
 		if s.name == "gets-pebble" {
-			target = fmt.Sprintf(">= %d/s: %s", targetPebbleGetsPerS, metOrMissed(m.one.perSecond() >= targetPebbleGetsPerS))
+			target = fmt.Sprintf(">= %d/s: %s", targetPebbleGetsPerS, metOrMissed(oneRate >= targetPebbleGetsPerS))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t\n", s.name, m.keys, len(rs),
-			m.all.perSecond(), m.all.nsPerGet(), float64(m.all.allocs)/float64(m.all.gets),
-			m.one.perSecond(), m.one.nsPerGet(), target)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%s\t\n", s.name, rs[0].keys, len(rs),
+			allRate, 1e9/allRate, allocs, oneRate, 1e9/oneRate, target)
 	}
 	if !printed {
 		return
