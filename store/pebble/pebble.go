@@ -56,7 +56,8 @@ const formatVersion = pebble.FormatValueSeparation
 // Options configures [Open]. The zero value is ready to use.
 type Options struct {
 	// CacheSize is the size in bytes of the block cache shared by every namespace,
-	// overriding the default 64 MiB.
+	// overriding the default 64 MiB. Pebble charges its memtables to that cache, so it is
+	// created with CacheSize + MemTableSize: blocks get CacheSize while one memtable lives.
 	CacheSize int64
 	// MemTableSize is the size in bytes of one memtable, overriding the default 32 MiB.
 	// It must be below 4 GiB.
