@@ -105,6 +105,9 @@ type scenario struct {
 	// rss: not a throughput run but runRSS: the count over distinct keys with the broker in
 	// a child process, measuring the resident set against the configured memory budget.
 	rss bool
+	// gets: not a throughput run but runGets (queries.go): local gets on a count over
+	// -records distinct keys.
+	gets bool
 
 	// after, if set, makes this a follow-up scenario: instead of copying a topic of its own
 	// it runs after each run of the scenario named after, on that run's topics (before they
@@ -145,6 +148,9 @@ var scenarios = []scenario{
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
+	{name: "count-pebble-queries", keep: keepAll, run: runCountPebbleQueries, countKeys: true, stateful: true},
+	{name: "gets-memory", gets: true},
+	{name: "gets-pebble", gets: true},
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half
@@ -204,8 +210,11 @@ func main() {
 	flag.IntVar(&countKeys, "count-keys", countKeys, fmt.Sprintf("distinct keys of the count-*, window-* and latency-* inputs (1..%d)", maxCountKeys))
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the random values (every scenario gets the same data)")
 	flag.IntVar(&o.warmup, "warmup", 100_000, "records of one untimed warm-up run of each scenario before the measured runs (0: none)")
-	var eos bool
+	var eos, queries bool
 	flag.BoolVar(&eos, "eos", false, "select the exactly-once scenarios (with -only: in addition): "+strings.Join(eosScenarios, ","))
+	flag.BoolVar(&queries, "queries", false, "select the interactive query scenarios (with -only: in addition): "+strings.Join(queryScenarios, ","))
+	flag.IntVar(&queryRate, "query-rate", queryRate, "count-pebble-queries: background gets/s")
+	flag.DurationVar(&getsFor, "gets-for", getsFor, "gets-*: how long each gets measurement lasts")
 	flag.IntVar(&o.rate, "rate", 10000, "latency-*: input records/s (a batch every 10ms)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "latency-*: how long the input is produced")
 	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency-*: outputs of inputs produced in this first part of the run are not measured")
@@ -231,6 +240,15 @@ func main() {
 			only += ","
 		}
 		only += strings.Join(eosScenarios, ",")
+	}
+	if queries {
+		if only != "" {
+			only += ","
+		}
+		only += strings.Join(queryScenarios, ",")
+	}
+	if queryRate <= 0 || getsFor <= 0 {
+		fatalf("-query-rate and -gets-for must be positive")
 	}
 	selected, err := selectScenarios(only)
 	if err != nil {
@@ -347,7 +365,7 @@ func run(o options, selected []scenario) error {
 			if s.after != "" {
 				continue // runs with its scenario
 			}
-			if s.latency || s.rss {
+			if s.latency || s.rss || s.gets {
 				continue // latency: its first -latency-warmup is its warm-up; rss: measures memory, not time
 			}
 			fus := followUps(selected, s)
@@ -363,6 +381,7 @@ func run(o options, selected []scenario) error {
 	}
 
 	results := map[string][]result{}
+	gets := map[string][]getsResult{}
 	// Runs are interleaved (all scenarios, then all again) and each run starts with the
 	// next scenario, so that drift in the machine's speed affects every scenario alike.
 	var mains []scenario // the scenarios with topics of their own, in rotation
@@ -393,6 +412,15 @@ func run(o options, selected []scenario) error {
 				results[s.name] = append(results[s.name], result{seconds: rr.seconds, outRecords: int64(rr.keys), peakRSS: rr.peakKB})
 				continue
 			}
+			if s.gets {
+				gr, err := runGets(k, o, s, newEnv(s, fmt.Sprint(r)), profileOf(r, s.name))
+				if err != nil {
+					return fmt.Errorf("scenario %s (run %d): %w", s.name, r+1, err)
+				}
+				printGets(s.name, r+1, gr)
+				gets[s.name] = append(gets[s.name], gr)
+				continue
+			}
 			if s.latency {
 				res, err := runLatency(k, o, s, newEnv(s, fmt.Sprint(r)))
 				if err != nil {
@@ -421,6 +449,9 @@ func run(o options, selected []scenario) error {
 				fmt.Printf("  %-21s run %d: %8.3fs  %10.0f rec/s  %5.2f CPU s  %3d GCs  RSS %s, peak %s  (%s after %v)%s\n",
 					sc.name, r+1, res.seconds, n/res.seconds, res.cpuSeconds, res.gcs, mib(res.rssAfter), mib(res.peakRSS),
 					what, res.firstOut.Round(time.Millisecond), statsNote(res.stats))
+				if sc.name == "count-pebble-queries" {
+					fmt.Println(queryLoadNote())
+				}
 				if p := profileOf(r, sc.name); p != "" {
 					fmt.Printf("  %-21s CPU profile of the timed phase: %s\n", "", p)
 				}
@@ -428,6 +459,7 @@ func run(o options, selected []scenario) error {
 		}
 	}
 	fmt.Println()
+	printGetsTable(selected, gets)
 	printTable(o, selected, results, len(o.brokers) == 0)
 	return nil
 }
@@ -703,8 +735,8 @@ type summary struct {
 }
 
 func printTable(o options, selected []scenario, results map[string][]result, embeddedBroker bool) {
-	if !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss }) {
-		return // rss-pebble alone: printed after its runs (printRSS)
+	if !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss && !s.gets }) {
+		return // rss-pebble and gets-* alone: printed after their runs (printRSS, printGetsTable)
 	}
 	sums := map[string]summary{}
 	for name, rs := range results {
@@ -748,8 +780,8 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 			latencies = append(latencies, s)
 			continue
 		}
-		if s.rss {
-			continue // printed after each run (printRSS)
+		if s.rss || s.gets {
+			continue // printed after each run (printRSS) or before (printGetsTable)
 		}
 		sm := sums[s.name]
 		m := sm.median
@@ -766,6 +798,14 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 			if cp, ok := sums["count-pebble"]; ok {
 				r := cp.median.seconds / m.seconds
 				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetWindowVsCountPebble))
+			}
+		}
+		if s.name == "count-pebble-queries" {
+			target = fmt.Sprintf(">= %.1fx count-pebble", targetQueriesVsCountPebble)
+			if cp, ok := sums["count-pebble"]; ok {
+				r := cp.median.seconds / m.seconds
+				target += fmt.Sprintf(": %.2fx %s (best %.2fx, CPU s %.2fx)", r, metOrMissed(r >= targetQueriesVsCountPebble),
+					cp.best.seconds/sm.best.seconds, cp.median.cpuSeconds/m.cpuSeconds)
 			}
 		}
 		if s.name == "cogroup-pebble" {

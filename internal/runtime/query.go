@@ -232,7 +232,7 @@ func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, func(
 		return b, func() {}, err
 	}
 	k := storePart{spec.Name, partition}
-	pv, ok := r.query.pools.Load(k)
+	pv, ok := r.query.pools.Load(k) // Load first: LoadOrStore would allocate a pool per call
 	if !ok {
 		pv, _ = r.query.pools.LoadOrStore(k, &sync.Pool{})
 	}

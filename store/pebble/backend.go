@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -22,13 +23,14 @@ type backend struct {
 	prefix    [dataPrefixLen]byte
 	end       []byte // successor(prefix): the exclusive upper bound of the namespace
 	cpKey     []byte
-	scratch   []byte // buffer for prefixed keys
+	cp        *atomic.Int64 // the namespace's cached checkpoint (db.checkpointCell)
+	scratch   []byte        // buffer for prefixed keys
 }
 
 var _ store.Backend = (*backend)(nil)
 
 func newBackend(d *db, name string, partition int32, id uint32) *backend {
-	b := &backend{db: d, name: name, partition: partition, prefix: dataKeyPrefix(id), cpKey: checkpointKey(id)}
+	b := &backend{db: d, name: name, partition: partition, prefix: dataKeyPrefix(id), cpKey: checkpointKey(id), cp: d.checkpointCell(id)}
 	b.end, _ = successor(b.prefix[:]) // the prefix starts with dataPrefix, so it has one
 	return b
 }
@@ -239,18 +241,23 @@ func (b *backend) Checkpoint() (int64, error) {
 		return 0, b.closedError("checkpoint")
 	}
 	defer b.db.mu.RUnlock()
+	if cp := b.cp.Load(); cp != cpUnknown {
+		return cp, nil
+	}
+	cp := store.NoCheckpoint
 	v, closer, err := b.db.pdb.Get(b.cpKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return store.NoCheckpoint, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
 		return 0, b.errorf("checkpoint", err)
+	default:
+		cp, err = decodeCheckpoint(v)
+		if err = errors.Join(err, closer.Close()); err != nil {
+			return 0, b.errorf("checkpoint", err)
+		}
 	}
-	cp, err := decodeCheckpoint(v)
-	err = errors.Join(err, closer.Close())
-	if err != nil {
-		return 0, b.errorf("checkpoint", err)
-	}
+	// Only if no write has set the cell meanwhile (its value is then newer than ours).
+	b.cp.CompareAndSwap(cpUnknown, cp)
 	return cp, nil
 }
 
@@ -353,6 +360,9 @@ func (bt *batch) Commit() error {
 	}
 	if err := b.db.pdb.Apply(pb, b.db.wo); err != nil {
 		return b.errorf("commit", err)
+	}
+	if bt.hasCP {
+		b.cp.Store(bt.checkpoint)
 	}
 	return nil
 }

@@ -29,7 +29,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -54,7 +56,8 @@ const formatVersion = pebble.FormatValueSeparation
 // Options configures [Open]. The zero value is ready to use.
 type Options struct {
 	// CacheSize is the size in bytes of the block cache shared by every namespace,
-	// overriding the default 64 MiB.
+	// overriding the default 64 MiB. Pebble charges its memtables to that cache, so it is
+	// created with CacheSize + MemTableSize: blocks get CacheSize while one memtable lives.
 	CacheSize int64
 	// MemTableSize is the size in bytes of one memtable, overriding the default 32 MiB.
 	// It must be below 4 GiB.
@@ -96,7 +99,14 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	// Pebble charges its memtables to the block cache (each reserves its full size there
+	// while it lives, and Pebble keeps the last flushed one for reuse), so a cache of
+	// CacheSize alone held no block at all once two memtables of the default 32 MiB existed:
+	// every read went to the files. The cache is sized to the engine's whole budget,
+	// CacheSize + MemTableSize, leaving CacheSize for blocks while one memtable lives (less
+	// while a second one is flushing or kept for reuse); the memory that blocks and memtables
+	// use together stays within that budget.
+	cache := pebble.NewCache(opts.CacheSize + int64(opts.MemTableSize))
 	defer cache.Unref() // the DB holds its own reference
 	popts := &pebble.Options{
 		Cache:              cache,
@@ -123,6 +133,7 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 	}
 	d.ns.ids = make(map[nsKey]uint32)
 	d.ns.nextID = 1
+	d.ns.cps = make(map[uint32]*atomic.Int64)
 	d.iters.m = make(map[*iterator]struct{})
 	if err := d.load(); err != nil {
 		_ = pdb.Close()
@@ -154,6 +165,8 @@ type db struct {
 		sync.Mutex
 		ids    map[nsKey]uint32
 		nextID uint32
+		// cps caches each namespace's checkpoint (see checkpointCell).
+		cps map[uint32]*atomic.Int64
 	}
 	// iters tracks the iterators holding a Pebble iterator, which Close must close
 	// before it closes Pebble.
@@ -304,7 +317,29 @@ func (d *db) Drop(name string, partition int32) error {
 	if err := d.pdb.Apply(b, d.wo); err != nil {
 		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, err)
 	}
+	d.checkpointCell(id).Store(store.NoCheckpoint)
 	return nil
+}
+
+// cpUnknown marks a checkpoint cell whose namespace's checkpoint has not been read or
+// written yet by this process.
+const cpUnknown = math.MinInt64
+
+// checkpointCell returns the cell caching the checkpoint of namespace id, shared by every
+// backend of the namespace: cpUnknown until the checkpoint is first read, then the value
+// of its key as of the last write (a commit with a checkpoint stores it after Pebble applied
+// it, Drop stores NoCheckpoint), so that Checkpoint, which interactive queries call for
+// every read, costs no Pebble lookup.
+func (d *db) checkpointCell(id uint32) *atomic.Int64 {
+	d.ns.Lock()
+	defer d.ns.Unlock()
+	c := d.ns.cps[id]
+	if c == nil {
+		c = new(atomic.Int64)
+		c.Store(cpUnknown)
+		d.ns.cps[id] = c
+	}
+	return c
 }
 
 // Close implements [store.DB]. It closes the iterators still open (their Next then

@@ -7,6 +7,11 @@
 # no golden behind (other files, such as its README.md, stay).
 #
 #   testing/conformance/run.sh [OUTDIR]
+#   testing/conformance/run.sh partitions [FILE]
+#
+# The second form writes instead FILE (default testdata/java_partitions.txt in the repo): the
+# partitions that the Java producer chooses for 10k+ String and Long keys among 12 and 7
+# partitions (conformance.Partitions), the golden file of query_partition_test.go.
 #
 # Works from any directory; running it again rewrites the same files. Maven's output goes to
 # testing/conformance/target/ (classes/ and lib/).
@@ -14,9 +19,17 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-out="${1:-$root/kstreamtest/testdata/conformance}"
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
+mode=scenarios
+if [[ "${1:-}" == partitions ]]; then
+	mode=partitions
+	file="${2:-$root/testdata/java_partitions.txt}"
+	mkdir -p "$(dirname "$file")"
+	file="$(cd "$(dirname "$file")" && pwd)/$(basename "$file")"
+else
+	out="${1:-$root/kstreamtest/testdata/conformance}"
+	mkdir -p "$out"
+	out="$(cd "$out" && pwd)"
+fi
 
 command -v mvn >/dev/null || { echo "run.sh: mvn not found" >&2; exit 1; }
 command -v java >/dev/null || { echo "run.sh: java not found" >&2; exit 1; }
@@ -34,6 +47,10 @@ if [[ ! -f "$stamp" || -n "$(find "$here/pom.xml" "$here/src" -newer "$stamp" -p
 	fi
 	rm -f "$log"
 	touch "$stamp"
+fi
+
+if [[ "$mode" == partitions ]]; then
+	exec java -cp "$here/target/classes:$here/target/lib/*" conformance.Partitions "$file"
 fi
 
 rm -f "$out"/*.txt
