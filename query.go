@@ -170,6 +170,10 @@ const (
 	// TooStale: the partition is a standby here whose lag exceeds the bound of
 	// [StaleStores].
 	TooStale = runtime.QueryStale
+	// Rebalancing: the partition is not hosted here while the group rebalances (Kafka
+	// Streams' StreamsRebalancingException): it may come here, or its owner change, when
+	// the rebalance ends.
+	Rebalancing = runtime.QueryRebalancing
 )
 
 // ErrStoreUnavailable is matched (with errors.Is) by every [StoreUnavailableError].

@@ -20,6 +20,7 @@ const (
 	ReasonNotRunning      = "not_running"      // 503: the instance is not running
 	ReasonNotHosted       = "not_hosted"       // 503: the partition has no (reachable) owner now
 	ReasonRestoring       = "restoring"        // 503: the partition's store is restoring
+	ReasonRebalancing     = "rebalancing"      // 503: not hosted here while the group rebalances
 	ReasonStale           = "stale"            // 503: a standby lags beyond stale_lag
 	ReasonPeerUnavailable = "peer_unavailable" // 503: the owning instance could not be reached
 	ReasonTimeout         = "timeout"          // 504: the request's time ran out
@@ -75,6 +76,8 @@ func toError(err error) *Error {
 			reason = ReasonRestoring
 		case kstream.TooStale:
 			reason = ReasonStale
+		case kstream.Rebalancing:
+			reason = ReasonRebalancing
 		}
 		return errorf(http.StatusServiceUnavailable, reason, "%s", err)
 	}

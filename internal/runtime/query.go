@@ -33,6 +33,9 @@ const (
 	QueryRestoring
 	// QueryStale: the partition is a standby here whose lag exceeds the bound asked for.
 	QueryStale
+	// QueryRebalancing: the partition is not hosted here and the instance is rebalancing:
+	// it may come here, or its new owner be known, once the rebalance ends.
+	QueryRebalancing
 )
 
 // String names the reason.
@@ -48,6 +51,8 @@ func (q QueryReason) String() string {
 		return "restoring"
 	case QueryStale:
 		return "standby lag beyond the bound"
+	case QueryRebalancing:
+		return "partition not hosted here while the group rebalances"
 	}
 	return fmt.Sprintf("QueryReason(%d)", int(q))
 }
@@ -278,13 +283,13 @@ func (r *Runtime) StoreView(name string, p int32, allowStandby bool, maxLag int6
 		return &StoreView{Spec: spec, Partition: p, Backend: b, Position: pos, Lag: 0, run: e.run}, release, nil
 	}
 	if !allowStandby {
-		return nil, nil, &QueryError{Store: name, Partition: p, Reason: QueryNotOwned}
+		return nil, nil, r.notOwned(name, p)
 	}
 	id := TaskID{r.qindex.sub[name], p}
 	pos, end, t, following := r.standby.position(id, name)
 	switch {
 	case t == nil:
-		return nil, nil, &QueryError{Store: name, Partition: p, Reason: QueryNotOwned}
+		return nil, nil, r.notOwned(name, p)
 	case !following:
 		return nil, nil, &QueryError{Store: name, Partition: p, Reason: QueryRestoring}
 	}
@@ -300,6 +305,15 @@ func (r *Runtime) StoreView(name string, p int32, allowStandby bool, maxLag int6
 		return nil, nil, fmt.Errorf("kstream: standby store %q partition %d: %w", name, p, err)
 	}
 	return &StoreView{Spec: spec, Partition: p, Standby: true, Backend: b, Position: pos, Lag: lag, standby: t}, release, nil
+}
+
+// notOwned is the error for partition p of store name, not hosted here.
+func (r *Runtime) notOwned(name string, p int32) error {
+	reason := QueryNotOwned
+	if State(r.state.Load()) == StateRebalancing {
+		reason = QueryRebalancing
+	}
+	return &QueryError{Store: name, Partition: p, Reason: reason}
 }
 
 // Valid reports whether v still reads a store partition this instance hosts as it did when
