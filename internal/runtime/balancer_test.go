@@ -204,3 +204,25 @@ func TestBalanceStandbys(t *testing.T) {
 		t.Errorf("standbys %v, want one for each of the 4 stateful tasks", got)
 	}
 }
+
+// Each sub-topology spreads over the members: with two members and two sub-topologies of
+// even partition counts, each member gets half of each (the tasks are listed partition by
+// partition, which used to give each member one whole sub-topology).
+func TestAssignTasksSpreadsEachSubTopology(t *testing.T) {
+	for _, tc := range []struct{ subs, parts, members int }{{2, 6, 2}, {2, 12, 3}, {3, 4, 2}, {2, 12, 4}} {
+		tasks := taskList(tc.subs, tc.parts)
+		owner := assignTasks(tasks, nil, tc.members)
+		per := make([][]int, tc.subs)
+		for s := range per {
+			per[s] = make([]int, tc.members)
+		}
+		for i, id := range tasks {
+			per[id.SubTopology][owner[i]]++
+		}
+		for s, l := range per {
+			if slices.Max(l)-slices.Min(l) > 1 {
+				t.Errorf("%d sub-topologies x %d partitions over %d members: sub-topology %d loads %v", tc.subs, tc.parts, tc.members, s, l)
+			}
+		}
+	}
+}
