@@ -364,6 +364,23 @@ func (m InstanceMetadata) Partitions(a *App, name string) []int32 {
 	return out
 }
 
+// StandbyPartitions returns the partitions of the store named name of which the instance
+// keeps standby replicas, sorted.
+func (m InstanceMetadata) StandbyPartitions(a *App, name string) []int32 {
+	sub, ok := a.rt.StoreSubTopology(name)
+	if !ok {
+		return nil
+	}
+	var out []int32
+	for _, id := range m.Standby {
+		if id.SubTopology == sub {
+			out = append(out, id.Partition)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Metadata lists every instance of the application, with its tasks and stores, as the
 // last rebalance assigned them (the group leader sends the whole assignment to every
 // member). It is empty before this instance has joined the group.

@@ -250,7 +250,45 @@ func TestThreeProcessesAndAKill(t *testing.T) {
 			}
 		})
 	}
-	kafkatest.Eventually(t, 30*time.Second, "load running", func() bool { return right.Load() >= 500 })
+	// And full scans with standby reads allowed, which fall back to standbys for the
+	// partitions of an instance that cannot answer: every successful scan must be exact.
+	var scansOK, scansFailed, scansWrong atomic.Int64
+	var scanWrongMsg atomic.Value
+	var scanGap time.Duration // the longest time between two successful scans
+	wg.Go(func() {
+		st := query.StoreOf[string, int64](query.NewClient("http://"+nodes[0].addr), "counts", query.StaleReads(0))
+		lastOK := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			all, err := st.All(ctx, query.PageSize(500))
+			var qe *query.Error
+			switch {
+			case err == nil:
+				bad := len(all) != len(want)
+				for _, kv := range all {
+					bad = bad || kv.Value != want[kv.Key]
+				}
+				if bad {
+					scansWrong.Add(1)
+					scanWrongMsg.Store(fmt.Sprintf("%d entries", len(all)))
+					continue
+				}
+				scansOK.Add(1)
+				scanGap = max(scanGap, time.Since(lastOK))
+				lastOK = time.Now()
+			case errors.As(err, &qe) && qe.Retryable:
+				scansFailed.Add(1)
+			default:
+				scansWrong.Add(1)
+				scanWrongMsg.Store(err.Error())
+			}
+		}
+	})
+	kafkatest.Eventually(t, 30*time.Second, "load running", func() bool { return right.Load() >= 500 && scansOK.Load() >= 2 })
 	setLive(nodes[:2])
 	killedAt := time.Now()
 	nodes[2].child.Kill(t)
@@ -287,6 +325,11 @@ func TestThreeProcessesAndAKill(t *testing.T) {
 	if right.Load() == 0 {
 		t.Errorf("no right answer under the load")
 	}
+	if scansWrong.Load() > 0 {
+		t.Errorf("%d wrong full scans, e.g. %v", scansWrong.Load(), scanWrongMsg.Load())
+	}
+	t.Logf("full scans with standby reads (pages of 500, at the first instance): %d exact, %d retryable failures, %d wrong; longest time between two exact scans %s",
+		scansOK.Load(), scansFailed.Load(), scansWrong.Load(), scanGap.Round(time.Millisecond))
 	t.Logf("query load: %d right, %d retryable not-available, %d wrong; every key answered at every instance %s after the kill; longest unavailability of a key: %s (%s) reading active copies, %s (%s) with standby reads allowed",
 		right.Load(), unavailable.Load(), wrong.Load(), recovered.Round(time.Millisecond),
 		longest[0].Round(time.Millisecond), longestKey[0], longest[1].Round(time.Millisecond), longestKey[1])

@@ -696,12 +696,75 @@ func fanOut[T any](s *Server, ctx context.Context, r *http.Request, rq *request,
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	var out []T
+	var outHosts []string
+	for i, err := range errs {
+		if err == nil {
+			out, outHosts = append(out, results[i]), append(outHosts, hosts[i])
+			continue
+		}
+		if e := toError(err); !rq.stale() || !e.Retryable || forwarded(r) {
+			return nil, nil, err
+		}
+		// Stale reads allowed and the instance cannot answer (down, restoring, moving its
+		// partitions): ask the standby replicas of its partitions instead.
+		more, moreHosts, ferr := standbyFallback(s, ctx, r, rq, parts[i], insts[i].MemberID, local)
+		if ferr != nil {
+			return nil, nil, err
+		}
+		out, outHosts = append(out, more...), append(outHosts, moreHosts...)
+	}
+	return out, outHosts, ctx.Err()
+}
+
+// standbyFallback reads partitions ps of a scan from the instances keeping standby replicas
+// of them (other than the failed member), each partition from one of them.
+func standbyFallback[T any](s *Server, ctx context.Context, r *http.Request, rq *request, ps []int32, failed string, local func(*kstream.RawStore) (T, error)) ([]T, []string, error) {
+	app := s.cfg.App
+	byHost := map[string][]int32{}
+	var order []string
+	self := ""
+	for _, p := range ps {
+		found := false
+		for _, m := range app.Metadata() {
+			if m.MemberID == failed || !slices.Contains(m.StandbyPartitions(app, rq.name), p) {
+				continue
+			}
+			host := m.Host
+			if m.Self {
+				host, self = rq.host, rq.host
+			} else if host == "" {
+				continue
+			}
+			if byHost[host] == nil {
+				order = append(order, host)
+			}
+			byHost[host] = append(byHost[host], p)
+			found = true
+			break
+		}
+		if !found {
+			return nil, nil, errorf(http.StatusServiceUnavailable, ReasonNotHosted, "store %q partition %d: no reachable active or standby copy", rq.name, p)
+		}
+	}
+	out := make([]T, len(order))
+	for i, host := range order {
+		var err error
+		if host == self {
+			var rs *kstream.RawStore
+			if rs, err = app.RawStore(rq.name, append(slices.Clone(rq.opts), kstream.QueryPartitions(byHost[host]...))...); err == nil {
+				out[i], err = local(rs)
+			}
+		} else {
+			q := r.URL.Query()
+			q.Set("partitions", formatPartitions(byHost[host]))
+			err = s.callPeer(ctx, r, rq, http.MethodGet, host, r.URL.Path, q.Encode(), nil, &out[i])
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 	}
-	return results, hosts, ctx.Err()
+	return out, order, nil
 }
 
 func parsePartitions(s string) ([]int32, error) {
