@@ -422,13 +422,34 @@ func (a *App) Metadata() []InstanceMetadata {
 
 // LocalStorePartition is the status of one store partition held by this instance: Kafka
 // Streams' LagInfo, per store and partition.
-type LocalStorePartition = runtime.LocalPartition
+type LocalStorePartition struct {
+	Store     string
+	Partition int32
+	// Standby says the partition is a standby replica here (else it is an active task's).
+	Standby bool
+	// Restoring says its store is still restoring (an active task), or the standby has not
+	// started following its changelog yet.
+	Restoring bool
+	// Position is the changelog offset the store's data is complete up to, -1 if unknown.
+	Position int64
+	// Lag is the number of changelog records the store has not applied: 0 for a running
+	// active task; for a standby, against the changelog's end as read at most half a second
+	// ago; -1 if unknown.
+	Lag int64
+}
 
 // LocalStorePartitions lists the store partitions this instance holds, active and standby,
-// with each one's position (the changelog offset its data is complete up to) and lag (the
-// changelog records it has not applied, as last seen; 0 for a running active task): Kafka
-// Streams' allLocalStorePartitionLags.
-func (a *App) LocalStorePartitions() []LocalStorePartition { return a.rt.LocalPartitions() }
+// with each one's position and lag, sorted by store and partition: Kafka Streams'
+// allLocalStorePartitionLags.
+func (a *App) LocalStorePartitions() []LocalStorePartition {
+	lps := a.rt.LocalPartitions()
+	out := make([]LocalStorePartition, len(lps))
+	for i, lp := range lps {
+		out[i] = LocalStorePartition{Store: lp.Store, Partition: lp.Partition, Standby: lp.Standby,
+			Restoring: lp.Restoring, Position: lp.Position, Lag: lp.Lag}
+	}
+	return out
+}
 
 // RawValue is a value read from a store: its serialized bytes (without the timestamp a
 // table's store keeps with it) and where it was read.
