@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kstream-go/kstream/internal/partition"
@@ -131,15 +132,7 @@ func (a *App) QueryableStores() []StoreInfo {
 		n, _ := a.rt.StorePartitionCount(d.name)
 		out = append(out, StoreInfo{Name: d.name, Kind: d.query.kind, Partitions: n, Global: d.global})
 	}
-	slices.SortFunc(out, func(x, y StoreInfo) int {
-		if x.Name < y.Name {
-			return -1
-		}
-		if x.Name > y.Name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(x, y StoreInfo) int { return strings.Compare(x.Name, y.Name) })
 	return out
 }
 
@@ -350,29 +343,23 @@ type InstanceMetadata struct {
 // Partitions returns the partitions of the store named name that the instance runs
 // (active), sorted.
 func (m InstanceMetadata) Partitions(a *App, name string) []int32 {
-	sub, ok := a.rt.StoreSubTopology(name)
-	if !ok {
-		return nil
-	}
-	var out []int32
-	for _, id := range m.Active {
-		if id.SubTopology == sub {
-			out = append(out, id.Partition)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return storePartitions(a, name, m.Active)
 }
 
 // StandbyPartitions returns the partitions of the store named name of which the instance
 // keeps standby replicas, sorted.
 func (m InstanceMetadata) StandbyPartitions(a *App, name string) []int32 {
+	return storePartitions(a, name, m.Standby)
+}
+
+// storePartitions returns the partitions of the tasks ids that hold the store named name.
+func storePartitions(a *App, name string, ids []TaskID) []int32 {
 	sub, ok := a.rt.StoreSubTopology(name)
 	if !ok {
 		return nil
 	}
 	var out []int32
-	for _, id := range m.Standby {
+	for _, id := range ids {
 		if id.SubTopology == sub {
 			out = append(out, id.Partition)
 		}
@@ -573,13 +560,10 @@ func (s *RawStore) Get(key []byte) (RawValue, bool, error) {
 	defer release()
 	var b []byte
 	var ok bool
+	var versioned store.VersionedRecord[[]byte]
 	if s.d.query.kind == VersionedKind {
 		vs := store.NewVersionedKeyValueStore(s.d.name, v.Backend, serde.Bytes(), serde.Bytes(), s.d.historyRetention)
-		var vr store.VersionedRecord[[]byte]
-		vr, ok, err = vs.Get(key)
-		if ok {
-			b = append(binary.BigEndian.AppendUint64(nil, uint64(vr.Timestamp)), vr.Value...)
-		}
+		versioned, ok, err = vs.Get(key)
 	} else {
 		b, ok, err = v.Backend.Get(key)
 	}
@@ -592,11 +576,11 @@ func (s *RawStore) Get(key []byte) (RawValue, bool, error) {
 	if !ok {
 		return RawValue{}, false, nil
 	}
-	rv, err := s.rawValue(v, b)
 	if s.d.query.kind == VersionedKind {
-		rv, err = RawValue{Value: b[8:], Timestamp: int64(binary.BigEndian.Uint64(b)), Partition: p, Standby: v.Standby, Position: v.Position}, nil
+		return RawValue{Value: versioned.Value, Timestamp: versioned.Timestamp, Partition: p, Standby: v.Standby, Position: v.Position}, true, nil
 	}
-	return rv, true, err
+	rv, err := s.rawValue(v, b)
+	return rv, err == nil, err
 }
 
 // partitions returns the partitions a scan reads: those of QueryPartitions, or every

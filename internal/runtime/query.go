@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -418,8 +420,7 @@ func (s *standbys) partitions() []LocalPartition {
 // GroupMetadata is the group's assignment as the last rebalance made it: every member's
 // query endpoint, active tasks and standby tasks.
 type GroupMetadata struct {
-	Generation int32
-	Members    []MemberMetadata
+	Members []MemberMetadata
 }
 
 // MemberMetadata is one member of the group.
@@ -444,8 +445,8 @@ func (r *Runtime) MemberID() string {
 }
 
 // setMetadata publishes the metadata carried by an assignment.
-func (r *Runtime) setMetadata(gen int32, hosts []hostAssignment) {
-	md := &GroupMetadata{Generation: gen}
+func (r *Runtime) setMetadata(hosts []hostAssignment) {
+	md := &GroupMetadata{}
 	for _, h := range hosts {
 		m := MemberMetadata{MemberID: h.Member, Endpoint: h.Endpoint}
 		for _, s := range h.Active {
@@ -463,19 +464,7 @@ func (r *Runtime) setMetadata(gen int32, hosts []hostAssignment) {
 		md.Members = append(md.Members, m)
 	}
 	slices.SortFunc(md.Members, func(a, b MemberMetadata) int {
-		if a.Endpoint != b.Endpoint {
-			if a.Endpoint < b.Endpoint {
-				return -1
-			}
-			return 1
-		}
-		if a.MemberID < b.MemberID {
-			return -1
-		}
-		if a.MemberID > b.MemberID {
-			return 1
-		}
-		return 0
+		return cmp.Or(strings.Compare(a.Endpoint, b.Endpoint), strings.Compare(a.MemberID, b.MemberID))
 	})
 	r.query.meta.Store(md)
 }

@@ -105,7 +105,6 @@ type Runtime struct {
 	want     []TaskID // standby tasks of the last assignment
 	assigned []TaskID // active tasks of the last assignment
 	memberID string   // this member's id, from the last assignment
-	metaGen  int32    // counts the assignments that carried group metadata
 
 	// Interactive queries (query.go).
 	query  queryRuntime

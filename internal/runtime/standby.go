@@ -80,7 +80,7 @@ type standbyStore struct {
 	raw       store.Backend
 	restorer  store.Restorer // for a store with a Codec
 	pos       int64          // next changelog offset to apply
-	end       int64          // the changelog's last stable offset as last fetched, -1 unknown
+	end       int64          // the changelog's end as last known (check, fetches, refreshEnds); -1 unknown
 }
 
 func newStandbys(r *Runtime) *standbys {
@@ -429,10 +429,8 @@ func (r *Runtime) newBalancer() *taskBalancer {
 	tb.onHosts = func(self string, hosts []hostAssignment) {
 		r.wantMu.Lock()
 		r.memberID = self
-		r.metaGen++
-		gen := r.metaGen
 		r.wantMu.Unlock()
-		r.setMetadata(gen, hosts)
+		r.setMetadata(hosts)
 	}
 	tb.onStandbys = func(ids, actives []TaskID) {
 		r.wantMu.Lock()
