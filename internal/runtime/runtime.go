@@ -797,6 +797,13 @@ func (r *Runtime) flowControlLocked() {
 				pause[tp.topic] = append(pause[tp.topic], tp.partition)
 			case pos.paused && n <= limit:
 				pos.paused = false
+				if pos.fetched {
+					// Nothing was fetched while paused: the lag known from the last fetch
+					// is as fresh as now, not as old as the pause (lagOf would otherwise
+					// take it for stale once the buffer drains, and let the task run
+					// ahead of this partition before its next fetch arrives).
+					pos.fetchedAt = time.Now()
+				}
 				if resume == nil {
 					resume = map[string][]int32{}
 				}
