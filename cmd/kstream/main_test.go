@@ -13,17 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 )
 
 // testTimeout bounds every blocking call in these tests.
 const testTimeout = 20 * time.Second
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain runs the tests on the shared in-process broker of kafkatest (the lag, reset
+// and dlq tests run applications on it), closes it, and checks that no goroutine leaked.
+func TestMain(m *testing.M) { kafkatest.Main(m) }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of the
 // broker's logger.
