@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -116,10 +117,11 @@ func groupLag(ctx context.Context, adm *kadm.Client, app string) (*lagReport, er
 	if !ok {
 		return nil, fmt.Errorf("group %q: not in the broker's answer", app)
 	}
-	if err := gl.Error(); err != nil {
+	err = gl.Error()
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return nil, fmt.Errorf("group %q: %w", app, err)
 	}
-	if gl.State == "Dead" || (len(gl.Members) == 0 && len(gl.Lag) == 0) {
+	if err != nil || gl.State == "Dead" || (len(gl.Members) == 0 && len(gl.Lag) == 0) {
 		return nil, fmt.Errorf("group %q: %w (the application never committed, or was reset)", app, kerr.GroupIDNotFound)
 	}
 	rep := &lagReport{ApplicationID: app, State: gl.State, Members: len(gl.Members), Partitions: []lagRow{}}
@@ -157,6 +159,9 @@ func groupLag(ctx context.Context, adm *kadm.Client, app string) (*lagReport, er
 		return r.sub
 	}
 	slices.SortFunc(rep.Partitions, func(a, b lagRow) int {
+		if a.sub < 0 && b.sub < 0 {
+			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		}
 		return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.Partition, b.Partition), strings.Compare(a.Topic, b.Topic))
 	})
 	return rep, nil
