@@ -183,8 +183,9 @@ func committed(t *testing.T, group string) map[string]int64 {
 func cli(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
+	start := time.Now()
 	err := run(kafkatest.Context(t, 60*time.Second), args, &stdout, &stderr)
-	t.Logf("kstream %s\n%s%s(err %v)", strings.Join(args, " "), stdout.String(), stderr.String(), err)
+	t.Logf("kstream %s\n%s%s(err %v, %v)", strings.Join(args, " "), stdout.String(), stderr.String(), err, time.Since(start).Round(time.Millisecond))
 	return stdout.String(), stderr.String(), err
 }
 

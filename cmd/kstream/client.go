@@ -34,9 +34,11 @@ func newClient(brokers string, opts ...kgo.Opt) (*kgo.Client, error) {
 	return cl, nil
 }
 
-// newAdmin returns an admin client of the brokers; close the kgo client when done.
+// newAdmin returns an admin client of the brokers; close the kgo client when done. Its
+// metadata (kadm caches it for MetadataMinAge, 5s by default) is at most 100ms old, so
+// that reset sees its topic deletions.
 func newAdmin(brokers string) (*kgo.Client, *kadm.Client, error) {
-	cl, err := newClient(brokers)
+	cl, err := newClient(brokers, kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -139,9 +139,9 @@ func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "shift-by":
 		o.mode, o.offset = "shift", *shiftBy
 	case "datetime":
-		t, err := time.Parse(time.RFC3339Nano, *toDatetime)
+		t, err := parseDatetime(*toDatetime)
 		if err != nil {
-			return usageError(fs, "-to-datetime %q: want RFC 3339, as 2026-01-02T15:04:05Z or 2026-01-02T15:04:05.000+01:00", *toDatetime)
+			return usageError(fs, "-to-datetime %q: want RFC 3339, as 2026-01-02T15:04:05Z or 2026-01-02T15:04:05.000+01:00 (local time without a zone)", *toDatetime)
 		}
 		o.at = t
 	case "by-duration":
@@ -162,6 +162,42 @@ func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("reset: %w", err)
 	}
 	return nil
+}
+
+// parseDatetime parses an RFC 3339 time, or one without a zone (local time, as Kafka's
+// tools read 2026-01-02T15:04:05.000).
+func parseDatetime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.Local)
+}
+
+// waitDeleted waits until the deleted topics are gone from the metadata (a broker deletes
+// them in the background), so that an application started right after the reset creates
+// new ones instead of finding the old ones about to go.
+func waitDeleted(ctx context.Context, adm *kadm.Client, topics []string) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		d, err := adm.ListTopics(ctx) // metadata cached at most 100ms (newAdmin)
+		if err == nil {
+			left := 0
+			for _, t := range topics {
+				if d.Has(t) {
+					left++
+				}
+			}
+			if left == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the deletion of %s: %w", strings.Join(topics, ", "), ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // reset resets application o.app, printing what it does to w.
@@ -250,6 +286,9 @@ func reset(ctx context.Context, adm *kadm.Client, o resetOptions, w io.Writer) e
 			}
 			if err != nil {
 				return fmt.Errorf("deleting internal topics: %w", err)
+			}
+			if err := waitDeleted(ctx, adm, del); err != nil {
+				return err
 			}
 		}
 	}
