@@ -30,10 +30,28 @@ Flags:
 type describeAnswer struct {
 	ApplicationID string `json:"application_id"`
 	State         string `json:"state"`
-	Topology      struct {
-		Text string `json:"text"`
-	} `json:"topology"`
-	Instances []describeInstance `json:"instances"`
+	Topology      describeTopology   `json:"topology"`
+	Instances     []describeInstance `json:"instances"`
+}
+
+// describeTopology is the topology's text: the answer's topology.text, or topology itself
+// when it is a string.
+type describeTopology struct{ Text string }
+
+// UnmarshalJSON reads {"text": "..."} or "...".
+func (d *describeTopology) UnmarshalJSON(b []byte) error {
+	if json.Unmarshal(b, &d.Text) == nil {
+		return nil
+	}
+	var o struct {
+		Text        string `json:"text"`
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return err
+	}
+	d.Text = cmp.Or(o.Text, o.Description)
+	return nil
 }
 
 // describeInstance is one instance of the application.

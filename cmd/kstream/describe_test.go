@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -73,6 +74,11 @@ func TestDescribe(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"/ops/api/describe", "/ops/api/describe", "/elsewhere/api/describe"}; strings.Join(paths, " ") != strings.Join(want, " ") {
 		t.Errorf("requested %v, want %v", paths, want)
+	}
+	// The topology as a plain string is read too.
+	var a describeAnswer
+	if err := json.Unmarshal([]byte(`{"topology": "Topologies:\n", "instances": []}`), &a); err != nil || a.Topology.Text != "Topologies:\n" {
+		t.Errorf("topology as a string: %q, %v", a.Topology.Text, err)
 	}
 	if _, _, err := cli(t, "describe"); err != errUsage {
 		t.Errorf("describe without -url: %v, want a usage error", err)
