@@ -28,8 +28,8 @@ Flags:
 // describe prints. Unknown fields are ignored, and the instance fields accept the names
 // of several versions (see describeInstance).
 type describeAnswer struct {
-	ApplicationID string `json:"application_id"`
-	State         string `json:"state"`
+	ApplicationID string             `json:"application_id"`
+	State         string             `json:"state"`
 	Topology      describeTopology   `json:"topology"`
 	Instances     []describeInstance `json:"instances"`
 }
