@@ -531,6 +531,12 @@ func TestRebalanceStorm(t *testing.T) {
 	s.event(-1, "every count reached: %v (%d of %d outputs read)", finished, outputs.records(), produced.Load())
 	if !finished {
 		stuckOutput(t, brokers, s.out)
+		stuckInput(t, brokers, s.appID, s.in)
+		if last.app != nil {
+			lsp := last.app.LocalStorePartitions()
+			t.Logf("last instance: state %v, tasks %v, standbys %v, stats %+v, store partitions %+v",
+				last.app.State(), last.app.Tasks(), last.app.StandbyTasks(), last.app.Stats(), lsp)
+		}
 	}
 	s.stop(last)
 	stopSampling()
@@ -577,6 +583,42 @@ func TestRebalanceStorm(t *testing.T) {
 		t.Fatalf("not every count was reached within 120s of the storm's end (%d of %d outputs read)", outputs.records(), produced.Load())
 	}
 	outputs.checkExact(t, want)
+}
+
+// stuckInput logs, for a storm whose output stopped short, each input partition's committed
+// offset against its end and the group's members with their assignments, so that a
+// partition nobody processes (or that a member holds without progress) shows.
+func stuckInput(t *testing.T, brokers []string, group, topic string) {
+	t.Helper()
+	adm := kadm.NewClient(clientOn(t, brokers))
+	ctx := kafkatest.Context(t, 10*time.Second)
+	ends, eerr := adm.ListEndOffsets(ctx, topic)
+	committed, cerr := adm.FetchOffsets(ctx, group)
+	if err := errors.Join(eerr, cerr); err != nil {
+		t.Logf("input %s: offsets: %v", topic, err)
+		return
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		c, _ := committed.Lookup(topic, o.Partition)
+		t.Logf("input %s partition %d: committed %d, end %d", topic, o.Partition, c.At, o.Offset)
+	})
+	groups, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		t.Logf("group %s: %v", group, err)
+		return
+	}
+	for _, g := range groups {
+		t.Logf("group %s: state %s, protocol %s, %d members", g.Group, g.State, g.Protocol, len(g.Members))
+		for _, m := range g.Members {
+			var parts []string
+			if a, ok := m.Assigned.AsConsumer(); ok {
+				for _, tp := range a.Topics {
+					parts = append(parts, fmt.Sprintf("%s%v", tp.Topic, tp.Partitions))
+				}
+			}
+			t.Logf("  member %s (client %s, host %s): %v", m.MemberID, m.ClientID, m.ClientHost, parts)
+		}
+	}
 }
 
 // stuckOutput logs, for a storm whose output stopped short, what the output topic's

@@ -194,10 +194,20 @@ func windowCrash(t *testing.T, eos bool, emit string) (got map[string][]int64, w
 
 // checkFinals checks the final results of a window crash run: every window has one (none
 // for a window that does not exist); under exactly-once exactly one, with the true count;
-// under at-least-once at least one, the last at least the true count.
-func checkFinals(t *testing.T, eos bool, got map[string][]int64, want map[string]int64) {
+// under at-least-once at least one, and with lastAtLeast the last at least the true count.
+//
+// The last check holds for EmitOnWindowClose, whose final results are read from the window
+// store, but not for Suppress under at-least-once: after a SIGKILL the window store on disk
+// keeps updates made after the last commit (and its observed stream time with them), while
+// the suppression buffer is restored from its changelog as of the last commit. Records
+// replayed from the committed offsets are then late for the window aggregation (dropped),
+// and the buffer emits again the value it held at the last commit: a repeated final
+// result that counts fewer records (seen on Apache Kafka under load as [3 2] for a window of
+// 3 records). Kafka Streams has the same gap (its window store and buffer are not
+// consistent after a crash under at-least-once either); exactly-once closes it.
+func checkFinals(t *testing.T, eos, lastAtLeast bool, got map[string][]int64, want map[string]int64) {
 	t.Helper()
-	dups, bad := 0, 0
+	dups, bad, lower := 0, 0, 0
 	for w, n := range want {
 		g := got[w]
 		switch {
@@ -211,13 +221,16 @@ func checkFinals(t *testing.T, eos bool, got map[string][]int64, want map[string
 			if bad <= 5 {
 				t.Errorf("window %s: final results %v, want exactly [%d]", w, g, n)
 			}
-		case !eos && g[len(g)-1] < n:
+		case !eos && lastAtLeast && g[len(g)-1] < n:
 			bad++
 			if bad <= 5 {
 				t.Errorf("window %s: final results %v, want the last at least %d", w, g, n)
 			}
 		case len(g) > 1:
 			dups++
+			if g[len(g)-1] < n {
+				lower++
+			}
 		}
 	}
 	for w := range got {
@@ -225,7 +238,7 @@ func checkFinals(t *testing.T, eos bool, got map[string][]int64, want map[string
 			t.Errorf("final result for window %s, which has no record", w)
 		}
 	}
-	t.Logf("%d windows, %d wrong, %d with more than one final result", len(want), bad, dups)
+	t.Logf("%d windows, %d wrong, %d with more than one final result (%d of them with the last below the true count)", len(want), bad, dups, lower)
 }
 
 // Final results survive SIGKILL: a windowed count emitting on window close, killed again
@@ -235,14 +248,14 @@ func checkFinals(t *testing.T, eos bool, got map[string][]int64, want map[string
 func TestWindowFinalResultsSurviveKillsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	got, want := windowCrash(t, true, "close")
-	checkFinals(t, true, got, want)
+	checkFinals(t, true, true, got, want)
 }
 
 // The same under at-least-once: no window loses its final result.
 func TestWindowFinalResultsSurviveKillsAtLeastOnce(t *testing.T) {
 	t.Parallel()
 	got, want := windowCrash(t, false, "close")
-	checkFinals(t, false, got, want)
+	checkFinals(t, false, true, got, want)
 }
 
 // Suppress(UntilWindowCloses) across the same kills: its buffer, kept in a changelogged
@@ -250,12 +263,13 @@ func TestWindowFinalResultsSurviveKillsAtLeastOnce(t *testing.T) {
 func TestSuppressSurvivesKillsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	got, want := windowCrash(t, true, "suppress")
-	checkFinals(t, true, got, want)
+	checkFinals(t, true, true, got, want)
 }
 
-// The same under at-least-once: no window loses its final result.
+// The same under at-least-once: no window loses its final result (a repeated one may count
+// fewer records: see checkFinals).
 func TestSuppressSurvivesKillsAtLeastOnce(t *testing.T) {
 	t.Parallel()
 	got, want := windowCrash(t, false, "suppress")
-	checkFinals(t, false, got, want)
+	checkFinals(t, false, false, got, want)
 }
