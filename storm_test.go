@@ -532,6 +532,15 @@ func TestRebalanceStorm(t *testing.T) {
 	if !finished {
 		stuckOutput(t, brokers, s.out)
 		stuckInput(t, brokers, s.appID, s.in)
+		// A restore reads its changelog read_committed up to the last stable offset: a
+		// transaction left open there keeps the task restoring.
+		if tds, err := kadm.NewClient(clientOn(t, brokers)).ListTopics(kafkatest.Context(t, 10*time.Second)); err == nil {
+			for _, td := range tds.Sorted() {
+				if strings.HasPrefix(td.Topic, s.appID+"-") {
+					stuckOutput(t, brokers, td.Topic)
+				}
+			}
+		}
 		if last.app != nil {
 			lsp := last.app.LocalStorePartitions()
 			t.Logf("last instance: state %v, tasks %v, standbys %v, stats %+v, store partitions %+v",
@@ -621,9 +630,9 @@ func stuckInput(t *testing.T, brokers []string, group, topic string) {
 	}
 }
 
-// stuckOutput logs, for a storm whose output stopped short, what the output topic's
-// partitions hold: their last stable offset against their high watermark, and the producers
-// with a transaction open on them, so that a hanging transaction shows.
+// stuckOutput logs, for a storm whose output stopped short, what a topic's (the output's, a
+// changelog's) partitions hold: their last stable offset against their high watermark, and
+// the producers with a transaction open on them, so that a hanging transaction shows.
 func stuckOutput(t *testing.T, brokers []string, topic string) {
 	t.Helper()
 	adm := kadm.NewClient(clientOn(t, brokers))
