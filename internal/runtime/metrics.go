@@ -303,16 +303,18 @@ func (t *taskRun) process(rec *kgo.Record, ts int64, now time.Time) error {
 	}
 	n := tm.sample
 	tm.sample++
-	tm.processed.Add(1)
 	if n%e2eSample == 0 {
 		tm.e2e.Observe(float64(now.UnixMilli()-ts) / 1e3)
 	}
+	var err error
 	if n%processSample != 0 {
-		return t.task.Process(rec, ts)
+		err = t.task.Process(rec, ts)
+	} else {
+		began := time.Now()
+		err = t.task.Process(rec, ts)
+		tm.m.processLatency.Observe(time.Since(began).Seconds())
 	}
-	began := time.Now()
-	err := t.task.Process(rec, ts)
-	tm.m.processLatency.Observe(time.Since(began).Seconds())
+	tm.processed.Add(1) // once processed: a scrape during Process does not count it yet
 	return err
 }
 
