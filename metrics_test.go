@@ -267,9 +267,9 @@ func TestMetricsDropped(t *testing.T) {
 	cl := kafkatest.Client(t)
 	kafkatest.Produce(t, cl,
 		&kgo.Record{Topic: in, Key: []byte("a"), Value: eight},
-		&kgo.Record{Topic: in, Value: eight},                                // null key: dropped by the count
+		&kgo.Record{Topic: in, Value: eight},                                 // null key: dropped by the count
 		&kgo.Record{Topic: in, Key: []byte("b"), Value: []byte("not eight")}, // not an int64: dead letter
-		&kgo.Record{Topic: in, Value: eight},                                // null key
+		&kgo.Record{Topic: in, Value: eight},                                 // null key
 		&kgo.Record{Topic: in, Key: []byte("c"), Value: eight},
 	)
 	app := newApp(t, b, cfg)
