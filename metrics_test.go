@@ -336,3 +336,61 @@ func TestMetricsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMetricsExactlyOnce checks the metrics of an exactly-once app: transactions committed,
+// and the lag of an input partition that ends in transaction markers (written by a
+// transactional producer), which must go to 0 once every record is processed.
+func TestMetricsExactlyOnce(t *testing.T) {
+	const n = 30
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	cfg := testConfig(t)
+	cfg.Guarantee = kstream.ExactlyOnce
+	cfg.StateDir = t.TempDir()
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
+	b := kstream.NewBuilder()
+	kstream.Count(kstream.Stream(b, in, serde.String(), serde.String()).GroupByKey(), "counts").ToStream().To(out, nil, nil)
+	// The input is written in 3 transactions: the partition ends in a commit marker.
+	txn := kafkatest.Client(t, kgo.TransactionalID(kafkatest.Name(t, "txn")))
+	for batch := range 3 {
+		ctx := kafkatest.Context(t, 30*time.Second)
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n / 3 {
+			if err := txn.ProduceSync(ctx, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i%4), Value: fmt.Appendf(nil, "%d", batch)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := start(t, newApp(t, b, cfg))
+	lagLabels := []string{"task=0_0", "topic=" + in, "partition=0"}
+	var s scrape
+	kafkatest.Eventually(t, 60*time.Second, "30 records processed in committed transactions, lag 0", func() bool {
+		fams, err := reg.Gather()
+		if err != nil {
+			return false
+		}
+		s = scrape{}
+		for _, f := range fams {
+			s[f.GetName()] = f
+		}
+		p, _ := s.value("kstream_records_processed_total")
+		lag, _ := s.value("kstream_task_consumer_lag_records", lagLabels...)
+		txns, _ := s.value("kstream_transactions_committed_total")
+		return p == n && lag == 0 && txns >= 1
+	})
+	if c, txns := s.must(t, "kstream_commits_total"), s.must(t, "kstream_transactions_committed_total"); c != txns {
+		t.Errorf("commits %v, transactions committed %v: want equal under exactly-once", c, txns)
+	}
+	if got := s.must(t, "kstream_client_read_bytes_total", "role=consumer"); got <= 0 {
+		t.Errorf("bytes read by the transactional consumer: %v, want > 0", got)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -170,6 +170,10 @@ func (r *Runtime) forgetLagsLocked() {
 	for _, t := range r.tasks {
 		for _, pos := range t.parts {
 			pos.fetched, pos.probe, pos.waitSince = false, nil, time.Time{}
+			if pos.met != nil {
+				pos.met.end.Store(-1) // known again from the next fetch
+				pos.met.pos.Store(-1)
+			}
 		}
 	}
 }
