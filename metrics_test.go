@@ -394,3 +394,4 @@ func TestMetricsExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+

@@ -597,7 +597,9 @@ func (r *Runtime) clientMetrics(role, client string) []kgo.Opt {
 		return nil
 	}
 	reg := prometheus.WrapRegistererWith(prometheus.Labels{"role": role, "client": client}, r.met.reg)
-	return []kgo.Opt{kgo.WithHooks(kprom.NewMetrics("kstream_client", kprom.Registerer(lenientRegisterer{reg, r})))}
+	return []kgo.Opt{kgo.WithHooks(kprom.NewMetrics("kstream_client", kprom.Registerer(lenientRegisterer{reg, r}),
+		kprom.FetchAndProduceDetail(kprom.ByNode, kprom.ByTopic, kprom.UncompressedBytes, kprom.Records, kprom.Batches),
+		kprom.Histograms(kprom.RequestDurationE2E)))}
 }
 
 // lenientRegisterer registers what kprom registers without panicking: a client whose
