@@ -394,4 +394,3 @@ func TestMetricsExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
