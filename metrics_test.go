@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -392,5 +393,56 @@ func TestMetricsExactlyOnce(t *testing.T) {
 	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMetricsStandby runs two instances with a standby each (their own registries): the
+// instance with the standby reports its lag, which reaches 0 once it applied the
+// changelog, and the active one reports the store's entries.
+func TestMetricsStandby(t *testing.T) {
+	const n = 40
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	base := testConfig(t)
+	base.NumStandbys = 1
+	type inst struct {
+		app *kstream.App
+		reg *prometheus.Registry
+	}
+	var insts []inst
+	for range 2 {
+		cfg := base
+		cfg.StateDir = t.TempDir()
+		reg := prometheus.NewRegistry()
+		cfg.Metrics = reg
+		app := newApp(t, countTopology(in, out), cfg)
+		start(t, app)
+		insts = append(insts, inst{app, reg})
+	}
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i%5), Value: []byte("v")})
+	}
+	kafkatest.Produce(t, kafkatest.Client(t), recs...)
+	storeLabels := []string{"task=0_0", "store=counts"}
+	kafkatest.Eventually(t, 60*time.Second, "the active processed every record and the standby caught up", func() bool {
+		var processed float64
+		standbyCaughtUp := false
+		for _, in := range insts {
+			p, _ := testutilValue(in.reg, "kstream_task_records_processed_total", "task=0_0")
+			processed += p
+			if slices.Equal(in.app.StandbyTasks(), []kstream.TaskID{{SubTopology: 0, Partition: 0}}) {
+				lag, ok := testutilValue(in.reg, "kstream_standby_lag_records", storeLabels...)
+				standbyCaughtUp = ok && lag == 0
+			}
+		}
+		return processed == n && standbyCaughtUp
+	})
+	for _, in := range insts {
+		if len(in.app.Tasks()) == 1 {
+			if got, ok := testutilValue(in.reg, "kstream_store_operations_total", append(storeLabels, "op=put")...); !ok || got != n {
+				t.Errorf("puts on the active: %v (found %v), want %d", got, ok, n)
+			}
+		}
 	}
 }
