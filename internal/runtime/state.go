@@ -429,8 +429,11 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 	}
 	began := time.Now()
 	var progressed func(pos, records int64)
+	var restored int64
 	if r.met != nil {
 		progressed = r.met.restoring(ls.task, ls.spec.Name, from, end)
+		// Done or given up (revoked, shutting down): nothing remains to restore here.
+		defer func() { progressed(end, restored) }()
 	}
 	cl, err := kgo.NewClient(append(r.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
@@ -443,7 +446,6 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		return fmt.Errorf("kstream: creating the restore consumer of %q: %w", topic, err)
 	}
 	defer cl.Close()
-	var restored int64
 	pos := from
 	lastLog := began
 	var failingSince time.Time // first of the retriable fetch errors in a row
