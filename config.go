@@ -156,8 +156,10 @@ type Config struct {
 	// Metrics, if set, receives the instance's metrics (docs/metrics.md), the Kafka
 	// clients' included (franz-go's kprom), each labeled application_id; nil has none and
 	// costs nothing. Nothing is registered globally: serve the registry with promhttp. The
-	// metrics are registered when Run starts and unregistered when it returns. This plays
-	// the part of Kafka Streams' metrics.reporters with JMX.
+	// metrics are registered when Run starts and unregistered when it returns; two
+	// instances of one application in one process need a registry each (or one wrapped
+	// with prometheus.WrapRegistererWith and an instance label), else the second fails to
+	// start. This plays the part of Kafka Streams' metrics.reporters with JMX.
 	Metrics prometheus.Registerer
 	// TracerProvider, if set, traces processing with OpenTelemetry through franz-go's kotel
 	// plugin: a span per processed record, a child of the span its headers carry (its
