@@ -1,6 +1,7 @@
 package kstream_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -444,5 +445,29 @@ func TestMetricsStandby(t *testing.T) {
 				t.Errorf("puts on the active: %v (found %v), want %d", got, ok, n)
 			}
 		}
+	}
+}
+
+// TestMetricsRegistryShared checks that a second instance of an application cannot start on
+// the registry the first one reports to (its series would collide), and says why.
+func TestMetricsRegistryShared(t *testing.T) {
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	cfg := testConfig(t)
+	cfg.Metrics = prometheus.NewRegistry()
+	cfg.StateDir = t.TempDir()
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), serde.String()).To(out, nil, nil)
+	first := newApp(t, b, cfg)
+	start(t, first)
+	kafkatest.Eventually(t, 60*time.Second, "the first instance running", func() bool { return first.State() == kstream.StateRunning })
+	cfg.StateDir = t.TempDir()
+	err := newApp(t, b, cfg).Run(kafkatest.Context(t, 30*time.Second))
+	var are prometheus.AlreadyRegisteredError
+	if !errors.As(err, &are) || !strings.Contains(err.Error(), "Config.Metrics") {
+		t.Fatalf("second instance on the same registry: %v, want an already-registered error naming Config.Metrics", err)
+	}
+	if first.State() != kstream.StateRunning {
+		t.Errorf("first instance %s after the second failed, want RUNNING", first.State())
 	}
 }
