@@ -81,3 +81,63 @@ func TestPartitionLag(t *testing.T) {
 		t.Fatalf("lag at the end: %d, want 0", lag)
 	}
 }
+
+// TestRestoreMetrics checks the restoration figures a scrape reports: records restored,
+// offsets remaining, and the ETA from the rate so far.
+func TestRestoreMetrics(t *testing.T) {
+	r := &Runtime{cfg: Config{ApplicationID: "app"}}
+	r.standby = newStandbys(r)
+	reg := prometheus.NewRegistry()
+	r.met = newMetrics(r, reg)
+	if err := r.met.register(); err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string) (float64, bool) {
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.Metric {
+				if m.Counter != nil {
+					return m.Counter.GetValue(), true
+				}
+				return m.Gauge.GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	progress := r.met.restoring(TaskID{0, 2}, "counts", 100, 5100)
+	if v, _ := value("kstream_store_restore_remaining_records"); v != 5000 {
+		t.Fatalf("remaining at the start: %v, want 5000", v)
+	}
+	if _, ok := value("kstream_store_restore_eta_seconds"); ok {
+		t.Fatal("an ETA before the first batch")
+	}
+	progress(1100, 1000)
+	// 1000 records in the 10 s since the start: 100/s, so 4000 remaining take 40 s.
+	r.met.store(TaskID{0, 2}, "counts").runBegan.Store(time.Now().Add(-10 * time.Second).UnixNano())
+	if v, _ := value("kstream_store_restore_records_total"); v != 1000 {
+		t.Errorf("restored: %v, want 1000", v)
+	}
+	if v, _ := value("kstream_store_restore_remaining_records"); v != 4000 {
+		t.Errorf("remaining: %v, want 4000", v)
+	}
+	if v, _ := value("kstream_store_restore_eta_seconds"); v < 40 || v > 41 {
+		t.Errorf("ETA: %v s, want 40 s (a little more as time passes: the rate so far falls)", v)
+	}
+	progress(5100, 5000)
+	if v, _ := value("kstream_store_restore_records_total"); v != 5000 {
+		t.Errorf("restored at the end: %v, want 5000", v)
+	}
+	if v, _ := value("kstream_store_restore_eta_seconds"); v != 0 {
+		t.Errorf("ETA at the end: %v, want 0", v)
+	}
+	r.met.unregister()
+	if fams, _ := reg.Gather(); len(fams) != 0 {
+		t.Errorf("%d metric families left after unregister", len(fams))
+	}
+}
