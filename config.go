@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures an application instance. Only ApplicationID and Brokers are required;
@@ -149,6 +152,22 @@ type Config struct {
 	ClientOptions   []kgo.Opt
 	ConsumerOptions []kgo.Opt
 	ProducerOptions []kgo.Opt
+
+	// Metrics, if set, receives the instance's metrics (docs/metrics.md), the Kafka
+	// clients' included (franz-go's kprom), each labeled application_id; nil has none and
+	// costs nothing. Nothing is registered globally: serve the registry with promhttp. The
+	// metrics are registered when Run starts and unregistered when it returns; two
+	// instances of one application in one process need a registry each (or one wrapped
+	// with prometheus.WrapRegistererWith and an instance label), else the second fails to
+	// start. This plays the part of Kafka Streams' metrics.reporters with JMX.
+	Metrics prometheus.Registerer
+	// TracerProvider, if set, traces processing with OpenTelemetry through franz-go's kotel
+	// plugin: a span per processed record, a child of the span its headers carry (its
+	// producer's), and the records it produces carry the process span in their headers
+	// (see tracing.go). TracePropagator carries span contexts in headers, overriding the
+	// default W3C trace context and baggage.
+	TracerProvider  trace.TracerProvider
+	TracePropagator propagation.TextMapPropagator
 }
 
 // RestoreListener observes the restoration of stores from their changelogs, and the
@@ -366,6 +385,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	if rc.ReplicationFactor == 0 {
 		rc.ReplicationFactor = -1
 	}
+	c.observability(&rc)
 	if c.TLS != nil {
 		rc.ClientOpts = append([]kgo.Opt{kgo.DialTLSConfig(c.TLS)}, rc.ClientOpts...)
 	}

@@ -52,11 +52,13 @@ type task struct {
 	scheds                      []*schedule // punctuation schedules (punctuate.go)
 	txnHooks                    []txnHook   // operators' state that follows commits and aborts
 	schedSeq                    int
+	met                         *runtime.TaskMetrics // Config.Metrics (metrics.go); nil without
 }
 
 func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id runtime.TaskID, backends map[string]store.Backend) (*task, error) {
 	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, extractors: map[string]TimestampExtractor{},
 		inst: map[*node]any{}, stores: map[string]any{}, streamTime: runtime.UnknownTime, savedStreamTime: runtime.UnknownTime}
+	t.met = taskMetrics(env, id)
 	for _, n := range sub {
 		for _, d := range n.stores {
 			if _, done := t.stores[d.name]; done {
@@ -169,6 +171,9 @@ func (t *task) errorContext(kind ErrorKind, n *node, err error) ErrorContext {
 // more in the dropped-records count ([Stats].DroppedRecords).
 func (t *task) dropRecord(n *node, why string) {
 	t.env.RecordDropped()
+	if t.met != nil {
+		t.met.Dropped(dropReason(why))
+	}
 	attrs := []any{"operator", n.name, "task", t.id.String()}
 	if r := t.cur; r != nil {
 		attrs = append(attrs, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
@@ -199,7 +204,9 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 	switch resp.action {
 	case 1:
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; skipping", ec.logAttrs()...)
+		t.skipped(ec.Kind, false)
 	case 2:
+		t.skipped(ec.Kind, true)
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; writing the record to the dead-letter topic", append(ec.logAttrs(), "dead_letter_topic", resp.deadLetter)...)
 		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur})
 	default:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -141,6 +142,43 @@ func runPassthrough(ctx context.Context, env *runEnv) error {
 	kstream.Stream(b, env.in, serde.Bytes(), serde.Bytes()).
 		To(env.out, serde.Bytes(), serde.Bytes())
 	return runApp(ctx, b, env)
+}
+
+// runPassthroughMetrics is runPassthrough with Config.Metrics: a registry that is gathered
+// every second, as a Prometheus server scraping the app would.
+func runPassthroughMetrics(ctx context.Context, env *runEnv) error {
+	b := kstream.NewBuilder()
+	kstream.Stream(b, env.in, serde.Bytes(), serde.Bytes()).
+		To(env.out, serde.Bytes(), serde.Bytes())
+	reg := prometheus.NewRegistry()
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+				if _, err := reg.Gather(); err != nil {
+					env.logger.Warn("bench: gathering metrics", "err", err)
+				}
+			}
+		}
+	}()
+	app, err := kstream.New(b, kstream.Config{
+		ApplicationID:  env.group,
+		Brokers:        env.brokers,
+		CommitInterval: commitInterval,
+		CloseTimeout:   shutdownTimeout,
+		Logger:         env.logger,
+		Metrics:        reg,
+	})
+	if err != nil {
+		return err
+	}
+	return app.Run(ctx)
 }
 
 // runFilterMapValues is Stream -> Filter(first byte != 0) -> MapValues(flipLast) -> To.

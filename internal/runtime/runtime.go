@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/plugin/kotel"
 )
 
 // Runtime runs one application instance: one group member, its tasks, one producer.
@@ -109,6 +110,8 @@ type Runtime struct {
 	// Interactive queries (query.go).
 	query  queryRuntime
 	qindex queryIndex
+
+	met *metrics // Config.Metrics (metrics.go); nil without
 }
 
 type topicPartition struct {
@@ -133,6 +136,9 @@ type taskRun struct {
 	ready    bool
 	idleWake time.Time
 	lagWait  bool
+	// met and tracer are set with Config.Metrics and Config.Tracer (metrics.go).
+	met    *TaskMetrics
+	tracer *kotel.Tracer
 }
 
 type partPos struct {
@@ -159,6 +165,7 @@ type partPos struct {
 	waitSince time.Time // since when the task waits for this partition's lag
 	// staleNoted is the time of the lag last logged as stale (noteStale).
 	staleNoted time.Time
+	met        *partMetrics // Config.Metrics: the partition's lag (metrics.go); nil without
 }
 
 // newPartPos is the position of a partition just assigned.
@@ -216,6 +223,9 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	r.standby = newStandbys(r)
 	r.qindex = newQueryIndex(topo)
+	if cfg.Metrics != nil {
+		r.met = newMetrics(r, cfg.Metrics)
+	}
 	for _, st := range topo.SubTopologies {
 		for _, spec := range st.Stores {
 			if spec.Changelog != "" && !spec.SourceTopic {
@@ -285,6 +295,14 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.prodCtx, r.prodCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.prodCancel()
 	r.restoreCtx = runCtx
+	if r.met != nil {
+		if err := r.met.register(); err != nil {
+			r.fail(err)
+			r.setState(StateError)
+			return err
+		}
+		defer r.met.unregister()
+	}
 
 	// Claim the state directory before anything else (statedir.go); released last, after
 	// the stores close.
@@ -379,6 +397,7 @@ func (r *Runtime) openProducer() error {
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
 	)
+	opts = append(opts, r.clientMetrics("producer", "")...)
 	opts = append(opts, r.cfg.ProducerOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -432,6 +451,8 @@ func (r *Runtime) openConsumer() error {
 	if r.cfg.RebalanceTimeout > 0 {
 		opts = append(opts, kgo.RebalanceTimeout(r.cfg.RebalanceTimeout))
 	}
+	opts = append(opts, r.clientMetrics("consumer", "")...)
+	opts = append(opts, r.traceOpts()...)
 	opts = append(opts, r.cfg.ConsumerOpts...)
 	if r.cfg.ExactlyOnce {
 		return r.openSession(opts)
@@ -519,8 +540,15 @@ func (r *Runtime) loop(ctx context.Context) error {
 			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
 		}
 		pctx, cancel := context.WithTimeout(ctx, wait)
+		var polled time.Time
+		if r.met != nil {
+			polled = time.Now()
+		}
 		fetches := r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
 		cancel()
+		if r.met != nil {
+			r.met.polled(time.Since(polled), fetches.NumRecords())
+		}
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			r.consumer.AllowRebalance()
 			return nil
@@ -771,18 +799,29 @@ func (t *taskRun) run(now time.Time, budget time.Duration) error {
 		if rec == nil {
 			break
 		}
-		if err := t.task.Process(rec, ts); err != nil {
+		if err := t.process(rec, ts, now); err != nil {
 			return err
 		}
 		pos := t.parts[topicPartition{rec.Topic, rec.Partition}]
 		pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 		pos.count++
+		if pos.met != nil {
+			pos.met.pos.Store(pos.next)
+		}
 		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
 	}
 	if due(t.task.NextPunctuation(), now) {
+		var began time.Time
+		if t.met != nil {
+			began = time.Now()
+		}
 		ran, err := t.task.Punctuate(now)
 		if err != nil {
 			return err
+		}
+		if ran && t.met != nil {
+			t.met.m.punctuations.Add(1)
+			t.met.m.punctLatency.Observe(time.Since(began).Seconds())
 		}
 		t.punctuated = t.punctuated || ran
 	}
@@ -1018,7 +1057,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			t := r.tasks[id]
 			if t == nil {
 				st := r.topo.SubTopologies[sub]
-				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}}
+				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}, met: r.TaskMetrics(id), tracer: r.cfg.Tracer}
 				t.group = NewPartitionGroup(r.groupConfig(t))
 				r.tasks[id] = t
 				created = append(created, id.String())
@@ -1040,6 +1079,9 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			}
 			tp := topicPartition{topic, p}
 			t.parts[tp] = newPartPos()
+			if r.met != nil {
+				t.parts[tp].met = r.met.partition(id, tp)
+			}
 			t.group.AddPartition(topic, p)
 			r.parts[tp] = t
 		}
@@ -1098,6 +1140,9 @@ func (r *Runtime) startTask(t *taskRun, cl *kgo.Client) {
 	backends := make(map[string]store.Backend, len(ls))
 	for name, s := range ls {
 		backends[name] = s.Backend()
+		if r.met != nil {
+			backends[name] = &meteredBackend{b: backends[name], m: r.met.store(t.id, name)}
+		}
 	}
 	task, err := st.NewTask(r, t.id, backends)
 	if err != nil {
@@ -1242,6 +1287,9 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 				// with a later assignment.
 				r.unpause[tp.topic] = append(r.unpause[tp.topic], tp.partition)
 			}
+			if pos := t.parts[tp]; pos.met != nil {
+				r.met.dropPartition(tp, pos.met)
+			}
 			delete(r.parts, tp)
 			delete(t.parts, tp)
 			t.group.RemovePartition(tp.topic, tp.partition)
@@ -1307,6 +1355,9 @@ func (r *Runtime) shutdown(loopErr error) {
 func (r *Runtime) Produce(o *OutRecord) {
 	if r.replayed(o) {
 		return
+	}
+	if r.cfg.Propagator != nil {
+		r.injectTrace(o)
 	}
 	o.ctx = r.prodCtx
 	o.Record.Context = o
@@ -1390,9 +1441,15 @@ func (r *Runtime) groupConfig(t *taskRun) GroupConfig {
 			// (its offset is processed: the record is not read again).
 			r.log.Warn("kstream: skipping a record with a negative timestamp", "task", t.id.String(), "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "timestamp", ts)
 			r.stats.dropped.Add(1)
+			if t.met != nil {
+				t.met.Dropped(DropNegativeTimestamp)
+			}
 			if pos := t.parts[topicPartition{rec.Topic, rec.Partition}]; pos != nil {
 				pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 				pos.count++
+				if pos.met != nil {
+					pos.met.pos.Store(pos.next)
+				}
 			}
 		},
 		Lag: func(topic string, partition int32, now time.Time) (int64, bool) {
@@ -1415,6 +1472,9 @@ func (r *Runtime) produceFailed(f ProduceFailure) {
 	case d.DeadLetterTopic != "":
 		r.log.Warn("kstream: production error; writing to the dead-letter topic", "dead_letter_topic", d.DeadLetterTopic, "err", err)
 		r.dlqGen.Add(1)
+		if r.met != nil {
+			r.met.deadLetter("production")
+		}
 		dl := r.cfg.DeadLetter(d.DeadLetterTopic, f)
 		r.producer.TryProduce(r.prodCtx, dl, r.onDeadLetterProduced)
 	case d.Continue:

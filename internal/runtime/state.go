@@ -145,6 +145,7 @@ type loggedStore struct {
 	// position is the store's checkpoint as of its last commit (-1 none), for queries
 	// (query.go), which read it without touching the engine.
 	position atomic.Int64
+	task     TaskID // the task whose store partition this is
 }
 
 // storeCacheBytes is the default bound of the read cache of each persistent store partition.
@@ -365,7 +366,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		if err != nil {
 			return nil, fmt.Errorf("kstream: opening store %s partition %d: %w", spec.Name, id.Partition, err)
 		}
-		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r}
+		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r, task: id}
 		ls.acked.Store(-1)
 		if spec.Changelog != "" {
 			if err := r.restore(ctx, db, ls); err != nil {
@@ -427,18 +428,24 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		r.cfg.RestoreListener.OnRestoreStart(ls.spec.Name, topic, p, from, end)
 	}
 	began := time.Now()
-	cl, err := kgo.NewClient(r.clientOpts(
+	var progressed func(pos, records int64)
+	var restored int64
+	if r.met != nil {
+		progressed = r.met.restoring(ls.task, ls.spec.Name, from, end)
+		// Done or given up (revoked, shutting down): nothing remains to restore here.
+		defer func() { progressed(end, restored) }()
+	}
+	cl, err := kgo.NewClient(append(r.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.KeepControlRecords(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
-	)...)
+	), r.clientMetrics("restore", fmt.Sprintf("%s-%d", ls.spec.Name, p))...)...)
 	if err != nil {
 		return fmt.Errorf("kstream: creating the restore consumer of %q: %w", topic, err)
 	}
 	defer cl.Close()
-	var restored int64
 	pos := from
 	lastLog := began
 	var failingSince time.Time // first of the retriable fetch errors in a row
@@ -525,6 +532,9 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 			return fmt.Errorf("kstream: restoring store %s partition %d: writing a batch: %w", ls.spec.Name, p, err)
 		}
 		restored += int64(n)
+		if progressed != nil {
+			progressed(pos, restored)
+		}
 		if r.cfg.RestoreListener != nil && n > 0 {
 			r.cfg.RestoreListener.OnBatchRestored(ls.spec.Name, topic, p, pos, n)
 		}

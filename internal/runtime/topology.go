@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kotel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Reset says where a source starts when its group has no committed offset.
@@ -254,6 +257,12 @@ type Config struct {
 	// DeadLetterTopics are the dead-letter topics the error handlers write to, which must
 	// exist at start, like sink topics.
 	DeadLetterTopics []DeadLetterTopic
+	// Metrics, if set, receives the instance's metrics (metrics.go).
+	Metrics prometheus.Registerer
+	// Tracer, if set, starts a span per processed record (tracing.go); Propagator then
+	// carries the span's context into the headers of the records produced.
+	Tracer     *kotel.Tracer
+	Propagator propagation.TextMapPropagator
 }
 
 // DeadLetterTopic is a dead-letter topic and the handler (or setting) that names it, for
