@@ -109,6 +109,8 @@ type Runtime struct {
 	// Interactive queries (query.go).
 	query  queryRuntime
 	qindex queryIndex
+
+	ops opsState // Status and Health (status.go)
 }
 
 type topicPartition struct {
@@ -133,6 +135,8 @@ type taskRun struct {
 	ready    bool
 	idleWake time.Time
 	lagWait  bool
+	// processed counts the records the task processed (Status).
+	processed int64
 }
 
 type partPos struct {
@@ -508,7 +512,9 @@ func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]
 // only for failures of the loop itself.
 func (r *Runtime) loop(ctx context.Context) error {
 	lastCommit := time.Now()
+	defer r.ops.beat.Store(0)
 	for {
+		r.ops.beatNow() // Health: a loop that stops turning is not live
 		// Wake up when the next commit is due even if no record arrives, so that an idle
 		// instance still commits what it processed; and when a task must be looked at again
 		// (a wall-clock punctuation, the end of an idle wait).
@@ -734,6 +740,7 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 	}
 	r.flowControlLocked()
 	r.wake = r.wakeLocked(now)
+	r.publishStatusLocked(now, false)
 }
 
 func isControl(r *kgo.Record) bool { return r.Attrs.IsControl() }
@@ -759,6 +766,7 @@ func (t *taskRun) run(now time.Time) error {
 		pos := t.parts[topicPartition{rec.Topic, rec.Partition}]
 		pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 		pos.count++
+		t.processed++
 		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
 	}
 	if due(t.task.NextPunctuation(), now) {
@@ -1230,6 +1238,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 				} else if err := t.task.Close(); err != nil {
 					r.log.Warn("kstream: closing task", "task", t.id.String(), "err", err)
 				}
+				r.taskClosedLocked(t)
 				delete(r.tasks, t.id)
 				closed = append(closed, t.id.String())
 			}
@@ -1295,7 +1304,9 @@ func (r *Runtime) Produce(o *OutRecord) {
 // onProduced is the produce callback of every output record.
 func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 	if err == nil {
-		if o, ok := rec.Context.(*OutRecord); ok && o.changelog != nil {
+		if o, ok := rec.Context.(*OutRecord); ok && o.DeadLetter {
+			r.noteDeadLetter(rec)
+		} else if ok && o.changelog != nil {
 			for next := rec.Offset + 1; ; {
 				cur := o.changelog.acked.Load()
 				if cur >= next || o.changelog.acked.CompareAndSwap(cur, next) {

@@ -161,7 +161,9 @@ type OutRecord struct {
 	Record   kgo.Record
 	Operator string      // the sink operator that produced it
 	Source   *kgo.Record // the input record whose processing produced it (may be nil)
-	ctx      context.Context
+	// DeadLetter marks a dead-letter record (its acknowledgement is noted for Status).
+	DeadLetter bool
+	ctx        context.Context
 
 	changelog *loggedStore // set for changelog writes: their acknowledgements move its checkpoint
 }
@@ -254,6 +256,9 @@ type Config struct {
 	// DeadLetterTopics are the dead-letter topics the error handlers write to, which must
 	// exist at start, like sink topics.
 	DeadLetterTopics []DeadLetterTopic
+	// StallTimeout bounds how long the poll loop may go without a turn before Health
+	// reports the instance not live; zero: see Runtime.StallBound.
+	StallTimeout time.Duration
 }
 
 // DeadLetterTopic is a dead-letter topic and the handler (or setting) that names it, for
