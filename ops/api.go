@@ -260,11 +260,11 @@ func StatusOf(app *kstream.App) Status {
 	out := Status{
 		ApplicationID: s.ApplicationID, State: s.State.String(), Endpoint: s.Endpoint, MemberID: s.MemberID,
 		Time: s.Time, TasksAsOf: s.TasksAsOf, LoopHeartbeat: s.LoopHeartbeat,
-		Health:      Health{Live: h.Live, Ready: h.Ready, State: s.State.String(), Reason: h.Reason},
-		Active:      []Task{},
-		Standby:     []StandbyTask{},
-		Restores:    []Restore{},
-		DeadLetters: []DeadLetter{},
+		Health:           Health{Live: h.Live, Ready: h.Ready, State: s.State.String(), Reason: h.Reason},
+		Active:           []Task{},
+		Standby:          []StandbyTask{},
+		Restores:         []Restore{},
+		DeadLetters:      []DeadLetter{},
 		DeadLettersTotal: s.DeadLettersTotal, ProcessedRecords: s.ProcessedRecords,
 		Stats: Stats{
 			Commits: s.Stats.Commits, TransactionsAborted: s.Stats.TransactionsAborted,
