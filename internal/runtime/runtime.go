@@ -308,6 +308,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer r.producer.Close()
+	defer r.ops.stopProbes() // before the admin client closes (status.go)
 	defer r.bg.Wait() // before the producer (and its admin client) closes
 	defer func() {
 		if cerr := r.stores.close(); cerr != nil && err == nil {
@@ -740,7 +741,7 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 	}
 	r.flowControlLocked()
 	r.wake = r.wakeLocked(now)
-	r.publishStatusLocked(now, false)
+	r.publishStatusLocked(now)
 }
 
 func isControl(r *kgo.Record) bool { return r.Attrs.IsControl() }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -43,7 +45,21 @@ type opsState struct {
 	dlqMu sync.Mutex
 	dlq   []DeadLetterInfo // ring of the last deadLetterRing records
 	dlqN  int              // records noted in all
+
+	// End offsets asked of the broker for the input partitions that nothing was fetched
+	// from since they were assigned (a partition caught up before a rebalance, a restoring
+	// task's paused input), so that Status knows their lag too. Asked at most every
+	// endProbeEvery, only when Status is called, one question at a time.
+	probeMu   sync.Mutex
+	probing   bool
+	probedAt  time.Time
+	probed    map[topicPartition]int64
+	probesOff bool // the instance stops: no more questions
+	probeWG   sync.WaitGroup
 }
+
+// endProbeEvery bounds how often Status asks the broker for end offsets.
+const endProbeEvery = time.Second
 
 // taskSnapshot is the active tasks as of at.
 type taskSnapshot struct {
@@ -80,6 +96,8 @@ type PartitionStatus struct {
 	Buffered int
 	// Paused says fetching is paused because the buffer is full (or the task restores).
 	Paused bool
+
+	endProbed bool // End was asked of the broker (probeEnds), not learned from a fetch
 }
 
 // StandbyStatus is one standby task of this instance.
@@ -233,14 +251,29 @@ func (r *Runtime) restoringTasks() int {
 	return len(seen)
 }
 
-// publishStatusLocked publishes the active tasks' snapshot, at most every
-// statusPublishEvery unless force. r.mu must be held.
-func (r *Runtime) publishStatusLocked(now time.Time, force bool) {
-	if !force && now.Sub(r.ops.published) < statusPublishEvery {
+// publishStatusLocked publishes the active tasks' snapshot: at most every
+// statusPublishEvery, unless the tasks changed. r.mu must be held.
+func (r *Runtime) publishStatusLocked(now time.Time) {
+	if now.Sub(r.ops.published) < statusPublishEvery && !r.tasksChangedLocked() {
 		return
 	}
 	r.ops.published = now
 	r.ops.tasks.Store(r.taskSnapshotLocked(now))
+}
+
+// tasksChangedLocked reports whether the active tasks, or which of them restore, changed
+// since the last published snapshot. r.mu must be held.
+func (r *Runtime) tasksChangedLocked() bool {
+	prev := r.ops.tasks.Load()
+	if prev == nil || len(prev.tasks) != len(r.tasks) {
+		return true
+	}
+	for _, ts := range prev.tasks {
+		if t := r.tasks[ts.ID]; t == nil || ts.Restoring != (t.task == nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // taskSnapshotLocked reads the active tasks. r.mu must be held.
@@ -250,6 +283,9 @@ func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 	if r.consumer != nil && len(r.tasks) > 0 {
 		committed = r.consumer.CommittedOffsets()
 	}
+	r.ops.probeMu.Lock()
+	probed := r.ops.probed
+	r.ops.probeMu.Unlock()
 	for id, t := range r.tasks {
 		ts := TaskStatus{ID: id, Restoring: t.task == nil, Processed: t.processed}
 		s.processed += t.processed
@@ -274,6 +310,11 @@ func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 				ps.End = pos.end
 				if ps.Position >= 0 {
 					ps.Lag = max(ps.End-ps.Position, 0)
+				}
+			} else if end, ok := probed[tp]; ok {
+				ps.End, ps.endProbed = end, true
+				if ps.Position >= 0 {
+					ps.Lag = max(end-ps.Position, 0)
 				}
 			} else if pr := pos.probe; pr != nil {
 				pr.mu.Lock()
@@ -311,6 +352,7 @@ func (r *Runtime) Status() Status {
 	}
 	if snap != nil {
 		s.Active, s.Processed, s.TasksAsOf = snap.tasks, snap.processed, snap.at
+		r.probeEnds(snap)
 	}
 	s.Standby = r.standby.status()
 	s.Restores = r.restoreStatus(now)
@@ -435,4 +477,65 @@ func (r *Runtime) deadLetters() ([]DeadLetterInfo, int) {
 	}
 	i := o.dlqN % deadLetterRing
 	return append(slices.Clone(o.dlq[i:]), o.dlq[:i]...), o.dlqN
+}
+
+// probeEnds asks the broker, in the background, for the end offsets of the partitions of
+// snap whose end is unknown, unless it did less than endProbeEvery ago or the instance
+// does not run. The answer serves the next Status.
+func (r *Runtime) probeEnds(snap *taskSnapshot) {
+	var topics []string
+	for _, t := range snap.tasks {
+		for _, p := range t.Partitions {
+			if (p.End < 0 || p.endProbed) && !slices.Contains(topics, p.Topic) {
+				topics = append(topics, p.Topic)
+			}
+		}
+	}
+	if len(topics) == 0 || r.admin == nil {
+		return
+	}
+	o := &r.ops
+	o.probeMu.Lock()
+	defer o.probeMu.Unlock()
+	ctx := r.restoreCtx
+	if o.probesOff || o.probing || time.Since(o.probedAt) < endProbeEvery || ctx == nil || ctx.Err() != nil {
+		return
+	}
+	o.probing, o.probedAt = true, time.Now()
+	o.probeWG.Add(1)
+	list := r.admin.ListEndOffsets
+	if r.cfg.ExactlyOnce {
+		list = r.admin.ListCommittedOffsets // the last stable offsets, as a read_committed fetch sees
+	}
+	go func() {
+		defer o.probeWG.Done()
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		listed, err := list(pctx, topics...)
+		o.probeMu.Lock()
+		defer o.probeMu.Unlock()
+		o.probing = false
+		if err != nil {
+			r.log.Debug("kstream: asking end offsets for Status", "topics", topics, "err", err)
+			return
+		}
+		next := map[topicPartition]int64{}
+		for tp, end := range o.probed {
+			next[tp] = end
+		}
+		listed.Each(func(l kadm.ListedOffset) {
+			if l.Err == nil {
+				next[topicPartition{l.Topic, l.Partition}] = l.Offset
+			}
+		})
+		o.probed = next
+	}()
+}
+
+// stopProbes waits for the end-offset question in flight, if any, and allows no more.
+func (o *opsState) stopProbes() {
+	o.probeMu.Lock()
+	o.probesOff = true
+	o.probeMu.Unlock()
+	o.probeWG.Wait()
 }
