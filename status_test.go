@@ -85,7 +85,7 @@ type statusRestoreListener struct {
 }
 
 func (l *statusRestoreListener) OnRestoreStart(string, string, int32, int64, int64) {}
-func (l *statusRestoreListener) OnRestoreEnd(string, string, int32, int64)           {}
+func (l *statusRestoreListener) OnRestoreEnd(string, string, int32, int64)          {}
 func (l *statusRestoreListener) OnBatchRestored(store, topic string, p int32, batchEnd int64, n int) {
 	s := l.app.Status()
 	h := l.app.Health()

@@ -308,7 +308,8 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer r.producer.Close()
-	defer r.ops.stopProbes() // before the admin client closes (status.go)
+	// Status's end-offset questions (status.go) end before the admin client closes.
+	defer r.ops.stopProbes()
 	defer r.bg.Wait() // before the producer (and its admin client) closes
 	defer func() {
 		if cerr := r.stores.close(); cerr != nil && err == nil {
