@@ -37,7 +37,7 @@ func New(b *Builder, cfg Config) (*App, error) {
 	}
 	a := &App{topo: topo}
 	listener := rc.OnState
-	rc.OnState = func(old, new State) {
+	rc.OnState = func(old, new runtime.State) {
 		a.state.Store(int32(new))
 		if listener != nil {
 			listener(old, new)
@@ -194,15 +194,15 @@ func (a *App) State() State { return State(a.state.Load()) }
 
 // Tasks returns the ids of the active tasks this instance runs now, sorted. It blocks while
 // a batch of records is being processed.
-func (a *App) Tasks() []TaskID { return a.rt.Tasks() }
+func (a *App) Tasks() []TaskID { return taskIDs(a.rt.Tasks()) }
 
 // Stats returns the instance's commit figures (commits, aborted transactions and commit
 // latency) and the count of records dropped for a null key or value. It is safe to call at
 // any time.
-func (a *App) Stats() Stats { return a.rt.Stats() }
+func (a *App) Stats() Stats { return statsOf(a.rt.Stats()) }
 
 // StandbyTasks returns the ids of the standby tasks this instance keeps now, sorted.
-func (a *App) StandbyTasks() []TaskID { return a.rt.StandbyTasks() }
+func (a *App) StandbyTasks() []TaskID { return taskIDs(a.rt.StandbyTasks()) }
 
 // Topology returns the built topology (for Describe).
 func (a *App) Topology() *Topology { return a.topo }

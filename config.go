@@ -198,8 +198,95 @@ func (g Guarantee) String() string {
 
 // Stats are an instance's commit figures: commits (transactions committed under
 // ExactlyOnce), transactions aborted, commit latency; and the records its operators
-// dropped for a null key or value (DroppedRecords; see docs/semantics.md).
-type Stats = runtime.Stats
+// dropped for a null key or value (DroppedRecords; see docs/semantics.md). They are
+// counted since the instance started; [App.Stats] returns them.
+type Stats struct {
+	// Commits counts the commits (the transactions committed, under ExactlyOnce).
+	Commits int64
+	// TransactionsAborted counts the transactions aborted (ExactlyOnce only).
+	TransactionsAborted int64
+	// CommitLatencyAvg is the mean time a commit took.
+	CommitLatencyAvg time.Duration
+	// CommitLatencyP99 is the 99th percentile of the last 1024 commits' latencies.
+	CommitLatencyP99 time.Duration
+	// CommitLatencyMax is the longest commit.
+	CommitLatencyMax time.Duration
+	// LastCommitLatency is the time the last commit took.
+	LastCommitLatency time.Duration
+	// ExactlyOnce reports whether the instance runs under ExactlyOnce.
+	ExactlyOnce bool
+	// TransactionalID is the producer's transactional id (ExactlyOnce only).
+	TransactionalID string
+	// RecordsInLastCommit counts the input records the last commit covered.
+	RecordsInLastCommit int64
+	// ChangelogRecordsTotal counts the changelog records written, all stores together.
+	ChangelogRecordsTotal int64
+	// ProducerFences counts the times the transactional producer was fenced (a transaction
+	// outlived TransactionTimeout, or another producer took the transactional id) and the
+	// instance dropped its tasks and rejoined with a new producer: Kafka Streams' task
+	// migrations.
+	ProducerFences int64
+	// DroppedRecords counts the records that operators skipped because of a null key or a
+	// null value (an aggregation, a join or a table source given a record it cannot use),
+	// and the input records dropped for a negative timestamp (see TimestampExtractor), all
+	// tasks together: Kafka Streams' dropped-records metric for those records. Records
+	// processed again after a failure or an aborted transaction are counted again, as in
+	// Kafka Streams.
+	DroppedRecords int64
+	// EnforcedProcessing counts the records that a task with several input partitions
+	// processed although one of its partitions had no record buffered, because
+	// Config.MaxTaskIdle passed while that partition was caught up (Kafka Streams'
+	// enforced-processing metric): their order across partitions may not be the order of
+	// their timestamps.
+	EnforcedProcessing int64
+}
+
+// The values above are the runtime's, so that conversions keep their meaning: each line
+// fails to compile if one differs.
+var (
+	_ = [1]int{}[SuspendMigrated-SuspendReason(runtime.SuspendMigrated)]
+	_ = [1]int{}[SuspendPromoted-SuspendReason(runtime.SuspendPromoted)]
+	_ = [1]int{}[StateCreated-State(runtime.StateCreated)]
+	_ = [1]int{}[StateRebalancing-State(runtime.StateRebalancing)]
+	_ = [1]int{}[StateRunning-State(runtime.StateRunning)]
+	_ = [1]int{}[StatePendingShutdown-State(runtime.StatePendingShutdown)]
+	_ = [1]int{}[StateNotRunning-State(runtime.StateNotRunning)]
+	_ = [1]int{}[StateError-State(runtime.StateError)]
+)
+
+// standbyListener passes the runtime's standby events to a [StandbyListener].
+type standbyListener struct{ l StandbyListener }
+
+func (s standbyListener) OnUpdateStart(store, topic string, partition int32, startOffset int64) {
+	s.l.OnUpdateStart(store, topic, partition, startOffset)
+}
+
+func (s standbyListener) OnBatchLoaded(store, topic string, partition int32, batchEnd int64, records int, currentEnd int64) {
+	s.l.OnBatchLoaded(store, topic, partition, batchEnd, records, currentEnd)
+}
+
+func (s standbyListener) OnUpdateSuspended(store, topic string, partition int32, storeOffset int64, reason runtime.SuspendReason) {
+	s.l.OnUpdateSuspended(store, topic, partition, storeOffset, SuspendReason(reason))
+}
+
+// statsOf converts the runtime's figures.
+func statsOf(s runtime.Stats) Stats {
+	return Stats{
+		Commits:               s.Commits,
+		TransactionsAborted:   s.TransactionsAborted,
+		CommitLatencyAvg:      s.CommitLatencyAvg,
+		CommitLatencyP99:      s.CommitLatencyP99,
+		CommitLatencyMax:      s.CommitLatencyMax,
+		LastCommitLatency:     s.LastCommitLatency,
+		ExactlyOnce:           s.ExactlyOnce,
+		TransactionalID:       s.TransactionalID,
+		RecordsInLastCommit:   s.RecordsInLastCommit,
+		ChangelogRecordsTotal: s.ChangelogRecordsTotal,
+		ProducerFences:        s.ProducerFences,
+		DroppedRecords:        s.DroppedRecords,
+		EnforcedProcessing:    s.EnforcedProcessing,
+	}
+}
 
 // StandbyListener observes standby replicas. Its methods are called from the goroutine
 // that updates the standbys and must not block for long.
@@ -215,28 +302,38 @@ type StandbyListener interface {
 
 // SuspendReason says why a standby stopped: it was promoted to the active task here, or
 // migrated (moved to another instance, or the instance stops).
-type SuspendReason = runtime.SuspendReason
+type SuspendReason int
 
 // The reasons a standby stops.
 const (
-	SuspendMigrated = runtime.SuspendMigrated
-	SuspendPromoted = runtime.SuspendPromoted
+	// SuspendMigrated: the standby was assigned to another instance (or the instance
+	// stops).
+	SuspendMigrated SuspendReason = iota
+	// SuspendPromoted: this instance became the task's active owner.
+	SuspendPromoted
 )
+
+// String returns "migrated" or "promoted".
+func (s SuspendReason) String() string { return runtime.SuspendReason(s).String() }
 
 // State is the life-cycle state of an application instance, as in Kafka Streams'
 // KafkaStreams.State.
-type State = runtime.State
+type State int
 
 // The states an instance goes through: Created, then Rebalancing and Running in turn, then
 // PendingShutdown and NotRunning; Error if a fatal error stopped it.
 const (
-	StateCreated         = runtime.StateCreated
-	StateRebalancing     = runtime.StateRebalancing
-	StateRunning         = runtime.StateRunning
-	StatePendingShutdown = runtime.StatePendingShutdown
-	StateNotRunning      = runtime.StateNotRunning
-	StateError           = runtime.StateError
+	StateCreated State = iota
+	StateRebalancing
+	StateRunning
+	StatePendingShutdown
+	StateNotRunning
+	StateError
 )
+
+// String returns the state's name as Kafka Streams prints it: "CREATED", "REBALANCING",
+// "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING" or "ERROR".
+func (s State) String() string { return runtime.State(s).String() }
 
 func (c Config) runtimeConfig() runtime.Config {
 	rc := runtime.Config{
@@ -256,7 +353,6 @@ func (c Config) runtimeConfig() runtime.Config {
 		CloseTimeout:      c.CloseTimeout,
 		GiveUpAfter:       c.GiveUpAfter,
 		Logger:            c.Logger,
-		OnState:           c.StateListener,
 		StateDir:          c.StateDir,
 	}
 	if c.RestoreListener != nil {
@@ -269,8 +365,12 @@ func (c Config) runtimeConfig() runtime.Config {
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
 	rc.TransactionTimeout = c.TransactionTimeout
 	rc.StallTimeout = c.StallTimeout
+	if c.StateListener != nil {
+		l := c.StateListener
+		rc.OnState = func(old, new runtime.State) { l(State(old), State(new)) }
+	}
 	if c.StandbyListener != nil {
-		rc.StandbyListener = c.StandbyListener
+		rc.StandbyListener = standbyListener{c.StandbyListener}
 	}
 	if rc.ReplicationFactor == 0 {
 		rc.ReplicationFactor = -1

@@ -120,3 +120,39 @@ func eosSetup(t *testing.T) (in, out string, cfg kstream.Config) {
 	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
 	return in, out, cfg
 }
+
+// A backlog of slow records under exactly-once is processed in turns bounded by the commit
+// interval, each its own transaction: none outlives the transaction timeout (2 s here,
+// against about 4 s of work in the backlog), so none is aborted by the broker, the producer
+// is never fenced, and the counts are exact. Unbounded, the first turn would hold the whole
+// backlog in one transaction, the broker would abort it, and every replay would do the same.
+func TestExactlyOnceSlowBacklogCommitsInTurns(t *testing.T) {
+	t.Parallel()
+	in, out, cfg := eosSetup(t)
+	cfg.TransactionTimeout = 2 * time.Second
+	cfg.CommitInterval = 100 * time.Millisecond
+	var mu sync.Mutex
+	want := map[string]int64{}
+	feed(t, in, 2000, 50, 0, 11, &mu, want) // all there before the app starts
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, in, serde.String(), serde.String()).Peek(func(string, string) {
+		time.Sleep(2 * time.Millisecond) // a slow operator
+	})
+	kstream.Count(s.GroupByKey(), "counts").ToStream().To(out, nil, nil)
+	app := newApp(t, b, cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.checkExact(t, want)
+	st := app.Stats()
+	t.Logf("stats %+v", st)
+	if st.ProducerFences != 0 || st.TransactionsAborted != 0 {
+		t.Fatalf("fences %d, aborted transactions %d, want none", st.ProducerFences, st.TransactionsAborted)
+	}
+	if st.Commits < 10 {
+		t.Fatalf("%d commits for about 4 s of work at a 100 ms commit interval, want at least 10", st.Commits)
+	}
+}

@@ -163,4 +163,24 @@ type RecordMetadata struct {
 
 // TaskID names a task: one sub-topology over one partition number of its sources.
 // It prints as Kafka Streams prints task ids, "<sub-topology>_<partition>".
-type TaskID = runtime.TaskID
+type TaskID struct {
+	// SubTopology is the sub-topology's number, as Topology.Describe prints it.
+	SubTopology int
+	// Partition is the partition number of the task's source topics.
+	Partition int32
+}
+
+// String returns the id as Kafka Streams prints it: "<sub-topology>_<partition>".
+func (id TaskID) String() string { return runtime.TaskID(id).String() }
+
+// taskIDs converts the runtime's task ids.
+func taskIDs(ids []runtime.TaskID) []TaskID {
+	if ids == nil {
+		return nil
+	}
+	out := make([]TaskID, len(ids))
+	for i, id := range ids {
+		out[i] = TaskID(id)
+	}
+	return out
+}

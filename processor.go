@@ -110,7 +110,7 @@ func (c *procContext[K, V]) RecordMetadata() (RecordMetadata, bool) {
 	return RecordMetadata{Topic: c.t.cur.Topic, Partition: c.t.cur.Partition, Offset: c.t.cur.Offset}, true
 }
 
-func (c *procContext[K, V]) TaskID() TaskID       { return c.t.id }
+func (c *procContext[K, V]) TaskID() TaskID       { return TaskID(c.t.id) }
 func (c *procContext[K, V]) Name() string         { return c.n.name }
 func (c *procContext[K, V]) Logger() *slog.Logger { return c.t.log }
 

@@ -147,27 +147,40 @@ func (a *App) storeDefOf(name string) (*storeDef, error) {
 }
 
 // UnavailableReason says why a store partition cannot be queried.
-type UnavailableReason = runtime.QueryReason
+type UnavailableReason int
 
 const (
 	// UnknownStore: the topology has no queryable store of that name. Not retryable.
-	UnknownStore = runtime.QueryUnknownStore
+	UnknownStore UnavailableReason = iota + 1
 	// NotRunning: the instance is not running (not started yet, or stopped).
-	NotRunning = runtime.QueryNotRunning
+	NotRunning
 	// NotHosted: the partition is not active here (nor a standby, when stale stores are
 	// allowed): ask its owner ([App.KeyMetadata]), or retry after a rebalance.
-	NotHosted = runtime.QueryNotOwned
+	NotHosted
 	// Restoring: the partition is assigned here but its store is still restoring (or its
 	// standby has not caught up with its changelog yet).
-	Restoring = runtime.QueryRestoring
+	Restoring
 	// TooStale: the partition is a standby here whose lag exceeds the bound of
 	// [StaleStores].
-	TooStale = runtime.QueryStale
+	TooStale
 	// Rebalancing: the partition is not hosted here while the group rebalances (Kafka
 	// Streams' StreamsRebalancingException): it may come here, or its owner change, when
 	// the rebalance ends.
-	Rebalancing = runtime.QueryRebalancing
+	Rebalancing
 )
+
+// The values above are the runtime's: each line fails to compile if one differs.
+var (
+	_ = [1]int{}[UnknownStore-UnavailableReason(runtime.QueryUnknownStore)]
+	_ = [1]int{}[NotRunning-UnavailableReason(runtime.QueryNotRunning)]
+	_ = [1]int{}[NotHosted-UnavailableReason(runtime.QueryNotOwned)]
+	_ = [1]int{}[Restoring-UnavailableReason(runtime.QueryRestoring)]
+	_ = [1]int{}[TooStale-UnavailableReason(runtime.QueryStale)]
+	_ = [1]int{}[Rebalancing-UnavailableReason(runtime.QueryRebalancing)]
+)
+
+// String names the reason ("restoring", "unknown store", ...).
+func (r UnavailableReason) String() string { return runtime.QueryReason(r).String() }
 
 // ErrStoreUnavailable is matched (with errors.Is) by every [StoreUnavailableError].
 var ErrStoreUnavailable = errors.New("kstream: store not available")
@@ -186,7 +199,7 @@ type StoreUnavailableError struct {
 
 // Error implements error.
 func (e *StoreUnavailableError) Error() string {
-	q := runtime.QueryError{Store: e.Store, Partition: e.Partition, Reason: e.Reason, Lag: e.Lag, MaxLag: e.MaxLag}
+	q := runtime.QueryError{Store: e.Store, Partition: e.Partition, Reason: runtime.QueryReason(e.Reason), Lag: e.Lag, MaxLag: e.MaxLag}
 	return q.Error()
 }
 
@@ -201,7 +214,7 @@ func (e *StoreUnavailableError) Retryable() bool { return e.Reason != UnknownSto
 func toStoreError(err error) error {
 	var q *runtime.QueryError
 	if errors.As(err, &q) {
-		return &StoreUnavailableError{Store: q.Store, Partition: q.Partition, Reason: q.Reason, Lag: q.Lag, MaxLag: q.MaxLag}
+		return &StoreUnavailableError{Store: q.Store, Partition: q.Partition, Reason: UnavailableReason(q.Reason), Lag: q.Lag, MaxLag: q.MaxLag}
 	}
 	return err
 }
@@ -271,7 +284,7 @@ func (a *App) KeyMetadata(name string, key any) (KeyMetadata, error) {
 	p := partition.ForKey(kb, n)
 	km := KeyMetadata{Store: name, Partition: p}
 	sub, _ := a.rt.StoreSubTopology(name)
-	id := TaskID{SubTopology: sub, Partition: p}
+	id := runtime.TaskID{SubTopology: sub, Partition: p}
 	if md := a.rt.Metadata(); md != nil {
 		for _, m := range md.Members {
 			if slices.Contains(m.Active, id) {
@@ -400,8 +413,8 @@ func (a *App) Metadata() []InstanceMetadata {
 	for _, m := range md.Members {
 		out = append(out, InstanceMetadata{
 			Host: m.Endpoint, MemberID: m.MemberID, Self: m.MemberID == self,
-			Active: m.Active, Standby: m.Standby,
-			Stores: storesOf(m.Active), StandbyStores: storesOf(m.Standby),
+			Active: taskIDs(m.Active), Standby: taskIDs(m.Standby),
+			Stores: storesOf(taskIDs(m.Active)), StandbyStores: storesOf(taskIDs(m.Standby)),
 		})
 	}
 	return out

@@ -143,12 +143,12 @@ func (a *App) Status() Status {
 	s := Status{
 		ApplicationID: rs.ApplicationID, State: a.State(), Endpoint: rs.Endpoint, MemberID: rs.MemberID,
 		Time: rs.At, TasksAsOf: rs.TasksAsOf, LoopHeartbeat: rs.LoopHeartbeat,
-		DeadLettersTotal: rs.DeadLettersN, ProcessedRecords: rs.Processed, Stats: rs.Stats,
+		DeadLettersTotal: rs.DeadLettersN, ProcessedRecords: rs.Processed, Stats: statsOf(rs.Stats),
 		Active: make([]TaskStatus, len(rs.Active)), Standby: make([]StandbyTaskStatus, len(rs.Standby)),
 		Restores: make([]RestoreStatus, len(rs.Restores)), DeadLetters: make([]DeadLetterStatus, len(rs.DeadLetters)),
 	}
 	for i, t := range rs.Active {
-		ts := TaskStatus{ID: t.ID, Restoring: t.Restoring, ProcessedRecords: t.Processed, Partitions: make([]PartitionStatus, len(t.Partitions))}
+		ts := TaskStatus{ID: TaskID(t.ID), Restoring: t.Restoring, ProcessedRecords: t.Processed, Partitions: make([]PartitionStatus, len(t.Partitions))}
 		for j, p := range t.Partitions {
 			ts.Partitions[j] = PartitionStatus{Topic: p.Topic, Partition: p.Partition, Position: p.Position, Committed: p.Committed,
 				EndOffset: p.End, Lag: p.Lag, Buffered: p.Buffered, Paused: p.Paused}
@@ -156,14 +156,14 @@ func (a *App) Status() Status {
 		s.Active[i] = ts
 	}
 	for i, t := range rs.Standby {
-		ss := StandbyTaskStatus{ID: t.ID, Following: t.Following, Stores: make([]StandbyStoreStatus, len(t.Stores))}
+		ss := StandbyTaskStatus{ID: TaskID(t.ID), Following: t.Following, Stores: make([]StandbyStoreStatus, len(t.Stores))}
 		for j, st := range t.Stores {
 			ss.Stores[j] = StandbyStoreStatus{Store: st.Store, Changelog: st.Changelog, Partition: st.Partition, Position: st.Position, EndOffset: st.End, Lag: st.Lag}
 		}
 		s.Standby[i] = ss
 	}
 	for i, r := range rs.Restores {
-		s.Restores[i] = RestoreStatus{Task: r.Task, Store: r.Store, Changelog: r.Changelog, Partition: r.Partition,
+		s.Restores[i] = RestoreStatus{Task: TaskID(r.Task), Store: r.Store, Changelog: r.Changelog, Partition: r.Partition,
 			StartOffset: r.From, EndOffset: r.End, Position: r.Position, Restored: r.Restored, Remaining: r.Remaining,
 			Started: r.Started, Rate: r.Rate, ETA: r.ETA}
 	}

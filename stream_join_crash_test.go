@@ -163,18 +163,32 @@ func TestStreamLeftJoinSurvivesKillsExactlyOnce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, 8))
+	var last *kafkatest.Child
 	for i := 0; i <= kills; i++ {
 		if i == kills/2 {
 			dir = t.TempDir() // once with an empty state directory: restored from the changelogs
 		}
 		ch := kafkatest.StartChild(t, "sjoin-app", env(dir)...)
+		last = ch
 		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d running", i), func() bool {
 			return strings.Contains(ch.Output(), "to=RUNNING")
 		})
 		if i == kills {
 			<-feedDone
 			// Not Eventually: on a timeout, the check below says which records lack a result.
+			// Progress is logged every 15 s, and a child that ended stops the wait.
+			began, lastLog := time.Now(), time.Now()
 			for deadline := time.Now().Add(finish); !done() && time.Now().Before(deadline); {
+				if ended, err := ch.Exited(); ended {
+					t.Errorf("the last child ended while results were missing: %v", err)
+					break
+				}
+				if time.Since(lastLog) > 15*time.Second {
+					lastLog = time.Now()
+					mu.Lock()
+					t.Logf("%v after the last start: %d of %d left records have a result", time.Since(began).Round(time.Second), len(got), len(want))
+					mu.Unlock()
+				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			time.Sleep(time.Second) // a duplicate would arrive now
@@ -211,6 +225,17 @@ func TestStreamLeftJoinSurvivesKillsExactlyOnce(t *testing.T) {
 		}
 	}
 	t.Logf("%d left records (%d with a match), %d wrong", len(want), matches, bad)
+	if bad > 0 {
+		// The last child's warnings and errors, one line each, so that a CI summary that
+		// keeps only the test's own lines still shows them.
+		n := 0
+		for _, line := range strings.Split(last.Output(), "\n") {
+			if (strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.Contains(line, "stale") || strings.Contains(line, "kafkatest:")) && n < 60 {
+				t.Logf("last child: %s", line)
+				n++
+			}
+		}
+	}
 }
 
 // Under exactly-once, a transaction that aborts takes the join's stores and its clock back

@@ -26,7 +26,7 @@ type handlers struct {
 // task is the typed processing state of one task: the instantiated operators of its
 // sub-topology. It is used by one goroutine at a time.
 type task struct {
-	id      TaskID
+	id      runtime.TaskID
 	appID   string
 	env     runtime.TaskEnv
 	log     *slog.Logger

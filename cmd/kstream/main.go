@@ -6,8 +6,31 @@
 //
 // Commands:
 //
-//	dev    run a local single-node Kafka-protocol broker for development
-//	help   show help for kstream or for a command
+//	dev         run a local single-node Kafka-protocol broker for development
+//	describe    print a running application's topology and live assignment (from its ops handler)
+//	lag         print an application's lag per task and partition (from the broker)
+//	reset       reset an application to reprocess its input, as Kafka's StreamsResetter
+//	dlq replay  send dead-letter records back to the topic they failed from
+//	help        show help for kstream or for a command
+//
+// Run "kstream help <command>" for a command's flags and what it does exactly.
+//
+// kstream lag -brokers host:port -app <application.id> [-json] prints, per input
+// partition, the group's committed offset, the end offset and the lag, with the task
+// ("<sub-topology>_<partition>") and the member that owns it.
+//
+// kstream reset -brokers host:port -app <application.id> -input-topics a,b
+// [-to-earliest|-to-latest|-to-offset N|-to-datetime T|-by-duration D|-shift-by N]
+// [-intermediate-topics c] [-state-dir DIR] [-dry-run] refuses while the group has
+// members, commits the input topics' new offsets, deletes the application's internal
+// topics and, with -state-dir, its local state.
+//
+// kstream dlq replay -brokers host:port -topic <dead-letter topic> [-to topic] [-kind k]
+// [-source-topic t] [-partition p] [-from-offset n] [-to-offset n] [-since t] [-limit n]
+// [-dry-run] sends the selected dead-letter records back, without their error headers.
+//
+// kstream describe -url http://host:port/<ops prefix> prints what GET <url>/api/describe
+// of the application's ops handler answers: the topology and every instance's tasks.
 //
 // kstream dev runs the embedded broker of package
 // github.com/kstream-go/kstream/embedded as a standalone process that any
@@ -44,8 +67,12 @@ var errUsage = errors.New("usage error")
 const usage = `Usage: kstream <command> [flags]
 
 Commands:
-  dev    run a local single-node Kafka-protocol broker for development
-  help   show help for kstream or for a command
+  dev         run a local single-node Kafka-protocol broker for development
+  describe    print a running application's topology and live assignment (from its ops handler)
+  lag         print an application's lag per task and partition (from the broker)
+  reset       reset an application to reprocess its input, as Kafka's StreamsResetter
+  dlq replay  send dead-letter records back to the topic they failed from
+  help        show help for kstream or for a command
 
 Run 'kstream help <command>' or 'kstream <command> -h' for a command's flags.
 `
@@ -81,6 +108,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "dev":
 		return runDev(ctx, rest, stdout, stderr)
+	case "describe":
+		return runDescribe(ctx, rest, stdout, stderr)
+	case "lag":
+		return runLag(ctx, rest, stdout, stderr)
+	case "reset":
+		return runReset(ctx, rest, stdout, stderr)
+	case "dlq":
+		return runDLQ(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return runHelp(ctx, rest, stdout, stderr)
 	default:
@@ -100,6 +135,14 @@ func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// Usage of a flag set goes to its output; send it to stdout, since
 		// it was asked for.
 		return runDev(ctx, []string{"-h"}, stdout, stdout)
+	case "describe":
+		return runDescribe(ctx, []string{"-h"}, stdout, stdout)
+	case "lag":
+		return runLag(ctx, []string{"-h"}, stdout, stdout)
+	case "reset":
+		return runReset(ctx, []string{"-h"}, stdout, stdout)
+	case "dlq":
+		return runDLQReplay(ctx, []string{"-h"}, stdout, stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

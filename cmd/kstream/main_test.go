@@ -13,17 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 )
 
 // testTimeout bounds every blocking call in these tests.
 const testTimeout = 20 * time.Second
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain runs the tests on the shared in-process broker of kafkatest (the lag, reset
+// and dlq tests run applications on it), closes it, and checks that no goroutine leaked.
+func TestMain(m *testing.M) { kafkatest.Main(m) }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of the
 // broker's logger.
@@ -211,6 +211,20 @@ func TestUsage(t *testing.T) {
 		{args: []string{"help"}, ok: true, wantStdout: "  dev "},
 		{args: []string{"--help"}, ok: true, wantStdout: "  help "},
 		{args: []string{"help", "dev"}, ok: true, wantStdout: "-auto-create"},
+		{args: []string{"help"}, ok: true, wantStdout: "  dlq replay "},
+		{args: []string{"help", "lag"}, ok: true, wantStdout: "-json"},
+		{args: []string{"help", "reset"}, ok: true, wantStdout: "-shift-by"},
+		{args: []string{"help", "dlq"}, ok: true, wantStdout: "-source-topic"},
+		{args: []string{"help", "describe"}, ok: true, wantStdout: "/api/describe"},
+		{args: []string{"lag", "-h"}, ok: true, wantStderr: "-app"},
+		{args: []string{"reset", "-h"}, ok: true, wantStderr: "StreamsResetter"},
+		{args: []string{"dlq", "replay", "-h"}, ok: true, wantStderr: "-dry-run"},
+		{args: []string{"dlq", "-h"}, ok: true, wantStdout: "-limit"},
+		{args: []string{"dlq"}, wantErr: errUsage, wantStderr: "kstream dlq replay"},
+		{args: []string{"dlq", "purge"}, wantErr: errUsage, wantStderr: "only dlq command is replay"},
+		{args: []string{"lag", "-brokers", "x:1"}, wantErr: errUsage, wantStderr: "-app is required"},
+		{args: []string{"dlq", "replay"}, wantErr: errUsage, wantStderr: "-topic is required"},
+		{args: []string{"describe", "extra"}, wantErr: errUsage, wantStderr: "unexpected arguments"},
 		{args: []string{"help", "nope"}, wantErr: errUsage, wantStderr: `unknown command "nope"`},
 		{args: []string{"dev", "-h"}, ok: true, wantStderr: "-partitions"},
 		{args: []string{"nope"}, wantErr: errUsage, wantStderr: `unknown command "nope"`},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,6 +15,10 @@ import (
 // EnvChild names the child function a test binary started by [StartChild] runs instead of
 // its tests.
 const EnvChild = "KSTREAM_TEST_CHILD"
+
+// EnvChildLogs, when set to a directory, keeps the output of every child there (one file
+// per child, named after its test), passed or failed.
+const EnvChildLogs = "KSTREAM_TEST_CHILD_LOGS"
 
 var children = map[string]func() error{}
 
@@ -81,6 +86,13 @@ func StartChild(t testing.TB, name string, env ...string) *Child {
 		c.Kill(t)
 		if t.Failed() {
 			t.Logf("output of child %s:\n%s", name, c.Output())
+		}
+		if dir := os.Getenv(EnvChildLogs); dir != "" {
+			f, err := os.CreateTemp(dir, strings.NewReplacer("/", "_").Replace(t.Name())+"-"+name+"-*.log")
+			if err == nil {
+				_, _ = f.WriteString(c.Output())
+				_ = f.Close()
+			}
 		}
 	})
 	return c

@@ -35,6 +35,10 @@ type assignmentUserData struct {
 	// as Kafka Streams' partitionsByHost and standbyPartitionByHost).
 	Member string           `json:"m,omitempty"`
 	Hosts  []hostAssignment `json:"h,omitempty"`
+	// Topics are the sub-topologies reading each source topic, so that tools reading the
+	// group from the broker alone (kstream lag) can name the task of each partition:
+	// "<sub-topology>_<partition>".
+	Topics map[string][]int `json:"t,omitempty"`
 }
 
 // hostAssignment is one member's share of an assignment.
@@ -220,7 +224,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 		}
 	}
 	plan.AdjustCooperative(b)
-	sp := standbyPlan{plan: plan, standbys: map[string][]string{}}
+	sp := standbyPlan{plan: plan, standbys: map[string][]string{}, topics: tb.topicSubs}
 	hosts := make([]hostAssignment, len(members))
 	for m := range members {
 		hosts[m] = hostAssignment{Member: members[m].MemberID, Endpoint: endpoints[m]}
@@ -316,6 +320,7 @@ type standbyPlan struct {
 	plan     kgo.IntoSyncAssignment
 	standbys map[string][]string // member id -> standby task ids
 	hosts    []hostAssignment
+	topics   map[string][]int // source topic -> sub-topologies reading it
 }
 
 // IntoSyncAssignment implements kgo.IntoSyncAssignment.
@@ -326,7 +331,7 @@ func (p standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment
 		if err := a.ReadFrom(out[i].MemberAssignment); err != nil {
 			continue // cannot happen: kgo encoded it
 		}
-		a.UserData, _ = json.Marshal(assignmentUserData{Version: 2, Standbys: p.standbys[out[i].MemberID], Member: out[i].MemberID, Hosts: p.hosts})
+		a.UserData, _ = json.Marshal(assignmentUserData{Version: 2, Standbys: p.standbys[out[i].MemberID], Member: out[i].MemberID, Hosts: p.hosts, Topics: p.topics})
 		out[i].MemberAssignment = a.AppendTo(nil)
 	}
 	return out

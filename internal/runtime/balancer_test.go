@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -128,6 +130,21 @@ func TestBalanceAssignsWholeTasks(t *testing.T) {
 	}
 	if total != 10 || len(owners) != 6 {
 		t.Fatalf("assigned %d partitions in %d tasks, want 10 in 6", total, len(owners))
+	}
+	// Every assignment names the sub-topologies of each source topic, for tools that read
+	// the group from the broker (kstream lag).
+	for _, a := range into.IntoSyncAssignment() {
+		var ca kmsg.ConsumerMemberAssignment
+		if err := ca.ReadFrom(a.MemberAssignment); err != nil {
+			t.Fatal(err)
+		}
+		var ud assignmentUserData
+		if err := json.Unmarshal(ca.UserData, &ud); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string][]int{"a": {0}, "b": {0}, "app-x-repartition": {1}}; !reflect.DeepEqual(ud.Topics, want) {
+			t.Errorf("member %s: assignment topics %v, want %v", a.MemberID, ud.Topics, want)
+		}
 	}
 }
 

@@ -175,7 +175,11 @@ func (r *Runtime) beginTxnLocked() error {
 		r.log.Warn("kstream: cannot begin a transaction; aborting the previous one first", "transactional_id", r.txnID, "err", err)
 		r.abortUntilEndedLocked(err)
 		if err := r.sess.Begin(); err != nil {
-			return fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
+			err = fmt.Errorf("kstream: beginning a transaction (transactional id %s): %w", r.txnID, err)
+			if producerUnusable(err) {
+				r.onFenced(err) // the caller sees the fence and lets the loop migrate the tasks
+			}
+			return err
 		}
 	}
 	r.inTxn, r.txnBegan = true, time.Now()
@@ -530,6 +534,12 @@ func (r *Runtime) abortUntilEndedLocked(cause error) error {
 		}
 		cause = err
 		if r.restoreCtx.Err() != nil || r.closing.Load() || r.migrating.Load() {
+			return err
+		}
+		if producerUnusable(err) && !fencedError(err) {
+			// The abort itself says the producer cannot go on: retrying would not change
+			// that; a new producer does (fence.go).
+			r.onFenced(err)
 			return err
 		}
 		if r.cfg.GiveUpAfter > 0 && time.Since(began) > r.cfg.GiveUpAfter {

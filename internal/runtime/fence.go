@@ -43,6 +43,18 @@ func fencedProducer(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
 }
 
+// producerUnusable reports whether err, from beginning or ending a transaction, leaves the
+// transactional producer unable to go on: fenced (fencedProducer), or a producer-state error
+// that kgo holds as fatal for the producer ID (INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING,
+// UNKNOWN_PRODUCER_ID, TRANSACTION_ABORTABLE once its transaction could not be aborted). On
+// Apache Kafka 4.4 a producer whose epoch another InitProducerID bumped mid-transaction can
+// get INVALID_TXN_STATE instead of PRODUCER_FENCED. Either way the only way on is the one a
+// fence takes: a new producer, the tasks restarted from the committed offsets.
+func producerUnusable(err error) bool {
+	return fencedProducer(err) || errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
+		errors.Is(err, kerr.UnknownProducerID) || errors.Is(err, kerr.TransactionAbortable)
+}
+
 // onFenced starts a task migration: the loop stops at its next turn and Run rejoins with a
 // new session (see rejoinAfterFence). Only the first cause is kept until then.
 func (r *Runtime) onFenced(err error) {

@@ -32,6 +32,17 @@ import (
 // and a stream-stream left join emitted non-matches before their matches.
 const staleLag = 10 * time.Second
 
+// noteStale logs, once per partition and stale episode, that task t goes on without the
+// records of partition tp: its lag (-1: unknown) was last learnt at since.
+func (r *Runtime) noteStale(t *taskRun, tp topicPartition, pos *partPos, lag int64, since, now time.Time) {
+	if pos.staleNoted.Equal(since) {
+		return
+	}
+	pos.staleNoted = since
+	r.log.Info("kstream: a partition's lag is stale; its task goes on without waiting for it",
+		"task", t.id.String(), "topic", tp.topic, "partition", tp.partition, "lag", lag, "age", now.Sub(since).Round(time.Millisecond), "paused", pos.paused)
+}
+
 // lagProbe is a question to the broker about the lag of a partition nothing was fetched from.
 type lagProbe struct {
 	mu      sync.Mutex
@@ -68,6 +79,7 @@ func (r *Runtime) lagOf(t *taskRun, tp topicPartition, now time.Time) (int64, bo
 	if pos.fetched {
 		lag := max(pos.end-pos.fetchedTo, 0)
 		if lag > 0 && now.Sub(pos.fetchedAt) > staleLag {
+			r.noteStale(t, tp, pos, lag, pos.fetchedAt, now)
 			return 0, true
 		}
 		return lag, true
@@ -82,6 +94,7 @@ func (r *Runtime) lagOf(t *taskRun, tp topicPartition, now time.Time) (int64, bo
 		switch {
 		case done && err == nil:
 			if lag > 0 && now.Sub(started) > staleLag {
+				r.noteStale(t, tp, pos, lag, started, now)
 				return 0, true
 			}
 			return lag, true
@@ -90,6 +103,7 @@ func (r *Runtime) lagOf(t *taskRun, tp topicPartition, now time.Time) (int64, bo
 		}
 	}
 	if now.Sub(pos.waitSince) > staleLag {
+		r.noteStale(t, tp, pos, -1, pos.waitSince, now)
 		return 0, true
 	}
 	if pos.probe == nil {

@@ -161,6 +161,8 @@ type partPos struct {
 	fetchedAt time.Time
 	probe     *lagProbe
 	waitSince time.Time // since when the task waits for this partition's lag
+	// staleNoted is the time of the lag last logged as stale (noteStale).
+	staleNoted time.Time
 }
 
 // newPartPos is the position of a partition just assigned.
@@ -725,15 +727,16 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 			return
 		}
 	}
+	budget := r.turnBudget()
 	if len(batch) == 1 {
-		if err := batch[0].run(now); err != nil {
+		if err := batch[0].run(now, budget); err != nil {
 			r.fail(err)
 		}
 	} else {
 		var wg sync.WaitGroup
 		for _, t := range batch {
 			wg.Go(func() {
-				if err := t.run(now); err != nil {
+				if err := t.run(now, budget); err != nil {
 					r.fail(err)
 				}
 			})
@@ -750,11 +753,26 @@ func isControl(r *kgo.Record) bool { return r.Attrs.IsControl() }
 // due reports whether a punctuation due at at (zero: none) is due at now.
 func due(at, now time.Time) bool { return !at.IsZero() && !at.After(now) }
 
+// turnBudget bounds how long a task processes buffered records in one turn of the loop:
+// the commit interval, at most a second and at least 10 ms. Kafka Streams bounds a turn the
+// same way (its StreamThread processes a number of records per task that it halves when a
+// turn outlasts the commit interval). Without the bound, a turn over a full buffer of slow
+// records (a slow operator, a loaded machine) can outlast the transaction timeout under
+// exactly-once: the broker aborts the transaction, the producer is fenced, and the same
+// records are processed again in a turn just as long, for ever.
+func (r *Runtime) turnBudget() time.Duration {
+	return min(max(r.cfg.CommitInterval, 10*time.Millisecond), time.Second)
+}
+
 // run processes the task's buffered records in the order of its partition group while the
-// group is ready, then runs its wall-clock punctuators that are due. The group was ready
-// (or not) at now when the task was picked.
-func (t *taskRun) run(now time.Time) error {
-	for t.ready {
+// group is ready, for about budget at most (the rest stays buffered for the next turn, and
+// t.ready stays set: see wakeLocked), then runs its wall-clock punctuators that are due.
+// The group was ready (or not) at now when the task was picked.
+func (t *taskRun) run(now time.Time, budget time.Duration) error {
+	for n := 1; t.ready; n++ {
+		if n%32 == 0 && time.Since(now) > budget {
+			break
+		}
 		rec, ts, err := t.group.Next()
 		if err != nil {
 			return err
@@ -846,6 +864,9 @@ func (r *Runtime) wakeLocked(now time.Time) time.Time {
 	for _, t := range r.tasks {
 		if t.task == nil {
 			continue
+		}
+		if t.ready {
+			earlier(now) // its turn ended with records left to process (turnBudget)
 		}
 		earlier(t.task.NextPunctuation())
 		earlier(t.idleWake)

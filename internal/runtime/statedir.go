@@ -170,13 +170,27 @@ func wipeDir(dir, keep string) error {
 // another instance (or this one) is running on the directory. The caller makes sure Run is
 // not running.
 func (r *Runtime) CleanUp() error {
-	dir := r.cfg.StateDir
+	removed, err := RemoveStateDir(r.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	if removed {
+		r.log.Info("kstream: state directory deleted", "app", r.cfg.ApplicationID, "state_dir", r.cfg.StateDir)
+	}
+	return nil
+}
+
+// RemoveStateDir deletes the state directory dir of one instance (its Config.StateDir) as
+// CleanUp does, and reports whether there was one. It takes the directory's lock first, so
+// it fails, naming the holder, while an instance runs on it. The kstream command's reset
+// uses it.
+func RemoveStateDir(dir string) (bool, error) {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	l, err := lockStateDir(dir)
 	if err != nil {
-		return fmt.Errorf("kstream: cleaning up: %w", err)
+		return false, fmt.Errorf("kstream: cleaning up: %w", err)
 	}
 	// Everything but the lock first; then, where the lock is a flock, the lock file and the
 	// directory while the lock is still held (lockPath makes sure a lock taken meanwhile is
@@ -190,11 +204,23 @@ func (r *Runtime) CleanUp() error {
 		err = os.RemoveAll(dir)
 	}
 	if err != nil {
-		return fmt.Errorf("kstream: cleaning up the state directory %s: %w", dir, err)
+		return false, fmt.Errorf("kstream: cleaning up the state directory %s: %w", dir, err)
 	}
 	if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-		return rerr
+		return true, rerr
 	}
-	r.log.Info("kstream: state directory deleted", "app", r.cfg.ApplicationID, "state_dir", dir)
-	return nil
+	return true, nil
+}
+
+// StateDirApplicationID returns the application id recorded in the state directory dir,
+// and false when dir holds no record (no instance has used it, or it does not exist).
+func StateDirApplicationID(dir string) (string, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, appIDFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("kstream: reading the application id of the state directory %s: %w", dir, err)
+	}
+	return strings.TrimSpace(string(b)), true, nil
 }
