@@ -280,7 +280,9 @@ func (r *Runtime) tasksChangedLocked() bool {
 func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 	s := &taskSnapshot{at: now, tasks: make([]TaskStatus, 0, len(r.tasks)), processed: r.ops.processed}
 	var committed map[string]map[int32]kgo.EpochOffset
-	if r.consumer != nil && len(r.tasks) > 0 {
+	// Tasks exist only once the consumer polled (rebalances wait for a poll): r.consumer,
+	// which Run sets without r.mu, is then set (and replaced only under r.mu).
+	if len(r.tasks) > 0 && r.consumer != nil {
 		committed = r.consumer.CommittedOffsets()
 	}
 	r.ops.probeMu.Lock()
@@ -491,7 +493,7 @@ func (r *Runtime) probeEnds(snap *taskSnapshot) {
 			}
 		}
 	}
-	if len(topics) == 0 || r.admin == nil {
+	if len(topics) == 0 || r.admin == nil { // topics, hence tasks: r.admin and restoreCtx are set
 		return
 	}
 	o := &r.ops
