@@ -99,13 +99,13 @@ type Config struct {
 	// waits for as long as the condition lasts, logging at warn what it waits for. This
 	// plays the part of Kafka Streams' task.timeout.ms.
 	GiveUpAfter time.Duration
-	// StallTimeout bounds how long the poll loop may go without beginning a turn before
-	// [App.Health] reports the instance not live (a processor stuck in a call, a commit
-	// that never returns). Zero means CommitInterval + CloseTimeout + RebalanceTimeout (60s
-	// when unset), at least 60s: a turn waits at most a commit interval in its poll and a
-	// close timeout in its commit, and a member that does not come back to its loop within
-	// the rebalance timeout drops out of the group anyway. Kafka Streams has no liveness
-	// probe; its nearest bound is max.poll.interval.ms.
+	// StallTimeout bounds how long a turn of the poll loop may outlast its poll's own wait
+	// (at most CommitInterval) before [App.Health] reports the instance not live: a
+	// processor stuck in a call, a commit that never returns. Zero means CloseTimeout plus
+	// RebalanceTimeout (60s when unset), at least 60s: a commit waits at most a close
+	// timeout, and a member that does not come back to its loop within the rebalance
+	// timeout drops out of the group anyway. Kafka Streams has no liveness probe; its
+	// nearest bound is max.poll.interval.ms.
 	StallTimeout time.Duration
 
 	// RestoreListener, if set, is told when a store's restoration from its changelog starts,

@@ -13,7 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Health before Run (CREATED: live, not ready), while running (live and ready), while a
+// Health before Run (CREATED: live, not ready), while running (live and ready, also while
+// idle with polls longer than the stall bound), while a
 // processor blocks the poll loop past Config.StallTimeout (not live, and Status still
 // answers at once from the loop's last snapshot), after the processor returns (live again),
 // and after Run returned (NOT_RUNNING: live, not ready).
@@ -30,7 +31,9 @@ func TestHealthAndStall(t *testing.T) {
 		return strings.ToUpper(v)
 	}).To(out, nil, nil)
 	cfg := testConfig(t)
-	cfg.StallTimeout = 500 * time.Millisecond
+	// A poll waits up to the commit interval: an idle loop is live although it turns only
+	// every 2s, more than the stall bound.
+	cfg.CommitInterval, cfg.StallTimeout = 2*time.Second, 500*time.Millisecond
 	app := newApp(t, b, cfg)
 	if h := app.Health(); h != (kstream.Health{Live: true, Reason: "state CREATED"}) {
 		t.Fatalf("before Run: %+v", h)
@@ -42,13 +45,19 @@ func TestHealthAndStall(t *testing.T) {
 		return app.Status().ProcessedRecords == 1 && app.Health() == kstream.Health{Live: true, Ready: true}
 	})
 
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if h := app.Health(); !h.Live {
+			t.Fatalf("idle: %+v", h)
+		}
+	}
+
 	kafkatest.Produce(t, cl, &kgo.Record{Topic: in, Key: []byte("k"), Value: []byte("block")})
 	var h kstream.Health
 	kafkatest.Eventually(t, 30*time.Second, "not live while the processor blocks", func() bool {
 		h = app.Health()
 		return !h.Live
 	})
-	if h.Ready || !strings.Contains(h.Reason, "the poll loop has not turned for") || !strings.Contains(h.Reason, "(bound 500ms)") {
+	if h.Ready || !strings.Contains(h.Reason, "the poll loop has not turned for") || !strings.Contains(h.Reason, "(bound 500ms beyond the poll's wait)") {
 		t.Errorf("stalled: %+v", h)
 	}
 	began := time.Now()

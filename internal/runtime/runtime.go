@@ -516,9 +516,8 @@ func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]
 // only for failures of the loop itself.
 func (r *Runtime) loop(ctx context.Context) error {
 	lastCommit := time.Now()
-	defer r.ops.beat.Store(0)
+	defer r.ops.loopEnded()
 	for {
-		r.ops.beatNow() // Health: a loop that stops turning is not live
 		// Wake up when the next commit is due even if no record arrives, so that an idle
 		// instance still commits what it processed; and when a task must be looked at again
 		// (a wall-clock punctuation, the end of an idle wait).
@@ -526,6 +525,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 		if !r.wake.IsZero() {
 			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
 		}
+		r.ops.turn(wait) // Health: a loop that stops turning is not live (status.go)
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		fetches := r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
 		cancel()

@@ -28,9 +28,10 @@ const statusPublishEvery = 500 * time.Millisecond
 
 // opsState is what the runtime keeps for Status and Health.
 type opsState struct {
-	// beat is when the poll loop last began a turn (Unix nanoseconds); 0 while no loop
-	// runs (before the first, between a fence and the rejoin, after the last).
-	beat atomic.Int64
+	// beat is when the poll loop last began a turn (Unix nanoseconds), and due when that
+	// turn's poll returns at the latest; 0 while no loop runs (before the first, between a
+	// fence and the rejoin, after the last).
+	beat, due atomic.Int64
 	// tasks is the last published snapshot of the active tasks; published is when
 	// (loop goroutine only).
 	tasks     atomic.Pointer[taskSnapshot]
@@ -192,20 +193,30 @@ type Health struct {
 	Reason      string
 }
 
-// StallBound is how long the poll loop may go without beginning a turn before Health
-// reports the instance not live: Config.StallTimeout, or by default the commit interval
-// (the longest a poll waits) plus the close timeout (the longest a commit waits) plus the
-// rebalance timeout (60 s unless set: a member that does not come back to the loop within
-// it drops out of the group anyway), at least 60 s.
+// StallBound is how long a turn of the poll loop may outlast its poll's wait (at most the
+// commit interval) before Health reports the instance not live: Config.StallTimeout, or by
+// default the close timeout (the longest a commit waits) plus the rebalance timeout (60 s
+// unless set: a member that does not come back to its loop within it drops out of the
+// group anyway), at least 60 s.
 func (r *Runtime) StallBound() time.Duration {
 	if r.cfg.StallTimeout > 0 {
 		return r.cfg.StallTimeout
 	}
-	return max(r.cfg.CommitInterval+r.cfg.CloseTimeout+cmp.Or(r.cfg.RebalanceTimeout, 60*time.Second), 60*time.Second)
+	return max(r.cfg.CloseTimeout+cmp.Or(r.cfg.RebalanceTimeout, 60*time.Second), 60*time.Second)
 }
 
-// beat notes that the loop begins a turn.
-func (o *opsState) beatNow() { o.beat.Store(time.Now().UnixNano()) }
+// turn notes that the loop begins a turn whose poll waits at most wait.
+func (o *opsState) turn(wait time.Duration) {
+	now := time.Now()
+	o.due.Store(now.Add(wait).UnixNano())
+	o.beat.Store(now.UnixNano())
+}
+
+// loopEnded notes that the loop returned.
+func (o *opsState) loopEnded() {
+	o.beat.Store(0)
+	o.due.Store(0)
+}
 
 // Health reports whether the instance is live (no fatal error, and its poll loop not
 // stalled past StallBound) and ready (RUNNING with every active task restored).
@@ -217,9 +228,11 @@ func (r *Runtime) Health() Health {
 	if st == StateError {
 		return Health{Reason: "state ERROR"}
 	}
-	if b := r.ops.beat.Load(); b != 0 {
-		if since := time.Since(time.Unix(0, b)); since > r.StallBound() {
-			return Health{Reason: "the poll loop has not turned for " + since.Round(time.Millisecond).String() + " (bound " + r.StallBound().String() + ")"}
+	if d := r.ops.due.Load(); d != 0 {
+		// Stalled: the turn outlasted its poll's wait by more than the bound.
+		if over := time.Since(time.Unix(0, d)); over > r.StallBound() {
+			since := time.Since(time.Unix(0, r.ops.beat.Load()))
+			return Health{Reason: "the poll loop has not turned for " + since.Round(time.Millisecond).String() + " (bound " + r.StallBound().String() + " beyond the poll's wait)"}
 		}
 	}
 	h := Health{Live: true}
