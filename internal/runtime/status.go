@@ -338,6 +338,9 @@ func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 				}
 				pr.mu.Unlock()
 			}
+			if ps.Lag < 0 && ps.End == 0 {
+				ps.Lag = 0 // an empty partition: nothing to process, wherever the position is
+			}
 			ts.Partitions = append(ts.Partitions, ps)
 		}
 		slices.SortFunc(ts.Partitions, func(a, b PartitionStatus) int {
