@@ -256,8 +256,8 @@ type Config struct {
 	// DeadLetterTopics are the dead-letter topics the error handlers write to, which must
 	// exist at start, like sink topics.
 	DeadLetterTopics []DeadLetterTopic
-	// StallTimeout bounds how long the poll loop may go without a turn before Health
-	// reports the instance not live; zero: see Runtime.StallBound.
+	// StallTimeout bounds how long a turn of the poll loop may outlast its poll's wait
+	// before Health reports the instance not live; zero: see Runtime.StallBound.
 	StallTimeout time.Duration
 }
 
