@@ -102,6 +102,14 @@ type Config struct {
 	// waits for as long as the condition lasts, logging at warn what it waits for. This
 	// plays the part of Kafka Streams' task.timeout.ms.
 	GiveUpAfter time.Duration
+	// StallTimeout bounds how long a turn of the poll loop may outlast its poll's own wait
+	// (at most CommitInterval) before [App.Health] reports the instance not live: a
+	// processor stuck in a call, a commit that never returns. Zero means CloseTimeout plus
+	// RebalanceTimeout (60s when unset), at least 60s: a commit waits at most a close
+	// timeout, and a member that does not come back to its loop within the rebalance
+	// timeout drops out of the group anyway. Kafka Streams has no liveness probe; its
+	// nearest bound is max.poll.interval.ms.
+	StallTimeout time.Duration
 
 	// RestoreListener, if set, is told when a store's restoration from its changelog starts,
 	// progresses and ends, and likewise for each partition of a global table's topic while
@@ -375,6 +383,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
 	rc.TransactionTimeout = c.TransactionTimeout
+	rc.StallTimeout = c.StallTimeout
 	if c.StateListener != nil {
 		l := c.StateListener
 		rc.OnState = func(old, new runtime.State) { l(State(old), State(new)) }

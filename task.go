@@ -208,7 +208,7 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 	case 2:
 		t.skipped(ec.Kind, true)
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; writing the record to the dead-letter topic", append(ec.logAttrs(), "dead_letter_topic", resp.deadLetter)...)
-		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur})
+		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur, DeadLetter: true})
 	default:
 		t.fatal = &RecordError{Kind: ec.Kind, Topic: ec.Topic, Partition: ec.Partition, Offset: ec.Offset, Operator: ec.Operator, Err: ec.Err}
 		if ec.SinkTopic != "" {

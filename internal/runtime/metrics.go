@@ -121,14 +121,13 @@ type partMetrics struct {
 
 // storeMetrics are the figures of one store of one task.
 type storeMetrics struct {
-	ops       [4]atomic.Int64
-	lat       [4]prometheus.Observer
-	entries   atomic.Int64 // -1 unknown
-	sizedAt   time.Time    // when entries was last estimated (commit, under r.mu)
-	restored  atomic.Int64 // records restored, all restorations
-	remaining atomic.Int64 // offsets left to restore; 0 when not restoring
-	runBegan  atomic.Int64 // unix nanos the running restoration began
-	runDone   atomic.Int64 // records restored by the running restoration
+	ops     [4]atomic.Int64
+	lat     [4]prometheus.Observer
+	entries atomic.Int64 // -1 unknown
+	sizedAt time.Time    // when entries was last estimated (commit, under r.mu)
+	// restored counts the records restored by the restorations that ended (guarded by
+	// Runtime.ops.restoreMu); the running one's are in its RestoreProgress (status.go).
+	restored int64
 }
 
 type descs struct {
@@ -350,22 +349,6 @@ func (pm *partMetrics) lag() (int64, bool) {
 	return max(end-pos, 0), true
 }
 
-// restoring notes the start of a restoration of store name of task id, from offset from to
-// end; the returned function notes its progress (position pos, records applied so far).
-func (m *metrics) restoring(id TaskID, name string, from, end int64) func(pos, records int64) {
-	sm := m.store(id, name)
-	sm.runBegan.Store(time.Now().UnixNano())
-	sm.runDone.Store(0)
-	sm.remaining.Store(end - from)
-	var last int64
-	return func(pos, records int64) {
-		sm.restored.Add(records - last)
-		last = records
-		sm.runDone.Store(records)
-		sm.remaining.Store(max(end-pos, 0))
-	}
-}
-
 // sized estimates the number of entries of the stores of t, at most every sizeEvery per
 // store. It runs in a commit, while no task runs.
 func (m *metrics) sized(t *taskRun, now time.Time) {
@@ -460,7 +443,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(d.lag, float64(lag), pm.task.String(), tp.topic, fmt.Sprint(tp.partition))
 		}
 	}
-	now := time.Now().UnixNano()
+	// The restorations in progress (status.go: one record of each, which Status reads
+	// too), read under the same lock as the totals of those that ended, so that one ending
+	// meanwhile is counted once.
+	now := time.Now()
+	m.r.ops.restoreMu.Lock()
+	running := make(map[storeKey]RestoreStatus, len(m.r.ops.restores))
+	for p := range m.r.ops.restores {
+		running[storeKey{p.task, p.store}] = p.status(now)
+	}
 	for k, sm := range m.stores {
 		task := k.task.String()
 		for op, o := range storeOps {
@@ -469,18 +460,17 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		if n := sm.entries.Load(); n >= 0 {
 			gauge(d.storeEntries, float64(n), task, k.store)
 		}
-		counter(d.restored, sm.restored.Load(), task, k.store)
-		rem := sm.remaining.Load()
-		gauge(d.remaining, float64(rem), task, k.store)
-		if rem > 0 {
-			if done, began := sm.runDone.Load(), sm.runBegan.Load(); done > 0 && now > began {
-				perNano := float64(done) / float64(now-began)
-				gauge(d.eta, float64(rem)/perNano/1e9, task, k.store)
-			}
-		} else {
+		rs, restoring := running[k]
+		counter(d.restored, sm.restored+rs.Restored, task, k.store)
+		gauge(d.remaining, float64(rs.Remaining), task, k.store)
+		switch {
+		case !restoring || rs.Remaining == 0:
 			gauge(d.eta, 0, task, k.store)
+		case rs.ETA >= 0: // unknown before the first batch
+			gauge(d.eta, rs.ETA.Seconds(), task, k.store)
 		}
 	}
+	m.r.ops.restoreMu.Unlock()
 	m.mu.Unlock()
 
 	sb := m.r.standby

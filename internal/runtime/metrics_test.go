@@ -110,16 +110,18 @@ func TestRestoreMetrics(t *testing.T) {
 		}
 		return 0, false
 	}
-	progress := r.met.restoring(TaskID{0, 2}, "counts", 100, 5100)
+	// One restoration, as state.go's restore notes it (the record Status reads too).
+	ls := &loggedStore{spec: StoreSpec{Name: "counts", Changelog: "app-counts-changelog"}, partition: 2}
+	prog := r.startRestore(TaskID{0, 2}, ls, 100, 5100)
 	if v, _ := value("kstream_store_restore_remaining_records"); v != 5000 {
 		t.Fatalf("remaining at the start: %v, want 5000", v)
 	}
 	if _, ok := value("kstream_store_restore_eta_seconds"); ok {
 		t.Fatal("an ETA before the first batch")
 	}
-	progress(1100, 1000)
-	// 1000 records in the 10 s since the start: 100/s, so 4000 remaining take 40 s.
-	r.met.store(TaskID{0, 2}, "counts").runBegan.Store(time.Now().Add(-10 * time.Second).UnixNano())
+	prog.update(1100, 1000)
+	// 1000 offsets in the 10 s since the start: 100/s, so 4000 remaining take 40 s.
+	prog.began = time.Now().Add(-10 * time.Second)
 	if v, _ := value("kstream_store_restore_records_total"); v != 1000 {
 		t.Errorf("restored: %v, want 1000", v)
 	}
@@ -129,13 +131,33 @@ func TestRestoreMetrics(t *testing.T) {
 	if v, _ := value("kstream_store_restore_eta_seconds"); v < 40 || v > 41 {
 		t.Errorf("ETA: %v s, want 40 s (a little more as time passes: the rate so far falls)", v)
 	}
-	progress(5100, 5000)
+	prog.update(5100, 4000)
 	if v, _ := value("kstream_store_restore_records_total"); v != 5000 {
 		t.Errorf("restored at the end: %v, want 5000", v)
 	}
 	if v, _ := value("kstream_store_restore_eta_seconds"); v != 0 {
 		t.Errorf("ETA at the end: %v, want 0", v)
 	}
+	r.endRestore(prog)
+	if v, _ := value("kstream_store_restore_records_total"); v != 5000 {
+		t.Errorf("restored after the end: %v, want 5000", v)
+	}
+	if v, _ := value("kstream_store_restore_remaining_records"); v != 0 {
+		t.Errorf("remaining after the end: %v, want 0", v)
+	}
+	// A second restoration of the same store partition adds to the count.
+	prog = r.startRestore(TaskID{0, 2}, ls, 5100, 5300)
+	prog.update(5200, 100)
+	if v, _ := value("kstream_store_restore_records_total"); v != 5100 {
+		t.Errorf("restored during a second restoration: %v, want 5100", v)
+	}
+	if v, _ := value("kstream_store_restore_remaining_records"); v != 100 {
+		t.Errorf("remaining during a second restoration: %v, want 100", v)
+	}
+	if rs := r.restoreStatus(time.Now()); len(rs) != 1 || rs[0].Restored != 100 || rs[0].Remaining != 100 || rs[0].Position != 5200 {
+		t.Errorf("Status's restorations: %+v, want the second one at 5200 with 100 restored and 100 remaining", rs)
+	}
+	r.endRestore(prog)
 	r.met.unregister()
 	if fams, _ := reg.Gather(); len(fams) != 0 {
 		t.Errorf("%d metric families left after unregister", len(fams))

@@ -163,6 +163,7 @@ func (r *Runtime) failedInTxn(f ProduceFailure) {
 // left to put the record.
 func (r *Runtime) onDeadLetterProduced(dl *kgo.Record, err error) {
 	if err == nil {
+		r.noteDeadLetter(dl)
 		return
 	}
 	if r.sess != nil && fencedProducer(err) {

@@ -112,6 +112,7 @@ type Runtime struct {
 	qindex queryIndex
 
 	met *metrics // Config.Metrics (metrics.go); nil without
+	ops opsState // Status and Health (status.go)
 }
 
 type topicPartition struct {
@@ -136,6 +137,8 @@ type taskRun struct {
 	ready    bool
 	idleWake time.Time
 	lagWait  bool
+	// processed counts the records the task processed (Status).
+	processed int64
 	// met and tracer are set with Config.Metrics and Config.Tracer (metrics.go).
 	met    *TaskMetrics
 	tracer *kotel.Tracer
@@ -324,6 +327,8 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer r.producer.Close()
+	// Status's end-offset questions (status.go) end before the admin client closes.
+	defer r.ops.stopProbes()
 	defer r.bg.Wait() // before the producer (and its admin client) closes
 	defer func() {
 		if cerr := r.stores.close(); cerr != nil && err == nil {
@@ -531,6 +536,7 @@ func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]
 // only for failures of the loop itself.
 func (r *Runtime) loop(ctx context.Context) error {
 	lastCommit := time.Now()
+	defer r.ops.loopEnded()
 	for {
 		// Wake up when the next commit is due even if no record arrives, so that an idle
 		// instance still commits what it processed; and when a task must be looked at again
@@ -539,6 +545,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 		if !r.wake.IsZero() {
 			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
 		}
+		r.ops.turn(wait) // Health: a loop that stops turning is not live (status.go)
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		var polled time.Time
 		if r.met != nil {
@@ -765,6 +772,7 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 	}
 	r.flowControlLocked()
 	r.wake = r.wakeLocked(now)
+	r.publishStatusLocked(now)
 }
 
 func isControl(r *kgo.Record) bool { return r.Attrs.IsControl() }
@@ -808,6 +816,7 @@ func (t *taskRun) run(now time.Time, budget time.Duration) error {
 		if pos.met != nil {
 			pos.met.pos.Store(pos.next)
 		}
+		t.processed++
 		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
 	}
 	if due(t.task.NextPunctuation(), now) {
@@ -1299,6 +1308,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 				} else if err := t.task.Close(); err != nil {
 					r.log.Warn("kstream: closing task", "task", t.id.String(), "err", err)
 				}
+				r.taskClosedLocked(t)
 				delete(r.tasks, t.id)
 				closed = append(closed, t.id.String())
 			}
@@ -1367,7 +1377,9 @@ func (r *Runtime) Produce(o *OutRecord) {
 // onProduced is the produce callback of every output record.
 func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 	if err == nil {
-		if o, ok := rec.Context.(*OutRecord); ok && o.changelog != nil {
+		if o, ok := rec.Context.(*OutRecord); ok && o.DeadLetter {
+			r.noteDeadLetter(rec)
+		} else if ok && o.changelog != nil {
 			for next := rec.Offset + 1; ; {
 				cur := o.changelog.acked.Load()
 				if cur >= next || o.changelog.acked.CompareAndSwap(cur, next) {

@@ -145,7 +145,6 @@ type loggedStore struct {
 	// position is the store's checkpoint as of its last commit (-1 none), for queries
 	// (query.go), which read it without touching the engine.
 	position atomic.Int64
-	task     TaskID // the task whose store partition this is
 }
 
 // storeCacheBytes is the default bound of the read cache of each persistent store partition.
@@ -366,10 +365,10 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		if err != nil {
 			return nil, fmt.Errorf("kstream: opening store %s partition %d: %w", spec.Name, id.Partition, err)
 		}
-		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r, task: id}
+		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r}
 		ls.acked.Store(-1)
 		if spec.Changelog != "" {
-			if err := r.restore(ctx, db, ls); err != nil {
+			if err := r.restore(ctx, id, db, ls); err != nil {
 				return nil, err
 			}
 		}
@@ -402,7 +401,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 // consumer's position reaches that offset, not when a record at end-1 is seen: a partition
 // may end in transaction markers, be empty, or have offsets removed by compaction.
 // Conditions that heal by waiting (no leader yet, a broker down) are retried.
-func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) error {
+func (r *Runtime) restore(ctx context.Context, id TaskID, db store.DB, ls *loggedStore) error {
 	topic, p := ls.spec.Changelog, ls.partition
 	// Restoration reads read_committed, so aborted writes of a zombie never reach a store;
 	// it ends at the changelog's high watermark (see checkLocal), after a previous owner's
@@ -428,13 +427,8 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		r.cfg.RestoreListener.OnRestoreStart(ls.spec.Name, topic, p, from, end)
 	}
 	began := time.Now()
-	var progressed func(pos, records int64)
-	var restored int64
-	if r.met != nil {
-		progressed = r.met.restoring(ls.task, ls.spec.Name, from, end)
-		// Done or given up (revoked, shutting down): nothing remains to restore here.
-		defer func() { progressed(end, restored) }()
-	}
+	prog := r.startRestore(id, ls, from, end) // Status (status.go)
+	defer r.endRestore(prog)
 	cl, err := kgo.NewClient(append(r.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.KeepControlRecords(),
@@ -446,6 +440,7 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		return fmt.Errorf("kstream: creating the restore consumer of %q: %w", topic, err)
 	}
 	defer cl.Close()
+	var restored int64
 	pos := from
 	lastLog := began
 	var failingSince time.Time // first of the retriable fetch errors in a row
@@ -532,9 +527,7 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 			return fmt.Errorf("kstream: restoring store %s partition %d: writing a batch: %w", ls.spec.Name, p, err)
 		}
 		restored += int64(n)
-		if progressed != nil {
-			progressed(pos, restored)
-		}
+		prog.update(pos, n)
 		if r.cfg.RestoreListener != nil && n > 0 {
 			r.cfg.RestoreListener.OnBatchRestored(ls.spec.Name, topic, p, pos, n)
 		}

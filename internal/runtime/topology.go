@@ -164,7 +164,9 @@ type OutRecord struct {
 	Record   kgo.Record
 	Operator string      // the sink operator that produced it
 	Source   *kgo.Record // the input record whose processing produced it (may be nil)
-	ctx      context.Context
+	// DeadLetter marks a dead-letter record (its acknowledgement is noted for Status).
+	DeadLetter bool
+	ctx        context.Context
 
 	changelog *loggedStore // set for changelog writes: their acknowledgements move its checkpoint
 }
@@ -257,6 +259,9 @@ type Config struct {
 	// DeadLetterTopics are the dead-letter topics the error handlers write to, which must
 	// exist at start, like sink topics.
 	DeadLetterTopics []DeadLetterTopic
+	// StallTimeout bounds how long a turn of the poll loop may outlast its poll's wait
+	// before Health reports the instance not live; zero: see Runtime.StallBound.
+	StallTimeout time.Duration
 	// Metrics, if set, receives the instance's metrics (metrics.go).
 	Metrics prometheus.Registerer
 	// Tracer, if set, starts a span per processed record (tracing.go); Propagator then
