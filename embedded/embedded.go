@@ -260,6 +260,7 @@ func Start(opts ...Option) (*Broker, error) {
 	}
 	b.cluster = cluster
 	b.addr = b.conns.firstAddr()
+	b.conns.fx.setAddr(b.addr)
 
 	// kfake applies seed topics only to a fresh data directory; when it
 	// reloaded persisted state, create any seeded topic that is missing.
@@ -318,6 +319,7 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.conns.fx.close()
 	// With a data dir, kfake's Close runs the final save on its run loop and
 	// returns when it is done; without one it only signals the loop.
 	b.cluster.Close()
@@ -422,10 +424,11 @@ type connTracker struct {
 	lns     []*trackedListener
 	open    int
 	changed chan struct{} // closed and replaced whenever open or a listener changes
+	fx      *fixer        // the compatibility fixes' shared state (compat.go)
 }
 
 func newConnTracker() *connTracker {
-	return &connTracker{changed: make(chan struct{})}
+	return &connTracker{changed: make(chan struct{}), fx: new(fixer)}
 }
 
 // listen is the kfake.ListenFn.
@@ -498,7 +501,7 @@ func (l *trackedListener) Accept() (net.Conn, error) {
 		return nil, net.ErrClosed
 	}
 	l.t.open++
-	return &trackedConn{Conn: c, t: l.t}, nil
+	return &trackedConn{Conn: newCompatConn(c, l.t.fx), t: l.t}, nil
 }
 
 func (l *trackedListener) Close() error {
