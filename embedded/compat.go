@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"net"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -25,6 +27,23 @@ import (
 // and, for the keys in responseFixes, decodes the response kfake writes,
 // amends it and encodes it again. docs/dev-broker.md lists what is amended
 // and what still differs from Apache Kafka.
+
+// installRequestFixes adds the control hooks that amend requests before
+// kfake handles them: a control function that returns "not handled" lets
+// kfake go on with the request it was given, changed or not.
+func installRequestFixes(c *kfake.Cluster) {
+	// ListGroups v5: the Java admin client filters by group type with
+	// GroupType's display names ("Classic", "Consumer"); Apache Kafka
+	// matches them case-insensitively, kfake exactly against "classic"
+	// and "consumer", so kafka-consumer-groups --list listed nothing.
+	c.ControlKey(int16(kmsg.ListGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ListGroupsRequest)
+		for i, typ := range r.TypesFilter {
+			r.TypesFilter[i] = strings.ToLower(typ)
+		}
+		return nil, nil, false
+	})
+}
 
 // responseFix amends a response kfake built for req before it is written.
 // req is nil unless the key is in fixesNeedRequest.

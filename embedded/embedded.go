@@ -259,6 +259,7 @@ func Start(opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("embedded: start broker on 127.0.0.1:%d: %w", cfg.port, err)
 	}
 	b.cluster = cluster
+	installRequestFixes(cluster)
 	b.addr = b.conns.firstAddr()
 	b.conns.fx.setAddr(b.addr)
 
