@@ -23,6 +23,13 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, if set, authenticates with this franz-go mechanism (plain, scram, oauth, aws).
 	SASL sasl.Mechanism
+	// ClientID is the prefix of the Kafka client ids of the instance's clients, overriding
+	// the default <ApplicationID>-<process id> (the process id is a UUID, kept in StateDir
+	// when the instance has persistent stores or runs exactly-once). Each client adds its
+	// role, as Kafka Streams does: <ClientID>-StreamThread-1-consumer, -StreamThread-1-producer,
+	// -StreamThread-1-restore-consumer and <ClientID>-global-consumer. This corresponds to
+	// Kafka Streams' client.id.
+	ClientID string
 
 	// Guarantee is the processing guarantee, overriding the default AtLeastOnce. This
 	// corresponds to Kafka Streams' processing.guarantee.
@@ -233,6 +240,7 @@ const (
 func (c Config) runtimeConfig() runtime.Config {
 	rc := runtime.Config{
 		ApplicationID:     c.ApplicationID,
+		ClientID:          c.ClientID,
 		Brokers:           c.Brokers,
 		ClientOpts:        append([]kgo.Opt(nil), c.ClientOptions...),
 		ConsumerOpts:      c.ConsumerOptions,

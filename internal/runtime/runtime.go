@@ -25,6 +25,8 @@ type Runtime struct {
 	topo *Topology
 	log  *slog.Logger
 
+	clientID string // the prefix of the clients' ids, set by Run (clientid.go)
+
 	topicSub map[string]int // source topic -> sub-topology
 
 	consumer *kgo.Client
@@ -298,6 +300,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		}
 	}()
 
+	if err := r.initClientID(); err != nil {
+		r.fail(err)
+		r.setState(StateError)
+		return err
+	}
 	if err := r.openProducer(); err != nil {
 		r.fail(err)
 		r.setState(StateError)
@@ -376,6 +383,7 @@ func (r *Runtime) openProducer() error {
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
+		r.clientIDOpt(roleProducer),
 	)
 	opts = append(opts, r.cfg.ProducerOpts...)
 	cl, err := kgo.NewClient(opts...)
@@ -420,6 +428,7 @@ func (r *Runtime) openConsumer() error {
 		// last fetched record is the consumer's, which the lag of a partition needs (lag.go);
 		// processLocked drops them.
 		kgo.KeepControlRecords(),
+		r.clientIDOpt(roleConsumer),
 	)
 	if r.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(r.cfg.SessionTimeout))

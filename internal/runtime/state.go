@@ -433,6 +433,7 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
+		r.clientIDOpt(roleRestoreConsumer),
 	)...)
 	if err != nil {
 		return fmt.Errorf("kstream: creating the restore consumer of %q: %w", topic, err)
