@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,9 @@ type Runtime struct {
 	log  *slog.Logger
 
 	clientID string // the prefix of the clients' ids, set by Run (clientid.go)
+	// labels is the context Run was given: its pprof labels are the loop's, which a task
+	// turn adds its own to and restores after (labels.go).
+	labels context.Context
 
 	topicSub map[string]int // source topic -> sub-topology
 
@@ -135,6 +139,8 @@ type taskRun struct {
 	ready    bool
 	idleWake time.Time
 	lagWait  bool
+	// labels carries the task's pprof labels (labels.go), base those of the loop.
+	labels, base context.Context
 }
 
 type partPos struct {
@@ -206,6 +212,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		topo:       topo,
 		log:        cfg.Logger,
 		topicSub:   map[string]int{},
+		labels:     context.Background(),
 		tasks:      map[TaskID]*taskRun{},
 		parts:      map[topicPartition]*taskRun{},
 		internal:   map[string]bool{},
@@ -285,6 +292,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.prodCtx, r.prodCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.prodCancel()
 	r.restoreCtx = runCtx
+	r.labels = ctx
 
 	// Claim the state directory before anything else (statedir.go); released last, after
 	// the stores close.
@@ -754,6 +762,8 @@ func due(at, now time.Time) bool { return !at.IsZero() && !at.After(now) }
 // group is ready, then runs its wall-clock punctuators that are due. The group was ready
 // (or not) at now when the task was picked.
 func (t *taskRun) run(now time.Time) error {
+	pprof.SetGoroutineLabels(t.labels)
+	defer pprof.SetGoroutineLabels(t.base)
 	for t.ready {
 		rec, ts, err := t.group.Next()
 		if err != nil {
@@ -1006,7 +1016,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			t := r.tasks[id]
 			if t == nil {
 				st := r.topo.SubTopologies[sub]
-				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}}
+				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}, labels: TaskLabels(r.labels, id), base: r.labels}
 				t.group = NewPartitionGroup(r.groupConfig(t))
 				r.tasks[id] = t
 				created = append(created, id.String())
