@@ -124,6 +124,9 @@ type runEnv struct {
 	group   string // consumer group / application id, fresh per run
 	logger  *slog.Logger
 
+	// profileOperators sets Config.ProfileOperators (the *-oplabels scenarios).
+	profileOperators bool
+
 	// onApp, if set, is given the app before it runs (stateful scenarios).
 	onApp func(*kstream.App)
 	// stats: the app's Stats when its Run returned (stateful scenarios).
@@ -134,6 +137,8 @@ var scenarios = []scenario{
 	{name: "baseline", keep: keepAll, run: runBaseline},
 	{name: "passthrough", keep: keepAll, run: runPassthrough},
 	{name: "filter-mapvalues", keep: keepFilter, run: runFilterMapValues},
+	{name: "passthrough-oplabels", keep: keepAll, run: runPassthroughOpLabels},
+	{name: "filter-mapvalues-oplabels", keep: keepFilter, run: runFilterMapValuesOpLabels},
 	{name: "count-memory", keep: keepAll, run: runCountMemory, countKeys: true, stateful: true},
 	{name: "count-pebble", keep: keepAll, run: runCountPebble, countKeys: true, stateful: true},
 	{name: "restore-pebble", after: "count-pebble", follow: runRestorePebble},

@@ -232,8 +232,8 @@ type pendingReq struct {
 // parses the request headers it reads and rewrites the responses kfake
 // writes for the keys in responseFixes. kfake reads a request with two
 // ReadFulls (size, then body) and writes each response frame with a single
-// Write; compatConn does not rely on the reads' sizes but does on the
-// writes'.
+// Write; compatConn does not rely on the reads' sizes, and leaves a response
+// frame written in several parts as it is.
 type compatConn struct {
 	net.Conn
 	fx *fixer
@@ -244,6 +244,10 @@ type compatConn struct {
 	left    int    // bytes of the current request body still to read
 	head    []byte // the body's first bytes (all of it when capture is set)
 	capture bool   // the current request's key is in fixesNeedRequest
+
+	// Write side, used only by the writing goroutine: bytes of a frame written in parts
+	// still to come.
+	wleft int
 
 	mu      sync.Mutex
 	pending []pendingReq
@@ -322,10 +326,17 @@ func (c *compatConn) popPending(corr int32) (pendingReq, bool) {
 }
 
 func (c *compatConn) Write(b []byte) (int, error) {
-	if len(b) < 8 {
+	if c.wleft > 0 || len(b) < 8 {
+		// The rest of a frame written in parts, or a write too short to be a frame's
+		// start: neither happens with kfake, and neither is rewritten.
+		c.wleft = max(c.wleft-len(b), 0)
 		return c.Conn.Write(b)
 	}
 	pr, ok := c.popPending(int32(binary.BigEndian.Uint32(b[4:8])))
+	if size := 4 + int(binary.BigEndian.Uint32(b[:4])); size != len(b) {
+		c.wleft = max(size-len(b), 0)
+		return c.Conn.Write(b)
+	}
 	if !ok {
 		return c.Conn.Write(b)
 	}
