@@ -68,7 +68,12 @@ var responseFixes = map[int16]responseFix{
 	// members' assignments by topic id only; Apache Kafka sends the name
 	// too, and kafka-consumer-groups --describe asks for the partitions
 	// of the topic named "" (InvalidTopicException).
+	//
+	// Both describe responses also give a member's host as Apache Kafka
+	// does, "/127.0.0.1" (Java's InetAddress.toString), not kfake's
+	// "127.0.0.1:port" (the HOST column of kafka-consumer-groups).
 	int16(kmsg.ConsumerGroupDescribe): fixConsumerGroupDescribe,
+	int16(kmsg.DescribeGroups):        fixDescribeGroups,
 }
 
 // fixesNeedRequest lists the keys whose fix reads the request.
@@ -96,6 +101,24 @@ func fixCreateTopics(fx *fixer, req kmsg.Request, resp kmsg.Response) {
 	}
 }
 
+// javaHost turns kfake's "host:port" client address into Apache Kafka's "/host".
+func javaHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return "/" + host
+	}
+	return h
+}
+
+func fixDescribeGroups(_ *fixer, _ kmsg.Request, resp kmsg.Response) {
+	r := resp.(*kmsg.DescribeGroupsResponse)
+	for i := range r.Groups {
+		for j := range r.Groups[i].Members {
+			m := &r.Groups[i].Members[j]
+			m.ClientHost = javaHost(m.ClientHost)
+		}
+	}
+}
+
 func fixConsumerGroupDescribe(fx *fixer, _ kmsg.Request, resp kmsg.Response) {
 	r := resp.(*kmsg.ConsumerGroupDescribeResponse)
 	var names map[[16]byte]string
@@ -111,6 +134,7 @@ func fixConsumerGroupDescribe(fx *fixer, _ kmsg.Request, resp kmsg.Response) {
 	for i := range r.Groups {
 		for j := range r.Groups[i].Members {
 			m := &r.Groups[i].Members[j]
+			m.ClientHost = javaHost(m.ClientHost)
 			for k := range m.Assignment.TopicPartitions {
 				name(&m.Assignment.TopicPartitions[k])
 			}

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -92,9 +97,9 @@ const (
 
 // groupRow is one partition line of kafka-consumer-groups --describe.
 type groupRow struct {
-	partition           int32
-	current, end, lag   string
-	consumerID, clients string
+	partition                 int32
+	current, end, lag         string
+	consumerID, host, clients string
 }
 
 var groupRowRE = regexp.MustCompile(`^(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$`)
@@ -110,7 +115,7 @@ func parseGroupDescribe(t *testing.T, out, group, topic string) map[int32]groupR
 			continue
 		}
 		p, _ := strconv.Atoi(m[3])
-		rows[int32(p)] = groupRow{int32(p), m[4], m[5], m[6], m[7], m[9]}
+		rows[int32(p)] = groupRow{int32(p), m[4], m[5], m[6], m[7], m[8], m[9]}
 	}
 	return rows
 }
@@ -242,7 +247,7 @@ func TestJavaTools(t *testing.T) {
 		if p == 1 {
 			lag = 3
 		}
-		want := groupRow{p, strconv.FormatInt(ends[p], 10), strconv.FormatInt(ends[p]+lag, 10), strconv.FormatInt(lag, 10), "-", "-"}
+		want := groupRow{p, strconv.FormatInt(ends[p], 10), strconv.FormatInt(ends[p]+lag, 10), strconv.FormatInt(lag, 10), "-", "-", "-"}
 		if rows[p] != want {
 			t.Errorf("kafka-consumer-groups --describe partition %d: %+v, want %+v\n%s", p, rows[p], want, out)
 		}
@@ -289,6 +294,54 @@ func TestJavaTools(t *testing.T) {
 	if liveRows[0].consumerID == "-" || liveRows[0].consumerID != liveRows[1].consumerID {
 		t.Errorf("live group rows name members %q and %q, want one member", liveRows[0].consumerID, liveRows[1].consumerID)
 	}
+	if liveRows[0].host != "/127.0.0.1" {
+		t.Errorf("live group member host %q, want /127.0.0.1 (as Apache Kafka prints it)", liveRows[0].host)
+	}
+
+	// A kstream application: the group's member is its StreamThread-1 consumer, named as
+	// Kafka Streams names it.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "app-out"); err != nil {
+		t.Fatal(err)
+	}
+	kb := kstream.NewBuilder()
+	kstream.Stream(kb, "in", serde.String(), serde.String()).To("app-out", nil, nil)
+	app, err := kstream.New(kb, kstream.Config{ApplicationID: "ks-app", Brokers: []string{b}, StateDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appCtx, appStop := context.WithCancel(ctx)
+	appDone := make(chan error, 1)
+	go func() { appDone <- app.Run(appCtx) }()
+	defer func() {
+		appStop()
+		if err := <-appDone; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("kstream app: %v", err)
+		}
+	}()
+	appClient := regexp.MustCompile(`^ks-app-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-StreamThread-1-consumer$`)
+	deadline = time.Now().Add(javaToolTimeout)
+	for {
+		out = javaTool(t, java, lib, "", consumerGroupsTool, "--bootstrap-server", b, "--describe", "--group", "ks-app")
+		rows := parseGroupDescribe(t, out, "ks-app", "in")
+		if len(rows) == 3 && appClient.MatchString(rows[0].clients) && rows[1].clients == rows[0].clients && rows[2].clients == rows[0].clients {
+			break
+		}
+		select {
+		case err := <-appDone:
+			appDone <- err // for the deferred stop
+			t.Fatalf("kstream app stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kafka-consumer-groups --describe of a running kstream app: want its 3 input partitions owned by ks-app-<process UUID>-StreamThread-1-consumer, got:\n%s", out)
+		}
+	}
+	appStop()
+	if err := <-appDone; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("kstream app: %v", err)
+	}
+	appDone <- nil // for the deferred stop
 
 	// kafka-streams-application-reset: input offsets back to earliest and
 	// the application's internal topics deleted.
@@ -318,7 +371,7 @@ func TestJavaTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(topics.Names(), ","); got != "compacted,in" {
-		t.Errorf("topics after the streams reset: %s, want compacted,in", got)
+	if got := strings.Join(topics.Names(), ","); got != "app-out,compacted,in" {
+		t.Errorf("topics after the streams reset: %s, want app-out,compacted,in", got)
 	}
 }
