@@ -31,16 +31,21 @@ import (
 const javaToolTimeout = 90 * time.Second
 
 // javaTools finds java and the Kafka jars, or skips the test saying how to
-// get them: the jars are in $KSTREAM_KAFKA_CACHE/lib, else in kafka.sh's
-// default cache, testing/kafka/.cache/lib.
+// get them (fails it if KSTREAM_TEST_JAVA_TOOLS=required, as .ci/run sets):
+// the jars are in $KSTREAM_KAFKA_CACHE/lib, else in kafka.sh's default cache,
+// testing/kafka/.cache/lib.
 func javaTools(t *testing.T) (java, lib string) {
 	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("KSTREAM_TEST_JAVA_TOOLS") == "required" {
+		skip = t.Fatalf
+	}
 	java, err := exec.LookPath("java")
 	if env := os.Getenv("KSTREAM_KAFKA_JAVA"); env != "" {
 		java, err = env, nil
 	}
 	if err != nil {
-		t.Skip("java not found: the Java tools test needs Java 17+ and the Kafka jars (bash testing/kafka/kafka.sh fetch)")
+		skip("java not found: the Java tools test needs Java 17+ and the Kafka jars (bash testing/kafka/kafka.sh fetch)")
 	}
 	cache := os.Getenv("KSTREAM_KAFKA_CACHE")
 	if cache == "" {
@@ -52,7 +57,7 @@ func javaTools(t *testing.T) (java, lib string) {
 	}
 	jars, _ := filepath.Glob(filepath.Join(lib, "kafka-tools-*.jar"))
 	if len(jars) == 0 {
-		t.Skipf("no kafka-tools jar in %s: run bash testing/kafka/kafka.sh fetch (or set KSTREAM_KAFKA_CACHE to its cache dir)", lib)
+		skip("no kafka-tools jar in %s: run bash testing/kafka/kafka.sh fetch (or set KSTREAM_KAFKA_CACHE to its cache dir)", lib)
 	}
 	return java, lib
 }
