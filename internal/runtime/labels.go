@@ -18,7 +18,11 @@ const (
 	LabelOperator    = "operator"
 )
 
-// TaskLabels returns ctx with the pprof labels of task id added.
+// TaskLabels returns ctx (nil: context.Background()) with the pprof labels of task id
+// added.
 func TaskLabels(ctx context.Context, id TaskID) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	return pprof.WithLabels(ctx, pprof.Labels(LabelTask, id.String(), LabelSubTopology, strconv.Itoa(id.SubTopology)))
 }
