@@ -45,9 +45,8 @@ func installRequestFixes(c *kfake.Cluster) {
 	})
 }
 
-// responseFix amends a response kfake built for req before it is written.
-// req is nil unless the key is in fixesNeedRequest.
-type responseFix func(fx *fixer, req kmsg.Request, resp kmsg.Response)
+// responseFix amends a response kfake built before it is written.
+type responseFix func(fx *fixer, resp kmsg.Response)
 
 // responseFixes holds the amendments by request key.
 var responseFixes = map[int16]responseFix{
@@ -76,12 +75,9 @@ var responseFixes = map[int16]responseFix{
 	int16(kmsg.DescribeGroups):        fixDescribeGroups,
 }
 
-// fixesNeedRequest lists the keys whose fix reads the request.
-var fixesNeedRequest = map[int16]bool{}
-
 // fixNullArrays replaces every nil slice in the response by an empty one,
 // so that a nullable array is encoded as an empty list, not as null.
-func fixNullArrays(_ *fixer, _ kmsg.Request, resp kmsg.Response) {
+func fixNullArrays(_ *fixer, resp kmsg.Response) {
 	fillNilSlices(reflect.ValueOf(resp))
 }
 
@@ -89,8 +85,8 @@ func fixNullArrays(_ *fixer, _ kmsg.Request, resp kmsg.Response) {
 // DYNAMIC_TOPIC_CONFIG.
 const configSourceDynamicTopic = 1
 
-func fixCreateTopics(fx *fixer, req kmsg.Request, resp kmsg.Response) {
-	fixNullArrays(fx, req, resp)
+func fixCreateTopics(fx *fixer, resp kmsg.Response) {
+	fixNullArrays(fx, resp)
 	r := resp.(*kmsg.CreateTopicsResponse)
 	for i := range r.Topics {
 		for j := range r.Topics[i].Configs {
@@ -109,7 +105,7 @@ func javaHost(h string) string {
 	return h
 }
 
-func fixDescribeGroups(_ *fixer, _ kmsg.Request, resp kmsg.Response) {
+func fixDescribeGroups(_ *fixer, resp kmsg.Response) {
 	r := resp.(*kmsg.DescribeGroupsResponse)
 	for i := range r.Groups {
 		for j := range r.Groups[i].Members {
@@ -119,7 +115,7 @@ func fixDescribeGroups(_ *fixer, _ kmsg.Request, resp kmsg.Response) {
 	}
 }
 
-func fixConsumerGroupDescribe(fx *fixer, _ kmsg.Request, resp kmsg.Response) {
+func fixConsumerGroupDescribe(fx *fixer, resp kmsg.Response) {
 	r := resp.(*kmsg.ConsumerGroupDescribeResponse)
 	var names map[[16]byte]string
 	name := func(tp *kmsg.AssignmentTopicPartition) {
@@ -249,7 +245,6 @@ type pendingReq struct {
 	corr    int32
 	key     int16
 	version int16
-	body    []byte // the whole request body (header included), for fixesNeedRequest keys
 }
 
 // compatConn follows the Kafka protocol frames on one client connection: it
@@ -266,8 +261,7 @@ type compatConn struct {
 	sizeBuf [4]byte
 	sizeN   int    // bytes of sizeBuf filled
 	left    int    // bytes of the current request body still to read
-	head    []byte // the body's first bytes (all of it when capture is set)
-	capture bool   // the current request's key is in fixesNeedRequest
+	head    []byte // the body's first bytes, up to requestHeadLen
 
 	// Write side, used only by the writing goroutine: bytes of a frame written in parts
 	// still to come.
@@ -302,20 +296,11 @@ func (c *compatConn) track(b []byte) {
 			c.sizeN = 0
 			c.left = int(binary.BigEndian.Uint32(c.sizeBuf[:]))
 			c.head = c.head[:0]
-			c.capture = false
 			continue
 		}
 		k := min(len(b), c.left)
-		chunk := b[:k]
-		if c.capture {
-			c.head = append(c.head, chunk...)
-		} else if len(c.head) < requestHeadLen {
-			w := min(requestHeadLen-len(c.head), k)
-			c.head = append(c.head, chunk[:w]...)
-			if len(c.head) == requestHeadLen && fixesNeedRequest[int16(binary.BigEndian.Uint16(c.head))] {
-				c.capture = true
-				c.head = append(c.head, chunk[w:]...)
-			}
+		if w := min(requestHeadLen-len(c.head), k); w > 0 {
+			c.head = append(c.head, b[:w]...)
 		}
 		c.left -= k
 		b = b[k:]
@@ -325,12 +310,13 @@ func (c *compatConn) track(b []byte) {
 				version: int16(binary.BigEndian.Uint16(c.head[2:])),
 				corr:    int32(binary.BigEndian.Uint32(c.head[4:])),
 			}
-			if c.capture {
-				pr.body = append([]byte(nil), c.head...)
+			// Only requests whose response is amended are noted: every one of them
+			// gets a response (an acks=0 produce, for one, does not).
+			if responseFixes[pr.key] != nil {
+				c.mu.Lock()
+				c.pending = append(c.pending, pr)
+				c.mu.Unlock()
 			}
-			c.mu.Lock()
-			c.pending = append(c.pending, pr)
-			c.mu.Unlock()
 		}
 	}
 }
@@ -340,6 +326,9 @@ func (c *compatConn) track(b []byte) {
 func (c *compatConn) popPending(corr int32) (pendingReq, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return pendingReq{}, false
+	}
 	for i, pr := range c.pending {
 		if pr.corr == corr {
 			c.pending = append(c.pending[:i], c.pending[i+1:]...)
@@ -400,11 +389,7 @@ func rewriteResponse(fx *fixer, pr pendingReq, b []byte, fix responseFix) ([]byt
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, false
 	}
-	var req kmsg.Request
-	if pr.body != nil {
-		req = decodeRequest(pr.body)
-	}
-	fix(fx, req, resp)
+	fix(fx, resp)
 	out := make([]byte, 8, len(b)+64)
 	copy(out, b[:8])
 	if flexHeader {
@@ -413,28 +398,4 @@ func rewriteResponse(fx *fixer, pr pendingReq, b []byte, fix responseFix) ([]byt
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out[:4], uint32(len(out)-4))
 	return out, true
-}
-
-// decodeRequest decodes a request body (header included); nil if it cannot.
-func decodeRequest(body []byte) kmsg.Request {
-	r := kbin.Reader{Src: body}
-	key := r.Int16()
-	version := r.Int16()
-	r.Int32() // correlation id
-	r.NullableString()
-	req := kmsg.RequestForKey(key)
-	if req == nil {
-		return nil
-	}
-	req.SetVersion(version)
-	if req.IsFlexible() {
-		kmsg.SkipTags(&r)
-	}
-	if r.Complete() != nil {
-		return nil
-	}
-	if err := req.ReadFrom(r.Src); err != nil {
-		return nil
-	}
-	return req
 }

@@ -4,7 +4,12 @@
 // The broker is built on kfake (github.com/twmb/franz-go/pkg/kfake). It speaks
 // the real Kafka wire protocol over TCP on 127.0.0.1, so any Kafka client
 // (franz-go, sarama, librdkafka/kcat, ...) can use it, and it supports produce
-// and fetch, consumer groups, transactions, compaction and retention. It is
+// and fetch, consumer groups, transactions, compaction and retention. Apache
+// Kafka's own command-line tools (kafka-topics, kafka-consumer-groups,
+// kafka-get-offsets, the console producer and consumer,
+// kafka-streams-application-reset) work against it: where kfake's answers
+// lack what the Java admin client needs, the broker amends them (see
+// docs/dev-broker.md in the repository). It is
 // not a replacement for a production cluster: there is one broker, no
 // replication, and durability is best effort.
 //
