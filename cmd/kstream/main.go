@@ -11,9 +11,7 @@
 //
 // kstream dev runs the embedded broker of package
 // github.com/kstream-go/kstream/embedded as a standalone process that any
-// Kafka client (kcat, franz-go, sarama, the Java client, Apache Kafka's
-// command-line tools such as kafka-topics and kafka-consumer-groups, ...) can
-// use:
+// Kafka client (kcat, franz-go, sarama, the Java client, ...) can use:
 //
 //	kstream dev [-addr 127.0.0.1:9092] [-data ./kstream-data] [-partitions 1] [-auto-create=true] [-log-level warn]
 //
