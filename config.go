@@ -26,6 +26,20 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, if set, authenticates with this franz-go mechanism (plain, scram, oauth, aws).
 	SASL sasl.Mechanism
+	// ProfileOperators runs each operator under the pprof label operator=<its name>, on
+	// top of the labels task=<task id> and subtopology=<n> that processing always carries,
+	// so that a CPU profile shows which operator costs what (go tool pprof -tagfocus
+	// operator=KSTREAM-MAPVALUES-0000000001, or -tags). It is off by default: switching
+	// labels on every record, twice per operator, costs a few percent of throughput on
+	// light pipelines (see bench/README.md).
+	ProfileOperators bool
+	// ClientID is the prefix of the Kafka client ids of the instance's clients, overriding
+	// the default <ApplicationID>-<process id> (the process id is a UUID, kept in StateDir
+	// when the instance has persistent stores or runs exactly-once). Each client adds its
+	// role, as Kafka Streams does: <ClientID>-StreamThread-1-consumer, -StreamThread-1-producer,
+	// -StreamThread-1-restore-consumer and <ClientID>-global-consumer. This corresponds to
+	// Kafka Streams' client.id.
+	ClientID string
 
 	// Guarantee is the processing guarantee, overriding the default AtLeastOnce. This
 	// corresponds to Kafka Streams' processing.guarantee.
@@ -357,6 +371,7 @@ func (s State) String() string { return runtime.State(s).String() }
 func (c Config) runtimeConfig() runtime.Config {
 	rc := runtime.Config{
 		ApplicationID:     c.ApplicationID,
+		ClientID:          c.ClientID,
 		Brokers:           c.Brokers,
 		ClientOpts:        append([]kgo.Opt(nil), c.ClientOptions...),
 		ConsumerOpts:      c.ConsumerOptions,

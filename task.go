@@ -1,6 +1,7 @@
 package kstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,8 @@ type handlers struct {
 	ts                TimestampExtractor
 	// eos is set under exactly-once: a task's stores then hold exactly its committed state.
 	eos bool
+	// profileOps is Config.ProfileOperators: operators run under an operator pprof label.
+	profileOps bool
 }
 
 // task is the typed processing state of one task: the instantiated operators of its
@@ -53,12 +56,19 @@ type task struct {
 	txnHooks                    []txnHook   // operators' state that follows commits and aborts
 	schedSeq                    int
 	met                         *runtime.TaskMetrics // Config.Metrics (metrics.go); nil without
+	// labels is the context of the task's pprof labels and labelCur that of the operator
+	// running, when Config.ProfileOperators is set (profile.go); nil otherwise.
+	labels, labelCur context.Context
 }
 
 func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id runtime.TaskID, backends map[string]store.Backend) (*task, error) {
 	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, extractors: map[string]TimestampExtractor{},
 		inst: map[*node]any{}, stores: map[string]any{}, streamTime: runtime.UnknownTime, savedStreamTime: runtime.UnknownTime}
 	t.met = taskMetrics(env, id)
+	if h.profileOps {
+		t.labels = runtime.TaskLabels(context.Background(), id)
+		t.labelCur = t.labels
+	}
 	for _, n := range sub {
 		for _, d := range n.stores {
 			if _, done := t.stores[d.name]; done {
@@ -93,7 +103,7 @@ func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id run
 			if n.internal {
 				topic = internalTopic(appID, topic)
 			}
-			t.sources[topic] = in.(sourceFn)
+			t.sources[topic] = labeledSource(t, n, in.(sourceFn))
 			if n.extractor != nil {
 				t.extractors[topic] = n.extractor
 			}

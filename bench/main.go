@@ -124,6 +124,9 @@ type runEnv struct {
 	group   string // consumer group / application id, fresh per run
 	logger  *slog.Logger
 
+	// profileOperators sets Config.ProfileOperators (the *-oplabels scenarios).
+	profileOperators bool
+
 	// onApp, if set, is given the app before it runs (stateful scenarios).
 	onApp func(*kstream.App)
 	// stats: the app's Stats when its Run returned (stateful scenarios).
@@ -135,6 +138,8 @@ var scenarios = []scenario{
 	{name: "passthrough", keep: keepAll, run: runPassthrough},
 	{name: "passthrough-metrics", keep: keepAll, run: runPassthroughMetrics},
 	{name: "filter-mapvalues", keep: keepFilter, run: runFilterMapValues},
+	{name: "passthrough-oplabels", keep: keepAll, run: runPassthroughOpLabels},
+	{name: "filter-mapvalues-oplabels", keep: keepFilter, run: runFilterMapValuesOpLabels},
 	{name: "count-memory", keep: keepAll, run: runCountMemory, countKeys: true, stateful: true},
 	{name: "count-pebble", keep: keepAll, run: runCountPebble, countKeys: true, stateful: true},
 	{name: "restore-pebble", after: "count-pebble", follow: runRestorePebble},

@@ -191,13 +191,33 @@ func runFilterMapValues(ctx context.Context, env *runEnv) error {
 	return runApp(ctx, b, env)
 }
 
+// runPassthroughOpLabels is runPassthrough with Config.ProfileOperators (operator pprof
+// labels switched around every operator call).
+func runPassthroughOpLabels(ctx context.Context, env *runEnv) error {
+	return withOpLabels(runPassthrough)(ctx, env)
+}
+
+// runFilterMapValuesOpLabels is runFilterMapValues with Config.ProfileOperators.
+func runFilterMapValuesOpLabels(ctx context.Context, env *runEnv) error {
+	return withOpLabels(runFilterMapValues)(ctx, env)
+}
+
+func withOpLabels(run func(context.Context, *runEnv) error) func(context.Context, *runEnv) error {
+	return func(ctx context.Context, env *runEnv) error {
+		env.profileOperators = true
+		defer func() { env.profileOperators = false }()
+		return run(ctx, env)
+	}
+}
+
 func runApp(ctx context.Context, b *kstream.Builder, env *runEnv) error {
 	app, err := kstream.New(b, kstream.Config{
-		ApplicationID:  env.group,
-		Brokers:        env.brokers,
-		CommitInterval: commitInterval, // the baseline's commit cadence, instead of the 30s default
-		CloseTimeout:   shutdownTimeout,
-		Logger:         env.logger,
+		ApplicationID:    env.group,
+		Brokers:          env.brokers,
+		CommitInterval:   commitInterval, // the baseline's commit cadence, instead of the 30s default
+		CloseTimeout:     shutdownTimeout,
+		Logger:           env.logger,
+		ProfileOperators: env.profileOperators,
 	})
 	if err != nil {
 		return err

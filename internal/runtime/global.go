@@ -103,6 +103,7 @@ func (r *Runtime) startGlobal(ctx context.Context) error {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
+		r.clientIDOpt(roleGlobalConsumer),
 	), r.clientMetrics("global", "")...)...)
 	if err != nil {
 		return fmt.Errorf("kstream: creating the consumer of the global stores: %w", err)

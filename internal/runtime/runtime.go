@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,11 @@ type Runtime struct {
 	cfg  Config
 	topo *Topology
 	log  *slog.Logger
+
+	clientID string // the prefix of the clients' ids, set by Run (clientid.go)
+	// labels is the context Run was given: its pprof labels are the loop's, which a task
+	// turn adds its own to and restores after (labels.go).
+	labels context.Context
 
 	topicSub map[string]int // source topic -> sub-topology
 
@@ -142,6 +148,8 @@ type taskRun struct {
 	// met and tracer are set with Config.Metrics and Config.Tracer (metrics.go).
 	met    *TaskMetrics
 	tracer *kotel.Tracer
+	// labels carries the task's pprof labels (labels.go), base those of the loop.
+	labels, base context.Context
 }
 
 type partPos struct {
@@ -216,6 +224,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		topo:       topo,
 		log:        cfg.Logger,
 		topicSub:   map[string]int{},
+		labels:     context.Background(),
 		tasks:      map[TaskID]*taskRun{},
 		parts:      map[topicPartition]*taskRun{},
 		internal:   map[string]bool{},
@@ -298,6 +307,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.prodCtx, r.prodCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.prodCancel()
 	r.restoreCtx = runCtx
+	r.labels = ctx
 	if r.met != nil {
 		if err := r.met.register(); err != nil {
 			r.fail(err)
@@ -321,6 +331,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		}
 	}()
 
+	if err := r.initClientID(); err != nil {
+		r.fail(err)
+		r.setState(StateError)
+		return err
+	}
 	if err := r.openProducer(); err != nil {
 		r.fail(err)
 		r.setState(StateError)
@@ -401,6 +416,7 @@ func (r *Runtime) openProducer() error {
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
+		r.clientIDOpt(roleProducer),
 	)
 	opts = append(opts, r.clientMetrics("producer", "")...)
 	opts = append(opts, r.cfg.ProducerOpts...)
@@ -446,6 +462,7 @@ func (r *Runtime) openConsumer() error {
 		// last fetched record is the consumer's, which the lag of a partition needs (lag.go);
 		// processLocked drops them.
 		kgo.KeepControlRecords(),
+		r.clientIDOpt(roleConsumer),
 	)
 	if r.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(r.cfg.SessionTimeout))
@@ -796,6 +813,8 @@ func (r *Runtime) turnBudget() time.Duration {
 // t.ready stays set: see wakeLocked), then runs its wall-clock punctuators that are due.
 // The group was ready (or not) at now when the task was picked.
 func (t *taskRun) run(now time.Time, budget time.Duration) error {
+	pprof.SetGoroutineLabels(t.labels)
+	defer pprof.SetGoroutineLabels(t.base)
 	for n := 1; t.ready; n++ {
 		if n%32 == 0 && time.Since(now) > budget {
 			break
@@ -1066,7 +1085,8 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			t := r.tasks[id]
 			if t == nil {
 				st := r.topo.SubTopologies[sub]
-				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}, met: r.TaskMetrics(id), tracer: r.cfg.Tracer}
+				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}, met: r.TaskMetrics(id), tracer: r.cfg.Tracer,
+					labels: TaskLabels(r.labels, id), base: r.labels}
 				t.group = NewPartitionGroup(r.groupConfig(t))
 				r.tasks[id] = t
 				created = append(created, id.String())

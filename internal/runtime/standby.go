@@ -155,6 +155,7 @@ func (s *standbys) add(id TaskID) error {
 			// A partition added while a fetch waits for data joins the next fetch: a
 			// short wait keeps a new standby from starting seconds late.
 			kgo.FetchMaxWait(500*time.Millisecond),
+			s.r.clientIDOpt(roleRestoreConsumer),
 		), s.r.clientMetrics("standby", "")...)...)
 		if err != nil {
 			return fmt.Errorf("kstream: creating the standby consumer: %w", err)

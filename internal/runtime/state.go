@@ -435,6 +435,7 @@ func (r *Runtime) restore(ctx context.Context, id TaskID, db store.DB, ls *logge
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
+		r.clientIDOpt(roleRestoreConsumer),
 	), r.clientMetrics("restore", fmt.Sprintf("%s-%d", ls.spec.Name, p))...)...)
 	if err != nil {
 		return fmt.Errorf("kstream: creating the restore consumer of %q: %w", topic, err)

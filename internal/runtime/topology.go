@@ -200,7 +200,10 @@ type Decision struct {
 
 // Config is what the runtime needs besides the topology.
 type Config struct {
-	ApplicationID     string
+	ApplicationID string
+	// ClientID is the prefix of the Kafka client ids (clientid.go); empty means
+	// <ApplicationID>-<process id>, as Kafka Streams' client.id default.
+	ClientID          string
 	Brokers           []string
 	ClientOpts        []kgo.Opt // applied to every client (TLS, SASL, dialer, ...)
 	ConsumerOpts      []kgo.Opt
