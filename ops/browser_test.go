@@ -19,15 +19,20 @@ import (
 )
 
 // chromium returns the path of the Chromium binary to drive: $KSTREAM_CHROMIUM, or
-// /usr/bin/chromium (Debian's chromium package). It skips the test when there is none.
+// /usr/bin/chromium (Debian's chromium package). It skips the test when there is none, or
+// fails it if KSTREAM_TEST_BROWSER=required (as .ci/run sets, after installing chromium).
 func chromium(t *testing.T) string {
 	t.Helper()
+	skip := t.Skipf
+	if os.Getenv("KSTREAM_TEST_BROWSER") == "required" {
+		skip = t.Fatalf
+	}
 	path := os.Getenv("KSTREAM_CHROMIUM")
 	if path == "" {
 		path = "/usr/bin/chromium"
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no Chromium at %s (%v): install Debian's chromium package, or set KSTREAM_CHROMIUM to a Chromium or Chrome binary, to run the browser test", path, err)
+		skip("no Chromium at %s (%v): install Debian's chromium package, or set KSTREAM_CHROMIUM to a Chromium or Chrome binary, to run the browser test", path, err)
 	}
 	return path
 }
