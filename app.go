@@ -78,6 +78,7 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	h := &handlers{deser: cfg.DeserializationErrorHandler, proc: cfg.ProcessingErrorHandler, prod: cfg.ProductionErrorHandler}
 	h.ts = cfg.DefaultTimestampExtractor
 	h.eos = cfg.Guarantee == ExactlyOnce
+	h.profileOps = cfg.ProfileOperators
 	if h.ts == nil {
 		h.ts = FailOnInvalidTimestamp{}
 	}

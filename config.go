@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures an application instance. Only ApplicationID and Brokers are required;
@@ -23,6 +26,20 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, if set, authenticates with this franz-go mechanism (plain, scram, oauth, aws).
 	SASL sasl.Mechanism
+	// ProfileOperators runs each operator under the pprof label operator=<its name>, on
+	// top of the labels task=<task id> and subtopology=<n> that processing always carries,
+	// so that a CPU profile shows which operator costs what (go tool pprof -tagfocus
+	// operator=KSTREAM-MAPVALUES-0000000001, or -tags). It is off by default: switching
+	// labels on every record, twice per operator, costs a few percent of throughput on
+	// light pipelines (see bench/README.md).
+	ProfileOperators bool
+	// ClientID is the prefix of the Kafka client ids of the instance's clients, overriding
+	// the default <ApplicationID>-<process id> (the process id is a UUID, kept in StateDir
+	// when the instance has persistent stores or runs exactly-once). Each client adds its
+	// role, as Kafka Streams does: <ClientID>-StreamThread-1-consumer, -StreamThread-1-producer,
+	// -StreamThread-1-restore-consumer and <ClientID>-global-consumer. This corresponds to
+	// Kafka Streams' client.id.
+	ClientID string
 
 	// Guarantee is the processing guarantee, overriding the default AtLeastOnce. This
 	// corresponds to Kafka Streams' processing.guarantee.
@@ -99,6 +116,14 @@ type Config struct {
 	// waits for as long as the condition lasts, logging at warn what it waits for. This
 	// plays the part of Kafka Streams' task.timeout.ms.
 	GiveUpAfter time.Duration
+	// StallTimeout bounds how long a turn of the poll loop may outlast its poll's own wait
+	// (at most CommitInterval) before [App.Health] reports the instance not live: a
+	// processor stuck in a call, a commit that never returns. Zero means CloseTimeout plus
+	// RebalanceTimeout (60s when unset), at least 60s: a commit waits at most a close
+	// timeout, and a member that does not come back to its loop within the rebalance
+	// timeout drops out of the group anyway. Kafka Streams has no liveness probe; its
+	// nearest bound is max.poll.interval.ms.
+	StallTimeout time.Duration
 
 	// RestoreListener, if set, is told when a store's restoration from its changelog starts,
 	// progresses and ends, and likewise for each partition of a global table's topic while
@@ -149,6 +174,22 @@ type Config struct {
 	ClientOptions   []kgo.Opt
 	ConsumerOptions []kgo.Opt
 	ProducerOptions []kgo.Opt
+
+	// Metrics, if set, receives the instance's metrics (docs/metrics.md), the Kafka
+	// clients' included (franz-go's kprom), each labeled application_id; nil has none and
+	// costs nothing. Nothing is registered globally: serve the registry with promhttp. The
+	// metrics are registered when Run starts and unregistered when it returns; two
+	// instances of one application in one process need a registry each (or one wrapped
+	// with prometheus.WrapRegistererWith and an instance label), else the second fails to
+	// start. This plays the part of Kafka Streams' metrics.reporters with JMX.
+	Metrics prometheus.Registerer
+	// TracerProvider, if set, traces processing with OpenTelemetry through franz-go's kotel
+	// plugin: a span per processed record, a child of the span its headers carry (its
+	// producer's), and the records it produces carry the process span in their headers
+	// (see tracing.go). TracePropagator carries span contexts in headers, overriding the
+	// default W3C trace context and baggage.
+	TracerProvider  trace.TracerProvider
+	TracePropagator propagation.TextMapPropagator
 }
 
 // RestoreListener observes the restoration of stores from their changelogs, and the
@@ -330,6 +371,7 @@ func (s State) String() string { return runtime.State(s).String() }
 func (c Config) runtimeConfig() runtime.Config {
 	rc := runtime.Config{
 		ApplicationID:     c.ApplicationID,
+		ClientID:          c.ClientID,
 		Brokers:           c.Brokers,
 		ClientOpts:        append([]kgo.Opt(nil), c.ClientOptions...),
 		ConsumerOpts:      c.ConsumerOptions,
@@ -356,6 +398,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
 	rc.TransactionTimeout = c.TransactionTimeout
+	rc.StallTimeout = c.StallTimeout
 	if c.StateListener != nil {
 		l := c.StateListener
 		rc.OnState = func(old, new runtime.State) { l(State(old), State(new)) }
@@ -366,6 +409,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	if rc.ReplicationFactor == 0 {
 		rc.ReplicationFactor = -1
 	}
+	c.observability(&rc)
 	if c.TLS != nil {
 		rc.ClientOpts = append([]kgo.Opt{kgo.DialTLSConfig(c.TLS)}, rc.ClientOpts...)
 	}

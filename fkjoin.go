@@ -535,6 +535,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			if (cur == nil) != (resp.hash == nil) || (cur != nil && *cur != *resp.hash) {
 				// A stale response: the left row changed after it subscribed.
 				t.env.RecordDropped()
+				t.droppedFor(dropStaleResponse)
 				t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
 				if leftJoin {
 					// Every left update of the left join is answered: the current

@@ -139,7 +139,7 @@ func childInputs[K, V any](t *task, n *node) (*procContext[K, V], error) {
 		if !ok {
 			return nil, fmt.Errorf("kstream: internal error: operator %s cannot take the output of %s", ch.name, n.name)
 		}
-		c.children = append(c.children, f)
+		c.children = append(c.children, labeled(t, ch, f))
 		c.names = append(c.names, ch.name)
 	}
 	return c, nil

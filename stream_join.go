@@ -379,6 +379,7 @@ func joinPut[K, V any](t *task, n *node, st *store.WindowStore[K, V], r Record[K
 	}
 	if st.DroppedExpired() != before {
 		t.env.RecordDropped()
+		t.droppedFor(dropExpiredWindow)
 		attrs := []any{"operator", n.name, "task", t.id.String(), "timestamp", unixMs(r.Timestamp), "store", st.Name()}
 		if c := t.cur; c != nil {
 			attrs = append(attrs, "topic", c.Topic, "partition", c.Partition, "offset", c.Offset)

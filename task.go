@@ -1,6 +1,7 @@
 package kstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,8 @@ type handlers struct {
 	ts                TimestampExtractor
 	// eos is set under exactly-once: a task's stores then hold exactly its committed state.
 	eos bool
+	// profileOps is Config.ProfileOperators: operators run under an operator pprof label.
+	profileOps bool
 }
 
 // task is the typed processing state of one task: the instantiated operators of its
@@ -52,11 +55,20 @@ type task struct {
 	scheds                      []*schedule // punctuation schedules (punctuate.go)
 	txnHooks                    []txnHook   // operators' state that follows commits and aborts
 	schedSeq                    int
+	met                         *runtime.TaskMetrics // Config.Metrics (metrics.go); nil without
+	// labels is the context of the task's pprof labels and labelCur that of the operator
+	// running, when Config.ProfileOperators is set (profile.go); nil otherwise.
+	labels, labelCur context.Context
 }
 
 func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id runtime.TaskID, backends map[string]store.Backend) (*task, error) {
 	t := &task{id: id, appID: appID, env: env, log: env.Logger(), h: h, sources: map[string]sourceFn{}, extractors: map[string]TimestampExtractor{},
 		inst: map[*node]any{}, stores: map[string]any{}, streamTime: runtime.UnknownTime, savedStreamTime: runtime.UnknownTime}
+	t.met = taskMetrics(env, id)
+	if h.profileOps {
+		t.labels = runtime.TaskLabels(context.Background(), id)
+		t.labelCur = t.labels
+	}
 	for _, n := range sub {
 		for _, d := range n.stores {
 			if _, done := t.stores[d.name]; done {
@@ -91,7 +103,7 @@ func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id run
 			if n.internal {
 				topic = internalTopic(appID, topic)
 			}
-			t.sources[topic] = in.(sourceFn)
+			t.sources[topic] = labeledSource(t, n, in.(sourceFn))
 			if n.extractor != nil {
 				t.extractors[topic] = n.extractor
 			}
@@ -169,6 +181,9 @@ func (t *task) errorContext(kind ErrorKind, n *node, err error) ErrorContext {
 // more in the dropped-records count ([Stats].DroppedRecords).
 func (t *task) dropRecord(n *node, why string) {
 	t.env.RecordDropped()
+	if t.met != nil {
+		t.met.Dropped(dropReason(why))
+	}
 	attrs := []any{"operator", n.name, "task", t.id.String()}
 	if r := t.cur; r != nil {
 		attrs = append(attrs, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
@@ -199,9 +214,11 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 	switch resp.action {
 	case 1:
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; skipping", ec.logAttrs()...)
+		t.skipped(ec.Kind, false)
 	case 2:
+		t.skipped(ec.Kind, true)
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; writing the record to the dead-letter topic", append(ec.logAttrs(), "dead_letter_topic", resp.deadLetter)...)
-		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur})
+		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur, DeadLetter: true})
 	default:
 		t.fatal = &RecordError{Kind: ec.Kind, Topic: ec.Topic, Partition: ec.Partition, Offset: ec.Offset, Operator: ec.Operator, Err: ec.Err}
 		if ec.SinkTopic != "" {

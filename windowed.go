@@ -234,6 +234,7 @@ func windowGetter[K, V any](name string) func(t *task) (valueGetter[serde.Window
 // more in the dropped-records count, as Kafka Streams' logSkippedRecordForExpiredWindow.
 func (t *task) lateRecord(n *node, ts, start, end, closeTime int64) {
 	t.env.RecordDropped()
+	t.droppedFor(dropExpiredWindow)
 	attrs := []any{"operator", n.name, "task", t.id.String(), "timestamp", ts, "window_start", start, "window_end", end, "close_time", closeTime}
 	if r := t.cur; r != nil {
 		attrs = append(attrs, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)

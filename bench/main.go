@@ -124,6 +124,9 @@ type runEnv struct {
 	group   string // consumer group / application id, fresh per run
 	logger  *slog.Logger
 
+	// profileOperators sets Config.ProfileOperators (the *-oplabels scenarios).
+	profileOperators bool
+
 	// onApp, if set, is given the app before it runs (stateful scenarios).
 	onApp func(*kstream.App)
 	// stats: the app's Stats when its Run returned (stateful scenarios).
@@ -133,7 +136,10 @@ type runEnv struct {
 var scenarios = []scenario{
 	{name: "baseline", keep: keepAll, run: runBaseline},
 	{name: "passthrough", keep: keepAll, run: runPassthrough},
+	{name: "passthrough-metrics", keep: keepAll, run: runPassthroughMetrics},
 	{name: "filter-mapvalues", keep: keepFilter, run: runFilterMapValues},
+	{name: "passthrough-oplabels", keep: keepAll, run: runPassthroughOpLabels},
+	{name: "filter-mapvalues-oplabels", keep: keepFilter, run: runFilterMapValuesOpLabels},
 	{name: "count-memory", keep: keepAll, run: runCountMemory, countKeys: true, stateful: true},
 	{name: "count-pebble", keep: keepAll, run: runCountPebble, countKeys: true, stateful: true},
 	{name: "restore-pebble", after: "count-pebble", follow: runRestorePebble},
@@ -162,6 +168,8 @@ const (
 	targetWindowVsCountPebble = 0.8
 	// the joins (issue 12) against count-pebble in the same run, in input records/s
 	targetJoinVsCountPebble = 0.5
+	// the passthrough with Config.Metrics (issue 14) against the passthrough in the same run
+	targetMetricsVsPassthrough = 0.95
 )
 
 // windowScenarios are judged against count-pebble (targetWindowVsCountPebble).
@@ -806,6 +814,14 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				r := cp.median.seconds / m.seconds
 				target += fmt.Sprintf(": %.2fx %s (best %.2fx, CPU s %.2fx)", r, metOrMissed(r >= targetQueriesVsCountPebble),
 					cp.best.seconds/sm.best.seconds, cp.median.cpuSeconds/m.cpuSeconds)
+			}
+		}
+		if s.name == "passthrough-metrics" {
+			target = fmt.Sprintf(">= %.2fx pass", targetMetricsVsPassthrough)
+			if havePass {
+				r := pass.median.seconds / m.seconds
+				target += fmt.Sprintf(": %.3fx %s (best %.3fx, CPU s %.3fx)", r, metOrMissed(r >= targetMetricsVsPassthrough),
+					pass.best.seconds/sm.best.seconds, pass.median.cpuSeconds/m.cpuSeconds)
 			}
 		}
 		if s.name == "cogroup-pebble" {

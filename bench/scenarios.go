@@ -9,6 +9,7 @@ import (
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -143,6 +144,43 @@ func runPassthrough(ctx context.Context, env *runEnv) error {
 	return runApp(ctx, b, env)
 }
 
+// runPassthroughMetrics is runPassthrough with Config.Metrics: a registry that is gathered
+// every second, as a Prometheus server scraping the app would.
+func runPassthroughMetrics(ctx context.Context, env *runEnv) error {
+	b := kstream.NewBuilder()
+	kstream.Stream(b, env.in, serde.Bytes(), serde.Bytes()).
+		To(env.out, serde.Bytes(), serde.Bytes())
+	reg := prometheus.NewRegistry()
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+				if _, err := reg.Gather(); err != nil {
+					env.logger.Warn("bench: gathering metrics", "err", err)
+				}
+			}
+		}
+	}()
+	app, err := kstream.New(b, kstream.Config{
+		ApplicationID:  env.group,
+		Brokers:        env.brokers,
+		CommitInterval: commitInterval,
+		CloseTimeout:   shutdownTimeout,
+		Logger:         env.logger,
+		Metrics:        reg,
+	})
+	if err != nil {
+		return err
+	}
+	return app.Run(ctx)
+}
+
 // runFilterMapValues is Stream -> Filter(first byte != 0) -> MapValues(flipLast) -> To.
 func runFilterMapValues(ctx context.Context, env *runEnv) error {
 	b := kstream.NewBuilder()
@@ -153,13 +191,33 @@ func runFilterMapValues(ctx context.Context, env *runEnv) error {
 	return runApp(ctx, b, env)
 }
 
+// runPassthroughOpLabels is runPassthrough with Config.ProfileOperators (operator pprof
+// labels switched around every operator call).
+func runPassthroughOpLabels(ctx context.Context, env *runEnv) error {
+	return withOpLabels(runPassthrough)(ctx, env)
+}
+
+// runFilterMapValuesOpLabels is runFilterMapValues with Config.ProfileOperators.
+func runFilterMapValuesOpLabels(ctx context.Context, env *runEnv) error {
+	return withOpLabels(runFilterMapValues)(ctx, env)
+}
+
+func withOpLabels(run func(context.Context, *runEnv) error) func(context.Context, *runEnv) error {
+	return func(ctx context.Context, env *runEnv) error {
+		env.profileOperators = true
+		defer func() { env.profileOperators = false }()
+		return run(ctx, env)
+	}
+}
+
 func runApp(ctx context.Context, b *kstream.Builder, env *runEnv) error {
 	app, err := kstream.New(b, kstream.Config{
-		ApplicationID:  env.group,
-		Brokers:        env.brokers,
-		CommitInterval: commitInterval, // the baseline's commit cadence, instead of the 30s default
-		CloseTimeout:   shutdownTimeout,
-		Logger:         env.logger,
+		ApplicationID:    env.group,
+		Brokers:          env.brokers,
+		CommitInterval:   commitInterval, // the baseline's commit cadence, instead of the 30s default
+		CloseTimeout:     shutdownTimeout,
+		Logger:           env.logger,
+		ProfileOperators: env.profileOperators,
 	})
 	if err != nil {
 		return err

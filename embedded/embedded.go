@@ -4,7 +4,12 @@
 // The broker is built on kfake (github.com/twmb/franz-go/pkg/kfake). It speaks
 // the real Kafka wire protocol over TCP on 127.0.0.1, so any Kafka client
 // (franz-go, sarama, librdkafka/kcat, ...) can use it, and it supports produce
-// and fetch, consumer groups, transactions, compaction and retention. It is
+// and fetch, consumer groups, transactions, compaction and retention. Apache
+// Kafka's own command-line tools (kafka-topics, kafka-consumer-groups,
+// kafka-get-offsets, the console producer and consumer,
+// kafka-streams-application-reset) work against it: where kfake's answers
+// lack what the Java admin client needs, the broker amends them (see
+// docs/dev-broker.md in the repository). It is
 // not a replacement for a production cluster: there is one broker, no
 // replication, and durability is best effort.
 //
@@ -259,7 +264,9 @@ func Start(opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("embedded: start broker on 127.0.0.1:%d: %w", cfg.port, err)
 	}
 	b.cluster = cluster
+	installRequestFixes(cluster)
 	b.addr = b.conns.firstAddr()
+	b.conns.fx.setAddr(b.addr)
 
 	// kfake applies seed topics only to a fresh data directory; when it
 	// reloaded persisted state, create any seeded topic that is missing.
@@ -318,6 +325,7 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.conns.fx.close()
 	// With a data dir, kfake's Close runs the final save on its run loop and
 	// returns when it is done; without one it only signals the loop.
 	b.cluster.Close()
@@ -422,10 +430,11 @@ type connTracker struct {
 	lns     []*trackedListener
 	open    int
 	changed chan struct{} // closed and replaced whenever open or a listener changes
+	fx      *fixer        // the compatibility fixes' shared state (compat.go)
 }
 
 func newConnTracker() *connTracker {
-	return &connTracker{changed: make(chan struct{})}
+	return &connTracker{changed: make(chan struct{}), fx: new(fixer)}
 }
 
 // listen is the kfake.ListenFn.
@@ -498,7 +507,7 @@ func (l *trackedListener) Accept() (net.Conn, error) {
 		return nil, net.ErrClosed
 	}
 	l.t.open++
-	return &trackedConn{Conn: c, t: l.t}, nil
+	return &trackedConn{Conn: newCompatConn(c, l.t.fx), t: l.t}, nil
 }
 
 func (l *trackedListener) Close() error {

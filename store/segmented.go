@@ -187,7 +187,7 @@ func (s *segmented) errorf(format string, args ...any) error {
 
 // discardGen returns the backend's discard count (0 for a backend that cannot discard).
 func (s *segmented) discardGen() uint64 {
-	if d, ok := s.b.(discardCounter); ok {
+	if d, ok := unwrap(s.b).(discardCounter); ok {
 		return d.discardCount()
 	}
 	return 0
@@ -565,7 +565,7 @@ func (s *segmented) setMeta(name string, v int64) error {
 // the entry. A window store fetches the window of a key that the key's first record of a
 // new window creates this way without a read of the storage engine. nil otherwise.
 func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
-	buf, ok := s.b.(*Buffer)
+	buf, ok := unwrap(s.b).(*Buffer)
 	if !ok {
 		return nil, nil
 	}

@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -131,11 +129,10 @@ func processID(dir string) (string, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("kstream: reading %s: %w", path, err)
 	}
-	var raw [8]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("kstream: making a process id: %w", err)
+	id, err := newProcessUUID()
+	if err != nil {
+		return "", err
 	}
-	id := hex.EncodeToString(raw[:])
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("kstream: writing %s: %w", tmp, err)

@@ -97,13 +97,14 @@ func (r *Runtime) startGlobal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(r.clientOpts(
+	cl, err := kgo.NewClient(append(r.clientOpts(
 		kgo.ConsumePartitions(offsets),
 		kgo.KeepControlRecords(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
-	)...)
+		r.clientIDOpt(roleGlobalConsumer),
+	), r.clientMetrics("global", "")...)...)
 	if err != nil {
 		return fmt.Errorf("kstream: creating the consumer of the global stores: %w", err)
 	}
@@ -442,6 +443,9 @@ func (r *Runtime) applyGlobal(fetches kgo.Fetches, g *globalRunner, booting bool
 					r.log.Debug("kstream: skipping a record with a null key in a global topic", attrs...)
 				} else {
 					r.RecordDropped()
+					if r.met != nil {
+						r.met.globalDropped.Add(1)
+					}
 					r.log.Warn("kstream: skipping a record with a null key in a global topic", attrs...)
 				}
 			}

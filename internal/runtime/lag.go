@@ -67,6 +67,9 @@ func (r *Runtime) noteFetch(pos *partPos, p kgo.FetchPartition, now time.Time) {
 	}
 	pos.fetched, pos.fetchedTo, pos.end, pos.fetchedAt = true, last.Offset+1, end, now
 	pos.probe, pos.waitSince = nil, time.Time{}
+	if pos.met != nil {
+		pos.met.noteFetch(pos, p.Records)
+	}
 }
 
 // lagOf is what is known of the lag of the empty partition tp of task t (see
@@ -181,6 +184,10 @@ func (r *Runtime) forgetLagsLocked() {
 	for _, t := range r.tasks {
 		for _, pos := range t.parts {
 			pos.fetched, pos.probe, pos.waitSince = false, nil, time.Time{}
+			if pos.met != nil {
+				pos.met.end.Store(-1) // known again from the next fetch
+				pos.met.pos.Store(-1)
+			}
 		}
 	}
 }
@@ -198,11 +205,18 @@ func (r *Runtime) punctuatedLocked() bool {
 // committedLocked tells the tasks that what they did is committed: their stream times,
 // partition times and punctuation schedules are those an aborted transaction goes back to.
 func (r *Runtime) committedLocked() {
+	var now time.Time
+	if r.met != nil {
+		now = time.Now()
+	}
 	for _, t := range r.tasks {
 		t.punctuated = false
 		if t.task != nil {
 			t.task.Committed()
 			t.group.Save()
+			if r.met != nil {
+				r.met.sized(t, now)
+			}
 		}
 	}
 }

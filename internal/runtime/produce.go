@@ -119,6 +119,9 @@ func (r *Runtime) replayed(o *OutRecord) bool {
 		r.log.Warn("kstream: replaying a record that failed in the aborted transaction: writing it to the dead-letter topic", "topic", o.Record.Topic, "dead_letter_topic", d.DeadLetterTopic, "source_topic", o.Source.Topic, "source_partition", o.Source.Partition, "source_offset", o.Source.Offset)
 		if r.cfg.DeadLetter != nil {
 			if dl := r.cfg.DeadLetter(d.DeadLetterTopic, f); dl != nil {
+				if r.met != nil {
+					r.met.deadLetter("production")
+				}
 				r.producer.TryProduce(r.prodCtx, dl, r.onDeadLetterProduced)
 			}
 		}
@@ -160,6 +163,7 @@ func (r *Runtime) failedInTxn(f ProduceFailure) {
 // left to put the record.
 func (r *Runtime) onDeadLetterProduced(dl *kgo.Record, err error) {
 	if err == nil {
+		r.noteDeadLetter(dl)
 		return
 	}
 	if r.sess != nil && fencedProducer(err) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/plugin/kotel"
 )
 
 // Runtime runs one application instance: one group member, its tasks, one producer.
@@ -24,6 +26,11 @@ type Runtime struct {
 	cfg  Config
 	topo *Topology
 	log  *slog.Logger
+
+	clientID string // the prefix of the clients' ids, set by Run (clientid.go)
+	// labels is the context Run was given: its pprof labels are the loop's, which a task
+	// turn adds its own to and restores after (labels.go).
+	labels context.Context
 
 	topicSub map[string]int // source topic -> sub-topology
 
@@ -109,6 +116,9 @@ type Runtime struct {
 	// Interactive queries (query.go).
 	query  queryRuntime
 	qindex queryIndex
+
+	met *metrics // Config.Metrics (metrics.go); nil without
+	ops opsState // Status and Health (status.go)
 }
 
 type topicPartition struct {
@@ -133,6 +143,13 @@ type taskRun struct {
 	ready    bool
 	idleWake time.Time
 	lagWait  bool
+	// processed counts the records the task processed (Status).
+	processed int64
+	// met and tracer are set with Config.Metrics and Config.Tracer (metrics.go).
+	met    *TaskMetrics
+	tracer *kotel.Tracer
+	// labels carries the task's pprof labels (labels.go), base those of the loop.
+	labels, base context.Context
 }
 
 type partPos struct {
@@ -159,6 +176,7 @@ type partPos struct {
 	waitSince time.Time // since when the task waits for this partition's lag
 	// staleNoted is the time of the lag last logged as stale (noteStale).
 	staleNoted time.Time
+	met        *partMetrics // Config.Metrics: the partition's lag (metrics.go); nil without
 }
 
 // newPartPos is the position of a partition just assigned.
@@ -206,6 +224,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		topo:       topo,
 		log:        cfg.Logger,
 		topicSub:   map[string]int{},
+		labels:     context.Background(),
 		tasks:      map[TaskID]*taskRun{},
 		parts:      map[topicPartition]*taskRun{},
 		internal:   map[string]bool{},
@@ -216,6 +235,9 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	r.standby = newStandbys(r)
 	r.qindex = newQueryIndex(topo)
+	if cfg.Metrics != nil {
+		r.met = newMetrics(r, cfg.Metrics)
+	}
 	for _, st := range topo.SubTopologies {
 		for _, spec := range st.Stores {
 			if spec.Changelog != "" && !spec.SourceTopic {
@@ -285,6 +307,15 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.prodCtx, r.prodCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer r.prodCancel()
 	r.restoreCtx = runCtx
+	r.labels = ctx
+	if r.met != nil {
+		if err := r.met.register(); err != nil {
+			r.fail(err)
+			r.setState(StateError)
+			return err
+		}
+		defer r.met.unregister()
+	}
 
 	// Claim the state directory before anything else (statedir.go); released last, after
 	// the stores close.
@@ -300,12 +331,19 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		}
 	}()
 
+	if err := r.initClientID(); err != nil {
+		r.fail(err)
+		r.setState(StateError)
+		return err
+	}
 	if err := r.openProducer(); err != nil {
 		r.fail(err)
 		r.setState(StateError)
 		return err
 	}
 	defer r.producer.Close()
+	// Status's end-offset questions (status.go) end before the admin client closes.
+	defer r.ops.stopProbes()
 	defer r.bg.Wait() // before the producer (and its admin client) closes
 	defer func() {
 		if cerr := r.stores.close(); cerr != nil && err == nil {
@@ -378,7 +416,9 @@ func (r *Runtime) openProducer() error {
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
+		r.clientIDOpt(roleProducer),
 	)
+	opts = append(opts, r.clientMetrics("producer", "")...)
 	opts = append(opts, r.cfg.ProducerOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -422,6 +462,7 @@ func (r *Runtime) openConsumer() error {
 		// last fetched record is the consumer's, which the lag of a partition needs (lag.go);
 		// processLocked drops them.
 		kgo.KeepControlRecords(),
+		r.clientIDOpt(roleConsumer),
 	)
 	if r.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(r.cfg.SessionTimeout))
@@ -432,6 +473,8 @@ func (r *Runtime) openConsumer() error {
 	if r.cfg.RebalanceTimeout > 0 {
 		opts = append(opts, kgo.RebalanceTimeout(r.cfg.RebalanceTimeout))
 	}
+	opts = append(opts, r.clientMetrics("consumer", "")...)
+	opts = append(opts, r.traceOpts()...)
 	opts = append(opts, r.cfg.ConsumerOpts...)
 	if r.cfg.ExactlyOnce {
 		return r.openSession(opts)
@@ -510,6 +553,7 @@ func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]
 // only for failures of the loop itself.
 func (r *Runtime) loop(ctx context.Context) error {
 	lastCommit := time.Now()
+	defer r.ops.loopEnded()
 	for {
 		// Wake up when the next commit is due even if no record arrives, so that an idle
 		// instance still commits what it processed; and when a task must be looked at again
@@ -518,9 +562,17 @@ func (r *Runtime) loop(ctx context.Context) error {
 		if !r.wake.IsZero() {
 			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
 		}
+		r.ops.turn(wait) // Health: a loop that stops turning is not live (status.go)
 		pctx, cancel := context.WithTimeout(ctx, wait)
+		var polled time.Time
+		if r.met != nil {
+			polled = time.Now()
+		}
 		fetches := r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
 		cancel()
+		if r.met != nil {
+			r.met.polled(time.Since(polled), fetches.NumRecords())
+		}
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			r.consumer.AllowRebalance()
 			return nil
@@ -737,6 +789,7 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 	}
 	r.flowControlLocked()
 	r.wake = r.wakeLocked(now)
+	r.publishStatusLocked(now)
 }
 
 func isControl(r *kgo.Record) bool { return r.Attrs.IsControl() }
@@ -760,6 +813,8 @@ func (r *Runtime) turnBudget() time.Duration {
 // t.ready stays set: see wakeLocked), then runs its wall-clock punctuators that are due.
 // The group was ready (or not) at now when the task was picked.
 func (t *taskRun) run(now time.Time, budget time.Duration) error {
+	pprof.SetGoroutineLabels(t.labels)
+	defer pprof.SetGoroutineLabels(t.base)
 	for n := 1; t.ready; n++ {
 		if n%32 == 0 && time.Since(now) > budget {
 			break
@@ -771,18 +826,30 @@ func (t *taskRun) run(now time.Time, budget time.Duration) error {
 		if rec == nil {
 			break
 		}
-		if err := t.task.Process(rec, ts); err != nil {
+		if err := t.process(rec, ts, now); err != nil {
 			return err
 		}
 		pos := t.parts[topicPartition{rec.Topic, rec.Partition}]
 		pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 		pos.count++
+		if pos.met != nil {
+			pos.met.pos.Store(pos.next)
+		}
+		t.processed++
 		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
 	}
 	if due(t.task.NextPunctuation(), now) {
+		var began time.Time
+		if t.met != nil {
+			began = time.Now()
+		}
 		ran, err := t.task.Punctuate(now)
 		if err != nil {
 			return err
+		}
+		if ran && t.met != nil {
+			t.met.m.punctuations.Add(1)
+			t.met.m.punctLatency.Observe(time.Since(began).Seconds())
 		}
 		t.punctuated = t.punctuated || ran
 	}
@@ -1018,7 +1085,8 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			t := r.tasks[id]
 			if t == nil {
 				st := r.topo.SubTopologies[sub]
-				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}}
+				t = &taskRun{id: id, parts: map[topicPartition]*partPos{}, met: r.TaskMetrics(id), tracer: r.cfg.Tracer,
+					labels: TaskLabels(r.labels, id), base: r.labels}
 				t.group = NewPartitionGroup(r.groupConfig(t))
 				r.tasks[id] = t
 				created = append(created, id.String())
@@ -1040,6 +1108,9 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			}
 			tp := topicPartition{topic, p}
 			t.parts[tp] = newPartPos()
+			if r.met != nil {
+				t.parts[tp].met = r.met.partition(id, tp)
+			}
 			t.group.AddPartition(topic, p)
 			r.parts[tp] = t
 		}
@@ -1098,6 +1169,9 @@ func (r *Runtime) startTask(t *taskRun, cl *kgo.Client) {
 	backends := make(map[string]store.Backend, len(ls))
 	for name, s := range ls {
 		backends[name] = s.Backend()
+		if r.met != nil {
+			backends[name] = &meteredBackend{b: backends[name], m: r.met.store(t.id, name)}
+		}
 	}
 	task, err := st.NewTask(r, t.id, backends)
 	if err != nil {
@@ -1242,6 +1316,9 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 				// with a later assignment.
 				r.unpause[tp.topic] = append(r.unpause[tp.topic], tp.partition)
 			}
+			if pos := t.parts[tp]; pos.met != nil {
+				r.met.dropPartition(tp, pos.met)
+			}
 			delete(r.parts, tp)
 			delete(t.parts, tp)
 			t.group.RemovePartition(tp.topic, tp.partition)
@@ -1251,6 +1328,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 				} else if err := t.task.Close(); err != nil {
 					r.log.Warn("kstream: closing task", "task", t.id.String(), "err", err)
 				}
+				r.taskClosedLocked(t)
 				delete(r.tasks, t.id)
 				closed = append(closed, t.id.String())
 			}
@@ -1308,6 +1386,9 @@ func (r *Runtime) Produce(o *OutRecord) {
 	if r.replayed(o) {
 		return
 	}
+	if r.cfg.Propagator != nil {
+		r.injectTrace(o)
+	}
 	o.ctx = r.prodCtx
 	o.Record.Context = o
 	r.producer.Produce(r.prodCtx, &o.Record, r.promise)
@@ -1316,7 +1397,9 @@ func (r *Runtime) Produce(o *OutRecord) {
 // onProduced is the produce callback of every output record.
 func (r *Runtime) onProduced(rec *kgo.Record, err error) {
 	if err == nil {
-		if o, ok := rec.Context.(*OutRecord); ok && o.changelog != nil {
+		if o, ok := rec.Context.(*OutRecord); ok && o.DeadLetter {
+			r.noteDeadLetter(rec)
+		} else if ok && o.changelog != nil {
 			for next := rec.Offset + 1; ; {
 				cur := o.changelog.acked.Load()
 				if cur >= next || o.changelog.acked.CompareAndSwap(cur, next) {
@@ -1390,9 +1473,15 @@ func (r *Runtime) groupConfig(t *taskRun) GroupConfig {
 			// (its offset is processed: the record is not read again).
 			r.log.Warn("kstream: skipping a record with a negative timestamp", "task", t.id.String(), "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "timestamp", ts)
 			r.stats.dropped.Add(1)
+			if t.met != nil {
+				t.met.Dropped(DropNegativeTimestamp)
+			}
 			if pos := t.parts[topicPartition{rec.Topic, rec.Partition}]; pos != nil {
 				pos.next, pos.epoch, pos.dirty = rec.Offset+1, rec.LeaderEpoch, true
 				pos.count++
+				if pos.met != nil {
+					pos.met.pos.Store(pos.next)
+				}
 			}
 		},
 		Lag: func(topic string, partition int32, now time.Time) (int64, bool) {
@@ -1415,6 +1504,9 @@ func (r *Runtime) produceFailed(f ProduceFailure) {
 	case d.DeadLetterTopic != "":
 		r.log.Warn("kstream: production error; writing to the dead-letter topic", "dead_letter_topic", d.DeadLetterTopic, "err", err)
 		r.dlqGen.Add(1)
+		if r.met != nil {
+			r.met.deadLetter("production")
+		}
 		dl := r.cfg.DeadLetter(d.DeadLetterTopic, f)
 		r.producer.TryProduce(r.prodCtx, dl, r.onDeadLetterProduced)
 	case d.Continue:

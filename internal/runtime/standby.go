@@ -147,7 +147,7 @@ func (s *standbys) add(id TaskID) error {
 		return nil
 	}
 	if s.cl == nil {
-		cl, err := kgo.NewClient(s.r.clientOpts(
+		cl, err := kgo.NewClient(append(s.r.clientOpts(
 			kgo.KeepControlRecords(),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.FetchMaxBytes(64<<20),
@@ -155,7 +155,8 @@ func (s *standbys) add(id TaskID) error {
 			// A partition added while a fetch waits for data joins the next fetch: a
 			// short wait keeps a new standby from starting seconds late.
 			kgo.FetchMaxWait(500*time.Millisecond),
-		)...)
+			s.r.clientIDOpt(roleRestoreConsumer),
+		), s.r.clientMetrics("standby", "")...)...)
 		if err != nil {
 			return fmt.Errorf("kstream: creating the standby consumer: %w", err)
 		}

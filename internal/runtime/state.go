@@ -368,7 +368,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r}
 		ls.acked.Store(-1)
 		if spec.Changelog != "" {
-			if err := r.restore(ctx, db, ls); err != nil {
+			if err := r.restore(ctx, id, db, ls); err != nil {
 				return nil, err
 			}
 		}
@@ -401,7 +401,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 // consumer's position reaches that offset, not when a record at end-1 is seen: a partition
 // may end in transaction markers, be empty, or have offsets removed by compaction.
 // Conditions that heal by waiting (no leader yet, a broker down) are retried.
-func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) error {
+func (r *Runtime) restore(ctx context.Context, id TaskID, db store.DB, ls *loggedStore) error {
 	topic, p := ls.spec.Changelog, ls.partition
 	// Restoration reads read_committed, so aborted writes of a zombie never reach a store;
 	// it ends at the changelog's high watermark (see checkLocal), after a previous owner's
@@ -427,13 +427,16 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 		r.cfg.RestoreListener.OnRestoreStart(ls.spec.Name, topic, p, from, end)
 	}
 	began := time.Now()
-	cl, err := kgo.NewClient(r.clientOpts(
+	prog := r.startRestore(id, ls, from, end) // Status (status.go)
+	defer r.endRestore(prog)
+	cl, err := kgo.NewClient(append(r.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.KeepControlRecords(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
-	)...)
+		r.clientIDOpt(roleRestoreConsumer),
+	), r.clientMetrics("restore", fmt.Sprintf("%s-%d", ls.spec.Name, p))...)...)
 	if err != nil {
 		return fmt.Errorf("kstream: creating the restore consumer of %q: %w", topic, err)
 	}
@@ -525,6 +528,7 @@ func (r *Runtime) restore(ctx context.Context, db store.DB, ls *loggedStore) err
 			return fmt.Errorf("kstream: restoring store %s partition %d: writing a batch: %w", ls.spec.Name, p, err)
 		}
 		restored += int64(n)
+		prog.update(pos, n)
 		if r.cfg.RestoreListener != nil && n > 0 {
 			r.cfg.RestoreListener.OnBatchRestored(ls.spec.Name, topic, p, pos, n)
 		}

@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kotel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Reset says where a source starts when its group has no committed offset.
@@ -161,7 +164,9 @@ type OutRecord struct {
 	Record   kgo.Record
 	Operator string      // the sink operator that produced it
 	Source   *kgo.Record // the input record whose processing produced it (may be nil)
-	ctx      context.Context
+	// DeadLetter marks a dead-letter record (its acknowledgement is noted for Status).
+	DeadLetter bool
+	ctx        context.Context
 
 	changelog *loggedStore // set for changelog writes: their acknowledgements move its checkpoint
 }
@@ -195,7 +200,10 @@ type Decision struct {
 
 // Config is what the runtime needs besides the topology.
 type Config struct {
-	ApplicationID     string
+	ApplicationID string
+	// ClientID is the prefix of the Kafka client ids (clientid.go); empty means
+	// <ApplicationID>-<process id>, as Kafka Streams' client.id default.
+	ClientID          string
 	Brokers           []string
 	ClientOpts        []kgo.Opt // applied to every client (TLS, SASL, dialer, ...)
 	ConsumerOpts      []kgo.Opt
@@ -254,6 +262,15 @@ type Config struct {
 	// DeadLetterTopics are the dead-letter topics the error handlers write to, which must
 	// exist at start, like sink topics.
 	DeadLetterTopics []DeadLetterTopic
+	// StallTimeout bounds how long a turn of the poll loop may outlast its poll's wait
+	// before Health reports the instance not live; zero: see Runtime.StallBound.
+	StallTimeout time.Duration
+	// Metrics, if set, receives the instance's metrics (metrics.go).
+	Metrics prometheus.Registerer
+	// Tracer, if set, starts a span per processed record (tracing.go); Propagator then
+	// carries the span's context into the headers of the records produced.
+	Tracer     *kotel.Tracer
+	Propagator propagation.TextMapPropagator
 }
 
 // DeadLetterTopic is a dead-letter topic and the handler (or setting) that names it, for

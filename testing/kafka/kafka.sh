@@ -10,7 +10,8 @@
 #                     existing data (formatting only storage that was never formatted) and
 #                     wait until ready
 #   kafka.sh status   print whether it runs; exit 0 if it does, 1 if not
-#   kafka.sh fetch    only fetch the jars into the cache
+#   kafka.sh fetch    only fetch the jars into the cache (the broker's, and the command-line
+#                     tools' that cmd/kstream's Java tools test runs against kstream dev)
 #
 # Environment (all optional):
 #   KSTREAM_KAFKA_PORT             PLAINTEXT port (default 19092)
@@ -106,6 +107,9 @@ fetch() {
     die "Maven could not fetch the Kafka jars (full output: $CACHE/mvn.log)"
   fi
   ls "$LIB.tmp"/kafka_2.13-*.jar >/dev/null 2>&1 || die "Maven fetched no kafka_2.13 jar into $LIB.tmp"
+  # The command-line tools (kafka-topics, kafka-consumer-groups, ...): the broker's
+  # readiness probe and cmd/kstream's Java tools test run their main classes.
+  ls "$LIB.tmp"/kafka-tools-*.jar >/dev/null 2>&1 || die "Maven fetched no kafka-tools jar into $LIB.tmp"
   echo "$sum" >"$LIB.tmp/.pom.sha256"
   rm -rf "$LIB"
   mv "$LIB.tmp" "$LIB"

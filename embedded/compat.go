@@ -1,0 +1,401 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The broker's compatibility layer: kfake answers every request Kafka's Java
+// tools (kafka-topics, kafka-consumer-groups, kafka-get-offsets, the console
+// producer and consumer, kafka-streams-application-reset) send, but a few of
+// its responses leave out fields the Java client does not expect to be
+// missing: a nullable array sent as null where Apache Kafka always sends a
+// (maybe empty) list, which the Java admin client dereferences. kfake's
+// control hooks can only replace a response, not amend the one kfake builds,
+// so the fixes are applied on the wire: every accepted connection is wrapped
+// in a compatConn, which notes the key and version of each request it reads
+// and, for the keys in responseFixes, decodes the response kfake writes,
+// amends it and encodes it again. docs/dev-broker.md lists what is amended
+// and what still differs from Apache Kafka.
+
+// installRequestFixes adds the control hooks that amend requests before
+// kfake handles them: a control function that returns "not handled" lets
+// kfake go on with the request it was given, changed or not.
+func installRequestFixes(c *kfake.Cluster) {
+	// ListGroups v5: the Java admin client filters by group type with
+	// GroupType's display names ("Classic", "Consumer"); Apache Kafka
+	// matches them case-insensitively, kfake exactly against "classic"
+	// and "consumer", so kafka-consumer-groups --list listed nothing.
+	c.ControlKey(int16(kmsg.ListGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.ListGroupsRequest)
+		for i, typ := range r.TypesFilter {
+			r.TypesFilter[i] = strings.ToLower(typ)
+		}
+		return nil, nil, false
+	})
+}
+
+// responseFix amends a response kfake built before it is written.
+type responseFix func(fx *fixer, resp kmsg.Response)
+
+// responseFixes holds the amendments by request key.
+var responseFixes = map[int16]responseFix{
+	// CreateTopics v5+: Apache Kafka returns each created topic's configs;
+	// kfake sends null, and the admin client's createTopics streams over
+	// the list (NullPointerException in kafka-topics --create).
+	// Its configs' sources are left at -1, which the admin client
+	// rejects (IllegalArgumentException in kafka-topics --create
+	// --config); the configs kfake lists are the topic's own, the
+	// DYNAMIC_TOPIC_CONFIG source.
+	int16(kmsg.CreateTopics): fixCreateTopics,
+	// DescribeTopicPartitions: EligibleLeaderReplicas and LastKnownELR
+	// are nullable, Apache Kafka sends empty lists when ELR is off; the
+	// admin client's describeTopics streams over them
+	// (kafka-topics --describe, kafka-get-offsets).
+	int16(kmsg.DescribeTopicPartitions): fixNullArrays,
+	// ConsumerGroupDescribe (KIP-848 groups): kfake names the topics of
+	// members' assignments by topic id only; Apache Kafka sends the name
+	// too, and kafka-consumer-groups --describe asks for the partitions
+	// of the topic named "" (InvalidTopicException).
+	//
+	// Both describe responses also give a member's host as Apache Kafka
+	// does, "/127.0.0.1" (Java's InetAddress.toString), not kfake's
+	// "127.0.0.1:port" (the HOST column of kafka-consumer-groups).
+	int16(kmsg.ConsumerGroupDescribe): fixConsumerGroupDescribe,
+	int16(kmsg.DescribeGroups):        fixDescribeGroups,
+}
+
+// fixNullArrays replaces every nil slice in the response by an empty one,
+// so that a nullable array is encoded as an empty list, not as null.
+func fixNullArrays(_ *fixer, resp kmsg.Response) {
+	fillNilSlices(reflect.ValueOf(resp))
+}
+
+// configSourceDynamicTopic is DescribeConfigsResponse.ConfigSource
+// DYNAMIC_TOPIC_CONFIG.
+const configSourceDynamicTopic = 1
+
+func fixCreateTopics(fx *fixer, resp kmsg.Response) {
+	fixNullArrays(fx, resp)
+	r := resp.(*kmsg.CreateTopicsResponse)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Configs {
+			if c := &r.Topics[i].Configs[j]; c.Source < 0 {
+				c.Source = configSourceDynamicTopic
+			}
+		}
+	}
+}
+
+// javaHost turns kfake's "host:port" client address into Apache Kafka's "/host".
+func javaHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return "/" + host
+	}
+	return h
+}
+
+func fixDescribeGroups(_ *fixer, resp kmsg.Response) {
+	r := resp.(*kmsg.DescribeGroupsResponse)
+	for i := range r.Groups {
+		for j := range r.Groups[i].Members {
+			m := &r.Groups[i].Members[j]
+			m.ClientHost = javaHost(m.ClientHost)
+		}
+	}
+}
+
+func fixConsumerGroupDescribe(fx *fixer, resp kmsg.Response) {
+	r := resp.(*kmsg.ConsumerGroupDescribeResponse)
+	var names map[[16]byte]string
+	name := func(tp *kmsg.AssignmentTopicPartition) {
+		if tp.Topic != "" {
+			return
+		}
+		if names == nil {
+			names = fx.topicNames()
+		}
+		tp.Topic = names[tp.TopicID]
+	}
+	for i := range r.Groups {
+		for j := range r.Groups[i].Members {
+			m := &r.Groups[i].Members[j]
+			m.ClientHost = javaHost(m.ClientHost)
+			for k := range m.Assignment.TopicPartitions {
+				name(&m.Assignment.TopicPartitions[k])
+			}
+			for k := range m.TargetAssignment.TopicPartitions {
+				name(&m.TargetAssignment.TopicPartitions[k])
+			}
+		}
+	}
+}
+
+// fixer holds what the fixes need from the broker: a client of its own,
+// created on first use, to look up topic names.
+type fixer struct {
+	addr string
+
+	mu     sync.Mutex
+	cl     *kgo.Client
+	closed bool
+}
+
+// fixerTimeout bounds a fix's own request to the broker.
+const fixerTimeout = 5 * time.Second
+
+// topicNames returns the broker's topic names by topic id; empty if the
+// broker cannot be asked.
+func (fx *fixer) topicNames() map[[16]byte]string {
+	names := make(map[[16]byte]string)
+	cl := fx.client()
+	if cl == nil {
+		return names
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fixerTimeout)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest() // nil Topics: all topics
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return names
+	}
+	for _, t := range resp.Topics {
+		if t.Topic != nil {
+			names[t.TopicID] = *t.Topic
+		}
+	}
+	return names
+}
+
+func (fx *fixer) client() *kgo.Client {
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	if fx.closed || fx.addr == "" {
+		return nil
+	}
+	if fx.cl == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(fx.addr), kgo.ClientID("kstream-dev-broker"))
+		if err != nil {
+			return nil
+		}
+		fx.cl = cl
+	}
+	return fx.cl
+}
+
+// setAddr sets the broker address the fixer's client connects to.
+func (fx *fixer) setAddr(addr string) {
+	fx.mu.Lock()
+	fx.addr = addr
+	fx.mu.Unlock()
+}
+
+// close closes the fixer's client; later fixes do without it.
+func (fx *fixer) close() {
+	fx.mu.Lock()
+	cl := fx.cl
+	fx.cl, fx.closed = nil, true
+	fx.mu.Unlock()
+	if cl != nil {
+		cl.Close()
+	}
+}
+
+func fillNilSlices(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			fillNilSlices(v.Elem())
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				fillNilSlices(f)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return // bytes fields: null and empty differ on purpose
+		}
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			fillNilSlices(v.Index(i))
+		}
+	}
+}
+
+// pendingReq is a request read from a connection whose response has not
+// been written yet.
+type pendingReq struct {
+	corr    int32
+	key     int16
+	version int16
+}
+
+// compatConn follows the Kafka protocol frames on one client connection: it
+// parses the request headers it reads and rewrites the responses kfake
+// writes for the keys in responseFixes. kfake reads a request with two
+// ReadFulls (size, then body) and writes each response frame with a single
+// Write; compatConn does not rely on the reads' sizes, and leaves a response
+// frame written in several parts as it is.
+type compatConn struct {
+	net.Conn
+	fx *fixer
+
+	// Read side, used only by the reading goroutine.
+	sizeBuf [4]byte
+	sizeN   int    // bytes of sizeBuf filled
+	left    int    // bytes of the current request body still to read
+	head    []byte // the body's first bytes, up to requestHeadLen
+
+	// Write side, used only by the writing goroutine: bytes of a frame written in parts
+	// still to come.
+	wleft int
+
+	mu      sync.Mutex
+	pending []pendingReq
+}
+
+func newCompatConn(c net.Conn, fx *fixer) *compatConn { return &compatConn{Conn: c, fx: fx} }
+
+// requestHeadLen is what the read side keeps of a request body to know its
+// key, version and correlation id.
+const requestHeadLen = 8
+
+func (c *compatConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.track(p[:n])
+	return n, err
+}
+
+// track consumes bytes read from the client.
+func (c *compatConn) track(b []byte) {
+	for len(b) > 0 {
+		if c.left == 0 {
+			k := copy(c.sizeBuf[c.sizeN:], b)
+			c.sizeN += k
+			b = b[k:]
+			if c.sizeN < 4 {
+				return
+			}
+			c.sizeN = 0
+			c.left = int(binary.BigEndian.Uint32(c.sizeBuf[:]))
+			c.head = c.head[:0]
+			continue
+		}
+		k := min(len(b), c.left)
+		if w := min(requestHeadLen-len(c.head), k); w > 0 {
+			c.head = append(c.head, b[:w]...)
+		}
+		c.left -= k
+		b = b[k:]
+		if c.left == 0 && len(c.head) >= requestHeadLen {
+			pr := pendingReq{
+				key:     int16(binary.BigEndian.Uint16(c.head[0:])),
+				version: int16(binary.BigEndian.Uint16(c.head[2:])),
+				corr:    int32(binary.BigEndian.Uint32(c.head[4:])),
+			}
+			// Only requests whose response is amended are noted: every one of them
+			// gets a response (an acks=0 produce, for one, does not).
+			if responseFixes[pr.key] != nil {
+				c.mu.Lock()
+				c.pending = append(c.pending, pr)
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+// popPending removes and returns the pending request with correlation id
+// corr.
+func (c *compatConn) popPending(corr int32) (pendingReq, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return pendingReq{}, false
+	}
+	for i, pr := range c.pending {
+		if pr.corr == corr {
+			c.pending = append(c.pending[:i], c.pending[i+1:]...)
+			return pr, true
+		}
+	}
+	return pendingReq{}, false
+}
+
+func (c *compatConn) Write(b []byte) (int, error) {
+	if c.wleft > 0 || len(b) < 8 {
+		// The rest of a frame written in parts, or a write too short to be a frame's
+		// start: neither happens with kfake, and neither is rewritten.
+		c.wleft = max(c.wleft-len(b), 0)
+		return c.Conn.Write(b)
+	}
+	pr, ok := c.popPending(int32(binary.BigEndian.Uint32(b[4:8])))
+	if size := 4 + int(binary.BigEndian.Uint32(b[:4])); size != len(b) {
+		c.wleft = max(size-len(b), 0)
+		return c.Conn.Write(b)
+	}
+	if !ok {
+		return c.Conn.Write(b)
+	}
+	fix := responseFixes[pr.key]
+	if fix == nil {
+		return c.Conn.Write(b)
+	}
+	out, ok := rewriteResponse(c.fx, pr, b, fix)
+	if !ok {
+		return c.Conn.Write(b)
+	}
+	if _, err := c.Conn.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// rewriteResponse decodes the response frame b to the request pr, applies
+// fix and encodes the frame again. It reports false, leaving the frame as it
+// is, if the frame cannot be decoded.
+func rewriteResponse(fx *fixer, pr pendingReq, b []byte, fix responseFix) ([]byte, bool) {
+	resp := kmsg.ResponseForKey(pr.key)
+	if resp == nil {
+		return nil, false
+	}
+	resp.SetVersion(pr.version)
+	body := b[8:]
+	flexHeader := resp.IsFlexible() && pr.key != int16(kmsg.ApiVersions)
+	if flexHeader {
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		if r.Complete() != nil {
+			return nil, false
+		}
+		body = r.Src
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, false
+	}
+	fix(fx, resp)
+	out := make([]byte, 8, len(b)+64)
+	copy(out, b[:8])
+	if flexHeader {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out[:4], uint32(len(out)-4))
+	return out, true
+}

@@ -1,0 +1,307 @@
+package ops_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/ops"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestMain(m *testing.M) { kafkatest.Main(m) }
+
+// testTopology reads numbers (a string key, an Int64 value), renders them as text and counts
+// them per key in the store "counts", whose changes go to out: one sub-topology with a
+// source, two processors, a store and a sink.
+func testTopology(in, out string) *kstream.Builder {
+	b := kstream.NewBuilder()
+	nums := kstream.Stream(b, in, serde.String(), serde.Int64(), kstream.Named("numbers"))
+	text := kstream.MapValues(nums, func(n int64) string { return fmt.Sprint(n) }, kstream.Named("as-text"))
+	kstream.Count(text.GroupByKey(), "counts").ToStream(kstream.Named("changes")).To(out, serde.String(), serde.Int64(), kstream.Named("to-out"))
+	return b
+}
+
+// instance is an App with the ops handler on a test server whose address is the app's
+// ApplicationServer.
+type instance struct {
+	app  *kstream.App
+	srv  *httptest.Server
+	addr string // host:port
+	done chan error
+}
+
+type lazyHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (l *lazyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := l.h.Load()
+	if h == nil {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// startInstance starts one instance of application appID on the shared broker, its ops
+// handler mounted at /ops/.
+func startInstance(t *testing.T, appID string, b *kstream.Builder, tweak func(*kstream.Config)) *instance {
+	t.Helper()
+	lh := &lazyHandler{}
+	srv := httptest.NewServer(lh)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	cfg := kstream.Config{
+		ApplicationID:     appID,
+		Brokers:           kafkatest.Brokers(t),
+		StateDir:          t.TempDir(),
+		ApplicationServer: u.Host,
+		CommitInterval:    200 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		Logger:            slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	app, err := kstream.New(b, cfg)
+	if err != nil {
+		t.Fatalf("kstream.New: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ops/", http.StripPrefix("/ops", ops.Handler(app)))
+	var h http.Handler = mux
+	lh.h.Store(&h)
+	in := &instance{app: app, srv: srv, addr: u.Host, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { in.done <- app.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-in.done:
+			if err != nil {
+				t.Errorf("instance %s: Run: %v", in.addr, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("instance %s did not stop within 30s", in.addr)
+		}
+	})
+	return in
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// getJSON gets url and decodes its JSON body into v; it returns the status code.
+func getJSON(t *testing.T, u string, v any) int {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", u, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("GET %s: Content-Type %q, want application/json; body %s", u, ct, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: decoding %s: %v", u, body, err)
+	}
+	return resp.StatusCode
+}
+
+// nodeNames lists the node names of a topology's description: sources, processors, sinks.
+func nodeNames(topo *kstream.Topology) []string {
+	var out []string
+	for _, sub := range topo.Description().Subtopologies {
+		for _, n := range sub.Nodes {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// One instance over 4 partitions, 10 good records (partition p gets p+1) and one that
+// cannot be decoded, sent to the dead-letter topic: /api/describe returns the topology,
+// the one instance with its four tasks, and the status with exact positions, end offsets,
+// lags, processed count and the dead letter; the probes answer 200 while it runs, and the
+// readiness probe 503 (liveness still 200) once it stopped.
+func TestDescribeStatusAndHealth(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "numbers", 4, nil)
+	out := kafkatest.CreateTopic(t, "counts", 4, nil)
+	dlq := kafkatest.CreateTopic(t, "dlq", 1, nil)
+	appID := kafkatest.Name(t, "app")
+	b := testTopology(in, out)
+	var recs []*kgo.Record
+	for p := range int32(4) {
+		for i := range p + 1 {
+			recs = append(recs, &kgo.Record{Topic: in, Partition: p, Key: fmt.Appendf(nil, "k%d", p), Value: binary.BigEndian.AppendUint64(nil, uint64(i))})
+		}
+	}
+	recs = append(recs, &kgo.Record{Topic: in, Partition: 2, Key: []byte("bad"), Value: []byte("xyz")})
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+
+	inst := startInstance(t, appID, b, func(c *kstream.Config) { c.DeserializationErrorHandler = kstream.DeadLetterQueue(dlq) })
+	base := inst.srv.URL + "/ops"
+	kafkatest.Eventually(t, 60*time.Second, "all 11 records processed and committed", func() bool {
+		s := inst.app.Status()
+		if s.ProcessedRecords != 11 || s.DeadLettersTotal != 1 {
+			return false
+		}
+		for _, task := range s.Active {
+			for _, p := range task.Partitions {
+				if p.Committed != p.EndOffset {
+					return false
+				}
+			}
+		}
+		return inst.app.Health().Ready
+	})
+
+	var d ops.Describe
+	if code := getJSON(t, base+"/api/describe", &d); code != http.StatusOK {
+		t.Fatalf("describe: HTTP %d", code)
+	}
+	if d.ApplicationID != appID || d.State != "RUNNING" {
+		t.Errorf("application_id %q state %q, want %q RUNNING", d.ApplicationID, d.State, appID)
+	}
+	if d.Topology.Text != inst.app.Topology().Describe() {
+		t.Errorf("topology text:\n%s\nwant:\n%s", d.Topology.Text, inst.app.Topology().Describe())
+	}
+	if len(d.Topology.Subtopologies) != 1 {
+		t.Fatalf("subtopologies: %+v", d.Topology.Subtopologies)
+	}
+	sub := d.Topology.Subtopologies[0]
+	var names []string
+	kinds := map[string]string{}
+	for _, n := range sub.Nodes {
+		if n.Kind != "store" {
+			names = append(names, n.Name)
+		}
+		kinds[n.Name+"/"+n.Kind] = strings.Join(append(append(n.Topics, n.Topic), n.Stores...), ",")
+	}
+	slices.Sort(names)
+	if want := nodeNames(inst.app.Topology()); !slices.Equal(names, want) {
+		t.Errorf("node names %v, want %v", names, want)
+	}
+	for k, v := range map[string]string{"numbers/source": in + ",", "as-text/processor": "", "to-out/sink": out, "counts/store": ""} {
+		if got, ok := kinds[k]; !ok || got != v {
+			t.Errorf("node %s: %q (present %v), want %q; all %v", k, got, ok, v, kinds)
+		}
+	}
+	var edges []string
+	for _, e := range sub.Edges {
+		edges = append(edges, e.Kind+":"+e.From+"->"+e.To)
+	}
+	for _, want := range []string{"flow:numbers->as-text", "flow:changes->to-out"} {
+		if !slices.Contains(edges, want) {
+			t.Errorf("edge %s missing from %v", want, edges)
+		}
+	}
+	storeEdges := 0
+	for _, e := range sub.Edges {
+		if e.Kind == "store" && e.To == "counts" {
+			storeEdges++
+		}
+	}
+	if storeEdges != 1 {
+		t.Errorf("%d store edges to counts, want 1: %v", storeEdges, edges)
+	}
+
+	if len(d.Instances) != 1 {
+		t.Fatalf("instances: %+v", d.Instances)
+	}
+	m := d.Instances[0]
+	if !m.Self || m.Endpoint != inst.addr || !slices.Equal(m.Active, []string{"0_0", "0_1", "0_2", "0_3"}) || len(m.Standby) != 0 || !slices.Equal(m.Stores, []string{"counts"}) {
+		t.Errorf("instance: %+v", m)
+	}
+
+	st := d.Local
+	if st.Endpoint != inst.addr || st.MemberID != m.MemberID || st.ProcessedRecords != 11 || !st.Health.Live || !st.Health.Ready {
+		t.Errorf("status: endpoint %q member %q processed %d health %+v", st.Endpoint, st.MemberID, st.ProcessedRecords, st.Health)
+	}
+	if len(st.Active) != 4 {
+		t.Fatalf("active tasks: %+v", st.Active)
+	}
+	for i, task := range st.Active {
+		end := int64(i + 1)
+		if i == 2 {
+			end++ // the bad record
+		}
+		want := ops.Partition{Topic: in, Partition: int32(i), Position: end, Committed: end, EndOffset: end, Lag: 0}
+		if task.ID != fmt.Sprintf("0_%d", i) || task.Restoring || task.ProcessedRecords != end || len(task.Partitions) != 1 || task.Partitions[0] != want {
+			t.Errorf("task %d: %+v, want partition %+v", i, task, want)
+		}
+	}
+	if st.DeadLettersTotal != 1 || len(st.DeadLetters) != 1 {
+		t.Fatalf("dead letters: %d, %+v", st.DeadLettersTotal, st.DeadLetters)
+	}
+	dl := st.DeadLetters[0]
+	if dl.Kind != "deserialization" || dl.Operator != "numbers" || dl.Topic != in || dl.Partition != 2 || dl.Offset != 3 ||
+		dl.DeadLetterTopic != dlq || dl.DeadLetterPartition != 0 || dl.DeadLetterOffset != 0 || !strings.Contains(dl.Error, "want 8") {
+		t.Errorf("dead letter: %+v", dl)
+	}
+	if len(st.Standby) != 0 || len(st.Restores) != 0 {
+		t.Errorf("standby %+v restores %+v, want none", st.Standby, st.Restores)
+	}
+	if st.Stats.Commits == 0 {
+		t.Errorf("stats: %+v", st.Stats)
+	}
+
+	var ss ops.Status
+	if code := getJSON(t, base+"/api/status", &ss); code != http.StatusOK || ss.ProcessedRecords != 11 || len(ss.Active) != 4 {
+		t.Errorf("status: HTTP %d, %+v", code, ss)
+	}
+	for _, probe := range []string{"/healthz/live", "/healthz/ready"} {
+		var h ops.Health
+		if code := getJSON(t, base+probe, &h); code != http.StatusOK || h != (ops.Health{Live: true, Ready: true, State: "RUNNING"}) {
+			t.Errorf("%s: HTTP %d %+v", probe, code, h)
+		}
+	}
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), `fetch(path`) {
+		t.Errorf("page: HTTP %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if strings.Contains(string(page), "http://") && !strings.Contains(string(page), `"http://www.w3.org/2000/svg"`) || strings.Contains(string(page), "https://") {
+		t.Errorf("the page refers to an external URL")
+	}
+	// The prefix without its slash redirects to it, so that the page's relative URLs work
+	// (a ServeMux does that by itself; a handler mounted with StripPrefix alone must).
+	rec := httptest.NewRecorder()
+	http.StripPrefix("/ops", ops.Handler(inst.app)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ops", nil))
+	if loc := rec.Header().Get("Location"); rec.Code != http.StatusMovedPermanently || loc != "/ops/" {
+		t.Errorf("GET /ops: HTTP %d Location %q, want 301 /ops/", rec.Code, loc)
+	}
+	rec = httptest.NewRecorder()
+	ops.Handler(inst.app).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/status", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST: HTTP %d, want 405", rec.Code)
+	}
+}
