@@ -510,7 +510,7 @@ func TestForeachBatchRevocationFlushes(t *testing.T) {
 			ForeachBatch(logs[member].fn, kstream.BatchConfig{MaxRecords: 1000, MaxWait: time.Hour}, kstream.Named("bulk"))
 		return newApp(t, b, cfg)
 	}
-	cl := kafkatest.Client(t)
+	cl := kafkatest.ManualProducer(t)
 	var recs []*kgo.Record
 	for i := range 40 {
 		recs = append(recs, &kgo.Record{Topic: in, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i)})
@@ -590,4 +590,26 @@ func TestForeachBatchRevocationFlushes(t *testing.T) {
 	if got := batchCommitted(t, adm, cfg.ApplicationID, in, partitions); !slices.Equal(got, []int64{11, 11, 11, 11}) {
 		t.Fatalf("committed offsets %v, want 11 each", got)
 	}
+}
+
+// Under exactly-once the pending batch is handed over before the transaction that commits
+// its offsets: a partial batch (MaxWait an hour) is handed over by the transaction's commit.
+func TestForeachBatchExactlyOnce(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	cfg := testConfig(t)
+	cfg.Guarantee = kstream.ExactlyOnce
+	cfg.CommitInterval = 50 * time.Millisecond
+	var log batchLog
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), serde.String()).ForeachBatch(log.fn, kstream.BatchConfig{MaxRecords: 4, MaxWait: time.Hour}, kstream.Named("bulk"))
+	produceN(t, in, 0, 6)
+	start(t, newApp(t, b, cfg))
+	kafkatest.Eventually(t, 30*time.Second, "every record committed", func() bool {
+		return batchCommitted(t, adm, cfg.ApplicationID, in, 1)[0] == 6
+	})
+	wantBatches(t, "batches", log.take(),
+		"["+in+"/0/0 k0=v0 "+in+"/0/1 k1=v1 "+in+"/0/2 k2=v2 "+in+"/0/3 k3=v3]",
+		"["+in+"/0/4 k4=v4 "+in+"/0/5 k5=v5]")
 }
