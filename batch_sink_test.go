@@ -613,3 +613,26 @@ func TestForeachBatchExactlyOnce(t *testing.T) {
 		"["+in+"/0/0 k0=v0 "+in+"/0/1 k1=v1 "+in+"/0/2 k2=v2 "+in+"/0/3 k3=v3]",
 		"["+in+"/0/4 k4=v4 "+in+"/0/5 k5=v5]")
 }
+
+// On the broker, a partial batch is handed over when its MaxWait is up, without waiting for
+// a commit (the commit interval is an hour): the runtime wakes the task for it.
+func TestForeachBatchMaxWaitOnBroker(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	cfg := testConfig(t)
+	cfg.CommitInterval = time.Hour
+	var log batchLog
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), serde.String()).ForeachBatch(log.fn, kstream.BatchConfig{MaxRecords: 100, MaxWait: 200 * time.Millisecond}, kstream.Named("bulk"))
+	produceN(t, in, 0, 3)
+	start(t, newApp(t, b, cfg))
+	kafkatest.Eventually(t, 30*time.Second, "the partial batch handed over", func() bool { return len(log.records()) == 3 })
+	wantBatches(t, "batches", log.take(), "["+in+"/0/0 k0=v0 "+in+"/0/1 k1=v1 "+in+"/0/2 k2=v2]")
+	if got := batchCommitted(t, adm, cfg.ApplicationID, in, 1)[0]; got != -1 {
+		t.Fatalf("committed offset %d, want none yet (the commit interval is an hour)", got)
+	}
+	produceN(t, in, 3, 4)
+	kafkatest.Eventually(t, 30*time.Second, "the next partial batch handed over", func() bool { return len(log.records()) == 4 })
+	wantBatches(t, "batches", log.take(), "["+in+"/0/3 k3=v3]")
+}
