@@ -636,3 +636,41 @@ func TestForeachBatchMaxWaitOnBroker(t *testing.T) {
 	kafkatest.Eventually(t, 30*time.Second, "the next partial batch handed over", func() bool { return len(log.records()) == 4 })
 	wantBatches(t, "batches", log.take(), "["+in+"/0/3 k3=v3]")
 }
+
+// A batch sink for bulk writes, on the test driver: batches by size, a partial batch by
+// time, and the rest at the commit.
+func ExampleKStream_ForeachBatch() {
+	b := kstream.NewBuilder()
+	kstream.Stream(b, "orders", serde.String(), serde.String()).
+		ForeachBatch(func(ctx context.Context, batch []kstream.BatchRecord[string, string]) error {
+			// One bulk write per batch; topic, partition and offset make an idempotent key.
+			var rows []string
+			for _, r := range batch {
+				rows = append(rows, fmt.Sprintf("%s-%d-%d:%s", r.Topic, r.Partition, r.Offset, r.Value))
+			}
+			fmt.Println("bulk insert", rows)
+			return nil
+		}, kstream.BatchConfig{MaxRecords: 3, MaxWait: 10 * time.Second}, kstream.Named("orders-to-db"))
+
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "orders"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer d.Close()
+	in := kstreamtest.CreateInputTopic(d, "orders", serde.String(), serde.String())
+	for _, v := range []string{"a", "b", "c", "d"} {
+		_ = in.Pipe("k", v) // a, b, c: a full batch
+	}
+	fmt.Println("10s later:")
+	_ = d.AdvanceWallClockTime(10 * time.Second) // d waited MaxWait
+	_ = in.Pipe("k", "e")
+	fmt.Println("commit:")
+	_ = d.Commit() // e: the pending batch goes before the commit
+	// Output:
+	// bulk insert [orders-0-0:a orders-0-1:b orders-0-2:c]
+	// 10s later:
+	// bulk insert [orders-0-3:d]
+	// commit:
+	// bulk insert [orders-0-4:e]
+}
