@@ -674,3 +674,43 @@ func ExampleKStream_ForeachBatch() {
 	// commit:
 	// bulk insert [orders-0-4:e]
 }
+
+// On the broker, a batch that still fails after its attempts stops the application under the
+// default handler: Run returns an error naming the operator, topic, partition and offsets of
+// the batch, and the group's committed offset stays before the batch.
+func TestForeachBatchFailStopsOnBroker(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	cfg := testConfig(t)
+	cfg.CommitInterval = 50 * time.Millisecond
+	var fail atomic.Bool
+	var calls atomic.Int32
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), serde.String()).ForeachBatch(func(ctx context.Context, batch []kstream.BatchRecord[string, string]) error {
+		if fail.Load() {
+			calls.Add(1)
+			return errors.New("disk full")
+		}
+		return nil
+	}, kstream.BatchConfig{MaxRecords: 2, MaxWait: time.Hour, Retry: kstream.BatchRetry{MaxAttempts: 2, InitialBackoff: time.Millisecond}}, kstream.Named("bulk"))
+	produceN(t, in, 0, 2)
+	r := start(t, newApp(t, b, cfg))
+	kafkatest.Eventually(t, 30*time.Second, "the first batch committed", func() bool {
+		return batchCommitted(t, adm, cfg.ApplicationID, in, 1)[0] == 2
+	})
+	fail.Store(true)
+	produceN(t, in, 2, 4)
+	err, stopped := r.wait(30 * time.Second)
+	if !stopped {
+		t.Fatal("the application did not stop")
+	}
+	want := fmt.Sprintf(`kstream: processing error in operator bulk at topic %q partition 0 offset 2: batch sink bulk: a batch of 2 records (topic %q partition 0 offsets 2-3) failed after 2 attempts: disk full`, in, in)
+	var be *kstream.BatchError
+	if err == nil || err.Error() != want || !errors.As(err, &be) {
+		t.Fatalf("Run: %v\nwant %s", err, want)
+	}
+	if got := batchCommitted(t, adm, cfg.ApplicationID, in, 1)[0]; got != 2 || calls.Load() != 2 {
+		t.Fatalf("committed offset %d after the failure (want 2), %d failed calls (want 2)", got, calls.Load())
+	}
+}
