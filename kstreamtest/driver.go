@@ -16,6 +16,11 @@
 // as records are processed; wall-clock ones when [Driver.AdvanceWallClockTime] moves the
 // driver's clock past their schedule.
 //
+// The driver commits when told to: [Driver.Commit], and [Driver.Close] before it closes the
+// tasks. What a commit must cover is done then: a [kstream.KStream.ForeachBatch] sink hands
+// over its pending batch (it also does so when a batch is full, and when the driver's clock
+// passes the batch's MaxWait).
+//
 // A record written to the topic of a global table (piped, or produced by the topology)
 // updates the global store at once, as TopologyTestDriver does; a record with a null value
 // deletes its key. [KeyValueStore] reads global stores too.
