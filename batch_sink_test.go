@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -713,4 +717,127 @@ func TestForeachBatchFailStopsOnBroker(t *testing.T) {
 	if got := batchCommitted(t, adm, cfg.ApplicationID, in, 1)[0]; got != 2 || calls.Load() != 2 {
 		t.Fatalf("committed offset %d after the failure (want 2), %d failed calls (want 2)", got, calls.Load())
 	}
+}
+
+func init() { kafkatest.RegisterChild("batch-app", runBatchChild) }
+
+// runBatchChild runs in -> ForeachBatch in a child process until it is killed. Each batch
+// is appended to the file OUT_FILE ("partition offset" lines, one write per batch) after
+// BATCH_MS milliseconds, as a bulk write would take. Configured by APP_ID, IN, OUT_FILE,
+// BATCH_MS.
+func runBatchChild() error {
+	f, err := os.OpenFile(os.Getenv("OUT_FILE"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	batchMs, _ := strconv.Atoi(os.Getenv("BATCH_MS"))
+	cfg := kstream.Config{
+		ApplicationID:     os.Getenv("APP_ID"),
+		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
+		CommitInterval:    100 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+	b := kstream.NewBuilder()
+	kstream.Stream(b, os.Getenv("IN"), serde.String(), serde.String()).ForeachBatch(func(ctx context.Context, batch []kstream.BatchRecord[string, string]) error {
+		var buf []byte
+		for _, r := range batch {
+			buf = fmt.Appendf(buf, "%d %d\n", r.Partition, r.Offset)
+		}
+		time.Sleep(time.Duration(batchMs) * time.Millisecond) // the write's round trip
+		_, err := f.Write(buf)
+		return err
+	}, kstream.BatchConfig{MaxRecords: 50, MaxWait: 100 * time.Millisecond}, kstream.Named("bulk"))
+	app, err := kstream.New(b, cfg)
+	if err != nil {
+		return err
+	}
+	return app.Run(context.Background())
+}
+
+// readBatchFile returns the (partition, offset) pairs written to the batch child's file and
+// how often each was written; a line cut short by a kill is ignored.
+func readBatchFile(t *testing.T, path string) map[[2]int64]int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	out := map[[2]int64]int{}
+	lines := strings.Split(string(data), "\n")
+	for _, l := range lines[:len(lines)-1] { // the last is "" or cut short
+		var p, o int64
+		if _, err := fmt.Sscanf(l, "%d %d", &p, &o); err == nil {
+			out[[2]int64{p, o}]++
+		}
+	}
+	return out
+}
+
+// At-least-once across crashes: the batch sink's process is killed with SIGKILL while it
+// writes, twice, and restarted. After every kill, every record below the group's committed
+// offsets is in the sink's file (a batch is written before its offsets are committed); at
+// the end, every record is there.
+func TestForeachBatchSurvivesKills(t *testing.T) {
+	t.Parallel()
+	const partitions, perPartition, kills = 3, 1000, 2
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	app := kafkatest.Name(t, "app")
+	file := filepath.Join(t.TempDir(), "sink.txt")
+	cl := kafkatest.ManualProducer(t)
+	var recs []*kgo.Record
+	for i := range partitions * perPartition {
+		recs = append(recs, &kgo.Record{Topic: in, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")})
+	}
+	kafkatest.Produce(t, cl, recs...)
+	checkCommitted := func(when string) []int64 {
+		committed := batchCommitted(t, adm, app, in, partitions)
+		got := readBatchFile(t, file)
+		for p, c := range committed {
+			for o := int64(0); o < c; o++ {
+				if got[[2]int64{int64(p), o}] == 0 {
+					t.Fatalf("%s: partition %d offset %d is committed (offset %d) but was never written", when, p, o, c)
+				}
+			}
+		}
+		return committed
+	}
+	env := []string{"APP_ID=" + app, "IN=" + in, "OUT_FILE=" + file, "BATCH_MS=20"}
+	sum := func(offs []int64) (n int64) {
+		for _, o := range offs {
+			n += max(o, 0)
+		}
+		return n
+	}
+	for i := range kills {
+		before := len(readBatchFile(t, file))
+		prev := sum(batchCommitted(t, adm, app, in, partitions))
+		ch := kafkatest.StartChild(t, "batch-app", env...)
+		// Kill it mid-stream, once it has written some 300 records more and committed some.
+		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d writing and committing", i), func() bool {
+			return len(readBatchFile(t, file)) >= before+300 && sum(batchCommitted(t, adm, app, in, partitions)) > prev
+		})
+		ch.Kill(t)
+		t.Logf("after kill %d: committed %v, %d distinct records written", i+1, checkCommitted(fmt.Sprintf("after kill %d", i+1)), len(readBatchFile(t, file)))
+	}
+	ch := kafkatest.StartChild(t, "batch-app", env...)
+	kafkatest.Eventually(t, 120*time.Second, "every record committed", func() bool {
+		return slices.Equal(batchCommitted(t, adm, app, in, partitions), []int64{perPartition, perPartition, perPartition})
+	})
+	ch.Kill(t)
+	checkCommitted("at the end")
+	got := readBatchFile(t, file)
+	twice := 0
+	for _, n := range got {
+		if n > 1 {
+			twice++
+		}
+	}
+	if len(got) != partitions*perPartition {
+		t.Fatalf("%d distinct records written, want %d", len(got), partitions*perPartition)
+	}
+	t.Logf("%d records written, %d of them more than once (replayed after a kill)", len(got), twice)
 }
