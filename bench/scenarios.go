@@ -49,6 +49,7 @@ func runBaseline(ctx context.Context, env *runEnv) error {
 		kgo.SeedBrokers(env.brokers...),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), // the library's default codec
 	)
 	if err != nil {
 		return err
@@ -181,6 +182,14 @@ func runPassthroughMetrics(ctx context.Context, env *runEnv) error {
 	return app.Run(ctx)
 }
 
+// runPassthroughSnappy is runPassthrough with Config.Compression = CompressionSnappy (the
+// codec franz-go and kstream used by default before issue 15).
+func runPassthroughSnappy(ctx context.Context, env *runEnv) error {
+	env.compression = kstream.CompressionSnappy
+	defer func() { env.compression = kstream.CompressionNone }()
+	return runPassthrough(ctx, env)
+}
+
 // runFilterMapValues is Stream -> Filter(first byte != 0) -> MapValues(flipLast) -> To.
 func runFilterMapValues(ctx context.Context, env *runEnv) error {
 	b := kstream.NewBuilder()
@@ -218,6 +227,7 @@ func runApp(ctx context.Context, b *kstream.Builder, env *runEnv) error {
 		CloseTimeout:     shutdownTimeout,
 		Logger:           env.logger,
 		ProfileOperators: env.profileOperators,
+		Compression:      env.compression,
 	})
 	if err != nil {
 		return err
