@@ -72,6 +72,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	if cfg.ApplicationID == "" {
 		return nil, nil, runtime.Config{}, errors.New("kstream: Config.ApplicationID is required")
 	}
+	if _, ok := cfg.Compression.codec(); !ok {
+		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.Compression is %v, not one of the Compression constants", cfg.Compression)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

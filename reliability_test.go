@@ -445,8 +445,10 @@ func TestExactlyOnceSessionLostDuringCommit(t *testing.T) {
 	if lost.Load() == 0 {
 		t.Fatal("no error injected")
 	}
-	if longest > cfg.CloseTimeout/2 {
-		t.Fatalf("the output paused %s, as long as the close timeout: a commit waited for the lost session", longest)
+	// Unloaded, the pause is a few seconds (a rejoin); on a loaded 2-core machine under -race
+	// it reached 22s. A commit waiting for the lost session pauses the whole close timeout.
+	if longest > cfg.CloseTimeout*3/4 {
+		t.Fatalf("the output paused %s, about the close timeout (%s): a commit waited for the lost session", longest, cfg.CloseTimeout)
 	}
 }
 

@@ -88,6 +88,9 @@ type scenario struct {
 	// latency: not a throughput run but runLatency: run processes a paced input on empty
 	// topics and the end-to-end latency is measured (no fill, no warm-up run).
 	latency bool
+	// raw: the latency run's pipeline is a plain franz-go loop, not an App: runLatency
+	// waits for runEnv.onReady instead of the App's tasks.
+	raw bool
 	// second, if set, fills a second input topic (runEnv.in2, created like in) after in was
 	// filled: the join scenarios' other side.
 	second func(ctx context.Context, k *kafka, o options, topic string, first filled) error
@@ -126,6 +129,13 @@ type runEnv struct {
 
 	// profileOperators sets Config.ProfileOperators (the *-oplabels scenarios).
 	profileOperators bool
+	// compression sets Config.Compression (passthrough-snappy).
+	compression kstream.Compression
+	// linger sets Config.Linger (and the baseline loop's linger, NoLinger: 0), and
+	// commitEvery Config.CommitInterval unless zero (the latency scenarios).
+	linger, commitEvery time.Duration
+	// onReady, if set, is called by the baseline loop once it has every input partition.
+	onReady func()
 
 	// onApp, if set, is given the app before it runs (stateful scenarios).
 	onApp func(*kstream.App)
@@ -137,6 +147,7 @@ var scenarios = []scenario{
 	{name: "baseline", keep: keepAll, run: runBaseline},
 	{name: "passthrough", keep: keepAll, run: runPassthrough},
 	{name: "passthrough-metrics", keep: keepAll, run: runPassthroughMetrics},
+	{name: "passthrough-snappy", keep: keepAll, run: runPassthroughSnappy},
 	{name: "filter-mapvalues", keep: keepFilter, run: runFilterMapValues},
 	{name: "passthrough-oplabels", keep: keepAll, run: runPassthroughOpLabels},
 	{name: "filter-mapvalues-oplabels", keep: keepFilter, run: runFilterMapValuesOpLabels},
@@ -153,6 +164,9 @@ var scenarios = []scenario{
 	{name: "fk-pebble", run: runFKPebble, countKeys: true, stateful: true, second: fillCustomers, drained: true},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
+	{name: "latency-raw", run: runBaselineNoLinger, latency: true, raw: true},
+	{name: "latency-pass", run: runPassthroughNoLinger, latency: true},
+	{name: "latency-eos-20ms", run: runCountEOS20ms, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
 	{name: "count-pebble-queries", keep: keepAll, run: runCountPebbleQueries, countKeys: true, stateful: true},
 	{name: "gets-memory", gets: true},
@@ -824,6 +838,10 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				target += fmt.Sprintf(": %.3fx %s (best %.3fx, CPU s %.3fx)", r, metOrMissed(r >= targetMetricsVsPassthrough),
 					pass.best.seconds/sm.best.seconds, pass.median.cpuSeconds/m.cpuSeconds)
 			}
+		}
+		if s.name == "passthrough-snappy" && havePass {
+			// No target: what snappy costs (or saves) against the default, no compression.
+			target = fmt.Sprintf("%.3fx pass (CPU s %.3fx)", pass.median.seconds/m.seconds, pass.median.cpuSeconds/m.cpuSeconds)
 		}
 		if s.name == "cogroup-pebble" {
 			// No target: the ratio to count-pebble, the same count as a cogroup of two streams.

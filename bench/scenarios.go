@@ -45,10 +45,15 @@ func runBaseline(ctx context.Context, env *runEnv) error {
 	// Produced records outlive ctx so that the final flush can still deliver them.
 	prodCtx, prodCancel := context.WithTimeout(context.WithoutCancel(ctx), scenarioCap)
 	defer prodCancel()
+	linger := 5 * time.Millisecond // the library's default
+	if env.linger < 0 {
+		linger = 0
+	}
 	prod, err := kgo.NewClient(
 		kgo.SeedBrokers(env.brokers...),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerLinger(linger),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), // the library's default codec
 	)
 	if err != nil {
 		return err
@@ -61,6 +66,11 @@ func runBaseline(ctx context.Context, env *runEnv) error {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			if env.onReady != nil && len(assigned[env.in]) > 0 {
+				env.onReady() // one member: its first assignment is every partition
+			}
+		}),
 	)
 	if err != nil {
 		return err
@@ -181,6 +191,14 @@ func runPassthroughMetrics(ctx context.Context, env *runEnv) error {
 	return app.Run(ctx)
 }
 
+// runPassthroughSnappy is runPassthrough with Config.Compression = CompressionSnappy (the
+// codec franz-go and kstream used by default before issue 15).
+func runPassthroughSnappy(ctx context.Context, env *runEnv) error {
+	env.compression = kstream.CompressionSnappy
+	defer func() { env.compression = kstream.CompressionNone }()
+	return runPassthrough(ctx, env)
+}
+
 // runFilterMapValues is Stream -> Filter(first byte != 0) -> MapValues(flipLast) -> To.
 func runFilterMapValues(ctx context.Context, env *runEnv) error {
 	b := kstream.NewBuilder()
@@ -214,13 +232,26 @@ func runApp(ctx context.Context, b *kstream.Builder, env *runEnv) error {
 	app, err := kstream.New(b, kstream.Config{
 		ApplicationID:    env.group,
 		Brokers:          env.brokers,
-		CommitInterval:   commitInterval, // the baseline's commit cadence, instead of the 30s default
+		CommitInterval:   env.commitInterval(), // the baseline's commit cadence, instead of the 30s default
 		CloseTimeout:     shutdownTimeout,
 		Logger:           env.logger,
 		ProfileOperators: env.profileOperators,
+		Compression:      env.compression,
+		Linger:           env.linger,
 	})
 	if err != nil {
 		return err
 	}
+	if env.onApp != nil {
+		env.onApp(app)
+	}
 	return app.Run(ctx)
+}
+
+// commitInterval is the scenario's commit interval: commitEvery, or the baseline's.
+func (env *runEnv) commitInterval() time.Duration {
+	if env.commitEvery > 0 {
+		return env.commitEvery
+	}
+	return commitInterval
 }

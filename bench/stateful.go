@@ -141,12 +141,13 @@ func runStatefulApp(ctx context.Context, b *kstream.Builder, env *runEnv, rl kst
 	app, err := kstream.New(b, kstream.Config{
 		ApplicationID:   env.group,
 		Brokers:         env.brokers,
-		CommitInterval:  commitInterval,
+		CommitInterval:  env.commitInterval(),
 		CloseTimeout:    shutdownTimeout,
 		Logger:          env.logger,
 		StateDir:        dir,
 		RestoreListener: rl,
 		Guarantee:       g,
+		Linger:          env.linger,
 	})
 	if err != nil {
 		return err

@@ -408,16 +408,35 @@ func (r *Runtime) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 	return append(opts, extra...)
 }
 
+// linger is the producer's linger: Config.Linger, or def when it is zero (none when
+// negative).
+func (r *Runtime) linger(def time.Duration) time.Duration {
+	switch {
+	case r.cfg.Linger < 0:
+		return 0
+	case r.cfg.Linger > 0:
+		return r.cfg.Linger
+	}
+	return def
+}
+
+// compression is the producer option of Config.Compression (its zero value is
+// kgo.NoCompression()).
+func (r *Runtime) compression() []kgo.Opt {
+	return []kgo.Opt{kgo.ProducerBatchCompression(r.cfg.Compression)}
+}
+
 func (r *Runtime) openProducer() error {
 	opts := r.clientOpts(
 		// Java producers hash keyed records with murmur2; so does this partitioner, so Go
 		// and Java applications place equal keys on equal partitions.
 		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs, keep: r.keepPartition}),
-		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerLinger(r.linger(5*time.Millisecond)),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
 		r.clientIDOpt(roleProducer),
 	)
+	opts = append(opts, r.compression()...)
 	opts = append(opts, r.clientMetrics("producer", "")...)
 	opts = append(opts, r.cfg.ProducerOpts...)
 	cl, err := kgo.NewClient(opts...)
@@ -507,10 +526,11 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 		kgo.RecordPartitioner(partitioner{sticky: kgo.StickyKeyPartitioner(nil), manual: kgo.ManualPartitioner(), changelogs: r.changelogs, keep: r.keepPartition}),
-		kgo.ProducerLinger(0),
+		kgo.ProducerLinger(r.linger(0)),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
 	)
+	opts = append(opts, r.compression()...)
 	opts = append(opts, r.cfg.ProducerOpts...)
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {

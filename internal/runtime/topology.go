@@ -216,11 +216,16 @@ type Config struct {
 	ApplicationID string
 	// ClientID is the prefix of the Kafka client ids (clientid.go); empty means
 	// <ApplicationID>-<process id>, as Kafka Streams' client.id default.
-	ClientID          string
-	Brokers           []string
-	ClientOpts        []kgo.Opt // applied to every client (TLS, SASL, dialer, ...)
-	ConsumerOpts      []kgo.Opt
-	ProducerOpts      []kgo.Opt
+	ClientID     string
+	Brokers      []string
+	ClientOpts   []kgo.Opt // applied to every client (TLS, SASL, dialer, ...)
+	ConsumerOpts []kgo.Opt
+	ProducerOpts []kgo.Opt
+	// Compression is the producers' batch codec (the zero value is no compression).
+	// Linger is the producer's linger: 0 means the default (5ms, or none for the
+	// transactional producer), negative none.
+	Compression       kgo.CompressionCodec
+	Linger            time.Duration
 	CommitInterval    time.Duration
 	MaxPollRecords    int
 	DefaultReset      Reset
