@@ -146,6 +146,7 @@ func (t *task) runPunctuator(s *schedule, now int64) {
 func (t *task) Punctuate(now time.Time) (bool, error) {
 	t.fatal = nil
 	ran := t.punctuate(WallClockTime, now.UnixMilli())
+	t.flushDue(now) // batches held for their longest wait (batch_sink.go)
 	return ran, t.fatal
 }
 
@@ -156,6 +157,9 @@ func (t *task) NextPunctuation() time.Time {
 		if s.typ == WallClockTime && !s.cancelled.Load() && (next < 0 || s.next < next) {
 			next = s.next
 		}
+	}
+	if at := t.nextFlush(); !at.IsZero() && (next < 0 || at.UnixMilli() < next) {
+		return at // a batch's longest wait ends first (batch_sink.go)
 	}
 	if next < 0 {
 		return time.Time{}

@@ -1,6 +1,7 @@
 package kstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +27,9 @@ func (e *suppressEnv) Logger() *slog.Logger { return slog.New(slog.NewTextHandle
 func (e *suppressEnv) GlobalStore(string) (store.Backend, error) {
 	return nil, errors.New("no global stores")
 }
-func (e *suppressEnv) RecordDropped() {}
-func (e *suppressEnv) Now() time.Time { return time.UnixMilli(0) }
+func (e *suppressEnv) RecordDropped()           {}
+func (e *suppressEnv) Now() time.Time           { return time.UnixMilli(0) }
+func (e *suppressEnv) Context() context.Context { return context.Background() }
 
 func (e *suppressEnv) take() string {
 	s := strings.Join(e.out, " ")

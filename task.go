@@ -54,6 +54,7 @@ type task struct {
 	streamTime, savedStreamTime int64
 	scheds                      []*schedule // punctuation schedules (punctuate.go)
 	txnHooks                    []txnHook   // operators' state that follows commits and aborts
+	flushers                    []flusher   // operators that hold work a commit must cover (batch_sink.go)
 	schedSeq                    int
 	met                         *runtime.TaskMetrics // Config.Metrics (metrics.go); nil without
 	// labels is the context of the task's pprof labels and labelCur that of the operator

@@ -171,6 +171,7 @@ var scenarios = []scenario{
 	{name: "count-pebble-queries", keep: keepAll, run: runCountPebbleQueries, countKeys: true, stateful: true},
 	{name: "gets-memory", gets: true},
 	{name: "gets-pebble", gets: true},
+	batchScenarios[0], batchScenarios[1], // batch.go
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half

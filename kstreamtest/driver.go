@@ -16,6 +16,11 @@
 // as records are processed; wall-clock ones when [Driver.AdvanceWallClockTime] moves the
 // driver's clock past their schedule.
 //
+// The driver commits when told to: [Driver.Commit], and [Driver.Close] before it closes the
+// tasks. What a commit must cover is done then: a [kstream.KStream.ForeachBatch] sink hands
+// over its pending batch (it also does so when a batch is full, and when the driver's clock
+// passes the batch's MaxWait).
+//
 // A record written to the topic of a global table (piped, or produced by the topology)
 // updates the global store at once, as TopologyTestDriver does; a record with a null value
 // deletes its key. [KeyValueStore] reads global stores too.
@@ -38,6 +43,7 @@
 package kstreamtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/kstream-go/kstream/internal/partition"
@@ -308,11 +314,43 @@ func (d *Driver) EnforcedProcessing() int64 { return d.enforced }
 // application would have stopped.
 func (d *Driver) Err() error { return d.fatal }
 
-// Close closes every task. It returns the first fatal error, if one stopped the topology,
-// joined with errors from closing processors.
+// Commit does what a commit does in an application, task by task in the order of their
+// ids: each task first finishes the work its commit must cover (a
+// [kstream.KStream.ForeachBatch] sink hands over its pending batch), then takes what it did
+// as committed; records that this writes to topics the topology reads are then processed.
+// A failure that the error handler does not absorb is returned, and stops the driver as a
+// record's would.
+func (d *Driver) Commit() error {
+	if d.closed {
+		return ErrClosed
+	}
+	if d.fatal != nil {
+		return d.fatal
+	}
+	for _, t := range d.order {
+		if err := t.t.PreCommit(d.Context()); err != nil {
+			d.fatal, d.slots = err, nil
+			return err
+		}
+		t.t.Committed()
+	}
+	return d.drain()
+}
+
+// Context implements the runtime's task environment: the driver never shuts down under a
+// task, so its context is never done.
+func (d *Driver) Context() context.Context { return context.Background() }
+
+// Close commits, as [Driver.Commit] does, unless a fatal error stopped the topology, as an
+// application commits at shutdown; then closes every task. It returns the first fatal
+// error, if one stopped the topology (or the final commit failed), joined with errors from
+// closing processors.
 func (d *Driver) Close() error {
 	if d.closed {
 		return nil
+	}
+	if d.fatal == nil {
+		_ = d.Commit() // a failure is in d.fatal
 	}
 	d.closed = true
 	errs := []error{d.fatal}

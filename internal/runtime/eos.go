@@ -242,6 +242,11 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	if !r.inTxn {
 		return nil
 	}
+	// Work the transaction's offsets must cover that the tasks still hold (a batch sink's
+	// pending batch) is done before it ends; if it cannot be, the transaction aborts.
+	if err := r.preCommitLocked(ctx); err != nil {
+		r.txnFailed.Store(true)
+	}
 	offsets, dirty, records := r.positionsLocked()
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ func (nopTask) Punctuate(time.Time) (bool, error)           { return false, nil 
 func (nopTask) NextPunctuation() time.Time                  { return time.Time{} }
 func (nopTask) Committed()                                  {}
 func (nopTask) Aborted()                                    {}
+func (nopTask) PreCommit(context.Context) error             { return nil }
 func (nopTask) Close() error                                { return nil }
 
 // BenchmarkProcessMetrics measures what Config.Metrics adds to the processing of one record

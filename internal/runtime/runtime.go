@@ -987,6 +987,11 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	if len(dirty) == 0 && !r.punctuatedLocked() {
 		return nil
 	}
+	// Work the offsets must cover that the tasks still hold (a batch sink's pending
+	// batch) is done first; its dead-letter records, if any, are flushed below.
+	if err := r.preCommitLocked(ctx); err != nil {
+		return err
+	}
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
 			ls.logPending()

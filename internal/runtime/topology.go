@@ -134,6 +134,15 @@ type Task interface {
 	// goes back to its stream time and punctuation schedule of that commit.
 	Committed()
 	Aborted()
+	// PreCommit finishes, before the task's processed offsets are committed (under
+	// exactly-once: before the transaction commits), the work that the commit must cover
+	// and that the task still holds: a batch sink hands over its pending records. It runs
+	// on the loop's goroutine, never while the task processes. ctx bounds it (the commit's
+	// deadline). A non-nil error means the commit must not happen: when it is ctx's error
+	// (errors.Is(err, ctx.Err()), the work did not finish in time) the commit is skipped
+	// (an exactly-once transaction aborts) and the records are processed again; any other
+	// error stops the application, as Process's.
+	PreCommit(ctx context.Context) error
 	// Close releases the task's resources when the task is revoked or the app stops.
 	Close() error
 }
@@ -155,6 +164,10 @@ type TaskEnv interface {
 	RecordDropped()
 	// Now is the wall-clock time of the task (the test driver's is its mock clock).
 	Now() time.Time
+	// Context is done when the instance shuts down: it bounds the work a task does outside
+	// Kafka while processing (a batch sink's calls and its waits between retries), so that
+	// a shutdown does not wait for it. Work cut short by it is finished in PreCommit.
+	Context() context.Context
 }
 
 // OutRecord is an output record with what error reports need to know about it. Carrying

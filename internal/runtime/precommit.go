@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"runtime/pprof"
+	"sync"
+)
+
+// Context implements TaskEnv: the context of Run, done when the instance shuts down (or a
+// fatal error stops it).
+func (r *Runtime) Context() context.Context {
+	if r.restoreCtx == nil {
+		return context.Background()
+	}
+	return r.restoreCtx
+}
+
+// preCommitLocked has every running task finish the work its commit must cover
+// (Task.PreCommit: a batch sink's pending batch), before commitLocked or commitTxnLocked
+// commits the processed offsets. Tasks run in parallel, each on its own goroutine with its
+// pprof labels, as in a turn of the loop, so that slow bulk writes of several tasks overlap.
+//
+// It returns the first error. An error that is not ctx's also stops the application
+// (r.fail): the task's error handler decided that the failure is fatal. A ctx error only
+// means this commit cannot happen now.
+func (r *Runtime) preCommitLocked(ctx context.Context) error {
+	var tasks []*taskRun
+	for _, t := range r.tasks {
+		if t.task != nil {
+			tasks = append(tasks, t)
+		}
+	}
+	errs := make([]error, len(tasks))
+	run := func(i int) {
+		t := tasks[i]
+		pprof.SetGoroutineLabels(t.labels)
+		defer pprof.SetGoroutineLabels(t.base)
+		errs[i] = t.task.PreCommit(ctx)
+	}
+	if len(tasks) == 1 {
+		run(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range tasks {
+			wg.Go(func() { run(i) })
+		}
+		wg.Wait()
+	}
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if cerr := ctx.Err(); cerr == nil || !errors.Is(err, cerr) {
+			r.fail(err)
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
