@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,11 +57,31 @@ type childArgs struct {
 // process's exit code.
 func childMain(a childArgs) int {
 	start := time.Now()
-	if err := runChild(a, start); err != nil {
+	err := runChild(a, start)
+	if kib, ok := peakRSSKiB("/proc/self/status"); ok {
+		fmt.Printf("PEAK vmhwm_kib=%d\n", kib)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "ERROR %s %s: %v\n", a.contestant, a.scenario, err)
 		return 1
 	}
 	return 0
+}
+
+// peakRSSKiB reads VmHWM, the peak resident set of the process since its exec, from a
+// /proc/<pid>/status file.
+func peakRSSKiB(statusFile string) (int64, bool) {
+	b, err := os.ReadFile(statusFile)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // runChild starts the contestant, waits until its group has committed the end offsets of

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -125,5 +126,18 @@ func TestRawProcessors(t *testing.T) {
 		if rawRunner(s.name) == nil || kstreamRunner(s.name) == nil {
 			t.Errorf("scenario %s lacks a raw or kstream contestant", s.name)
 		}
+	}
+}
+
+func TestPeakRSSKiB(t *testing.T) {
+	f := t.TempDir() + "/status"
+	if err := os.WriteFile(f, []byte("Name:\tjava\nVmPeak:\t  999 kB\nVmHWM:\t  123456 kB\nVmRSS:\t 1000 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := peakRSSKiB(f); !ok || got != 123456 {
+		t.Errorf("peakRSSKiB = %d, %v; want 123456, true", got, ok)
+	}
+	if _, ok := peakRSSKiB(f + ".missing"); ok {
+		t.Error("peakRSSKiB of a missing file: want false")
 	}
 }

@@ -333,7 +333,9 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 	}
 	kill := time.AfterFunc(d.o.timeout+time.Minute, func() { _ = cmd.Process.Kill() })
 	defer kill.Stop()
+	watch := watchPeakRSS(cmd.Process.Pid)
 	var done time.Duration
+	var reported int64 // the VmHWM the process printed just before exiting
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		line := sc.Text()
@@ -341,15 +343,16 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 			done = time.Since(start)
 			r.running = resultField(line, "running_ms") / 1000
 		}
+		if strings.HasPrefix(line, "PEAK ") {
+			reported = int64(resultField(line, "vmhwm_kib"))
+		}
 		fmt.Fprintln(logFile, "stdout:", line)
 	}
 	_, _ = io.Copy(io.Discard, stdout)
 	werr := cmd.Wait()
+	r.rssKiB = max(watch(), reported)
 	if st := cmd.ProcessState; st != nil {
 		r.cpu = (st.UserTime() + st.SystemTime()).Seconds()
-		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-			r.rssKiB = ru.Maxrss // KiB on Linux
-		}
 	}
 	r.wall = done.Seconds()
 	switch {
@@ -364,6 +367,37 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 		r.out, r.err = d.k.verify(ctx, s, out, input)
 	}
 	return r
+}
+
+// watchPeakRSS samples the VmHWM of process pid every 50 ms until the returned function is
+// called, which returns the largest value seen. The contestants print their own VmHWM just
+// before they exit; this covers a contestant that dies first. (The rusage ru_maxrss of a
+// child is no use here: Linux carries the forking parent's peak RSS into the child at exec,
+// so every child would show at least the driver's peak.)
+func watchPeakRSS(pid int) func() int64 {
+	stop := make(chan struct{})
+	res := make(chan int64, 1)
+	status := fmt.Sprintf("/proc/%d/status", pid)
+	go func() {
+		var peak int64
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if kib, ok := peakRSSKiB(status); ok {
+				peak = max(peak, kib)
+			}
+			select {
+			case <-stop:
+				res <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		return <-res
+	}
 }
 
 // resultField is the number after "name=" in a RESULT line, -1000 if absent or not a number.

@@ -16,7 +16,7 @@ type run struct {
 	wall       float64 // seconds from the process's start to its RESULT line
 	running    float64 // seconds from the process's start to its first RUNNING state (<0: none)
 	cpu        float64 // user + system seconds of the process (rusage)
-	rssKiB     int64   // peak resident set (rusage maxrss)
+	rssKiB     int64   // peak resident set (VmHWM)
 	out        int64   // output records (verified), -1 if not read
 	err        error   // the run failed or its output was wrong
 }

@@ -62,8 +62,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * RESULT contestant=java scenario=S done_ms=D start_ms=T running_ms=R
  * </pre>
  * (milliseconds since the JVM started: done, streams.start() called, state RUNNING first
- * reached), closes the application and exits 0. On an error it prints {@code ERROR ...} to
- * stderr and exits 1.
+ * reached), closes the application, prints {@code PEAK vmhwm_kib=N} (the peak resident set
+ * of the process, VmHWM of /proc/self/status) and exits 0. On an error it prints
+ * {@code ERROR ...} to stderr and exits 1.
  */
 public final class Main {
     private Main() {
@@ -73,14 +74,34 @@ public final class Main {
     static final String COUNT_STORE = "counts";
 
     public static void main(String[] args) throws Exception {
+        int code = 0;
         try {
             run(args);
         } catch (Exception e) {
             System.err.println("ERROR " + e);
             e.printStackTrace(System.err);
-            System.exit(1);
+            code = 1;
         }
-        System.exit(0); // do not wait for lingering non-daemon threads
+        long peak = peakRSSKiB();
+        if (peak >= 0) {
+            System.out.println("PEAK vmhwm_kib=" + peak);
+        }
+        System.out.flush();
+        System.exit(code); // do not wait for lingering non-daemon threads
+    }
+
+    /** peakRSSKiB is VmHWM of /proc/self/status (the peak resident set), -1 if unknown. */
+    static long peakRSSKiB() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmHWM:")) {
+                    return Long.parseLong(line.substring(6).replace("kB", "").trim());
+                }
+            }
+        } catch (Exception e) {
+            // not Linux: no figure
+        }
+        return -1;
     }
 
     private static void usage(String msg) {
