@@ -2,6 +2,7 @@ package kstream_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,7 +11,10 @@ import (
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A fenced producer under exactly-once is a task migration, not the end of the instance:
@@ -159,4 +163,49 @@ func TestExactlyOnceSlowBacklogCommitsInTurns(t *testing.T) {
 	if st.Commits < 10 {
 		t.Fatalf("%d commits for about 4 s of work at a 100 ms commit interval, want at least 10", st.Commits)
 	}
+}
+
+// An instance stopped while it starts under exactly-once, its transactional id still being
+// initialized (the previous incarnation's transaction being aborted: CONCURRENT_TRANSACTIONS
+// here, injected), leaves the group. Before, Run returned without closing its consumer,
+// which had already joined: a member that heartbeats for as long as the process lives and
+// holds partitions nobody processes (the rebalance storm's partitions stuck for minutes, on
+// the in-process broker and on Apache Kafka).
+func TestExactlyOnceStopDuringInitLeavesGroup(t *testing.T) {
+	t.Parallel()
+	in, out, cfg := eosSetup(t)
+	inits := injectN(t, kmsg.InitProducerID, 1<<40, func(req kmsg.Request) bool {
+		id := req.(*kmsg.InitProducerIDRequest).TransactionalID
+		return id != nil && strings.HasPrefix(*id, cfg.ApplicationID)
+	}, func(req kmsg.Request) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ErrorCode = kerr.ConcurrentTransactions.Code
+		return resp
+	})
+	app := newApp(t, countTopology(in, out), cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx) }()
+	adm := kadm.NewClient(kafkatest.Client(t))
+	members := func() int {
+		groups, err := adm.DescribeGroups(kafkatest.Context(t, 5*time.Second), cfg.ApplicationID)
+		if err != nil {
+			return -1
+		}
+		return len(groups[cfg.ApplicationID].Members)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "the transactional id retried and the consumer in the group", func() bool {
+		return inits.Load() > 2 && members() == 1
+	})
+	cancel()
+	select {
+	case err := <-done:
+		t.Logf("Run returned %v after %d InitProducerID answered CONCURRENT_TRANSACTIONS", err, inits.Load())
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return within 60s of cancelling its context")
+	}
+	// Longer than the session timeout (6s): a member that does not heartbeat is gone by then
+	// anyway; one that still heartbeats is the leak.
+	kafkatest.Eventually(t, 15*time.Second, "the group without members", func() bool { return members() == 0 })
 }

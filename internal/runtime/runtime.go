@@ -369,6 +369,18 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if err := r.fencePrevious(runCtx); err != nil {
+		// The consumer has joined the group already: leave and close it, or it stays a
+		// member that heartbeats for as long as the process lives and holds partitions
+		// that nobody processes.
+		cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+		r.leaveAndClose(cctx)
+		cancel()
+		if runCtx.Err() != nil && r.fatal() == nil {
+			// Stopped while starting (the transactional id still being initialized, e.g.
+			// while the previous incarnation's transaction aborts): a clean stop.
+			r.setState(StateNotRunning)
+			return nil
+		}
 		r.fail(err)
 		r.setState(StateError)
 		return err
