@@ -53,13 +53,18 @@ func runSlowTask(k *kafka, o options, env *runEnv, run int) error {
 	if o.partitions < 2 {
 		return errors.New("slow-task needs at least 2 partitions")
 	}
-	ref, err := slowTaskApp(k, o, env, "ref", 0)
-	if err != nil {
-		return fmt.Errorf("reference: %w", err)
-	}
-	slow, err := slowTaskApp(k, o, env, "slow", slowTaskRecords)
-	if err != nil {
-		return fmt.Errorf("with the slow task: %w", err)
+	// The two apps run one after the other, in turns first (odd runs: the reference), so
+	// that a drift in the machine's speed does not favour one.
+	var ref, slow slowTaskFigure
+	var err error
+	for i := range 2 {
+		if (i+run)%2 == 1 {
+			if ref, err = slowTaskApp(k, o, env, "ref", 0); err != nil {
+				return fmt.Errorf("reference: %w", err)
+			}
+		} else if slow, err = slowTaskApp(k, o, env, "slow", slowTaskRecords); err != nil {
+			return fmt.Errorf("with the slow task: %w", err)
+		}
 	}
 	ratio := slow.rate() / ref.rate()
 	fmt.Printf("  %-21s run %d: others' rec/s without the slow task %10.0f (%.3fs, %.3fs from start), with it %10.0f (%.3fs, %.3fs from start; slow task processed %d records): ratio %.2f (target >= %.1f: %s)\n",
