@@ -665,8 +665,13 @@ func (r *Runtime) loop(ctx context.Context) error {
 		}
 
 		r.mu.Lock()
-		r.processLocked(fetches)
-		if r.fatal() == nil && r.fencedCause() == nil && (time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)) {
+		// A commit due now stops the running turns (quiesceLocked): no new turn is launched
+		// just before it, or a turn launched when the loop wakes for the commit would be
+		// stopped before it did anything, every time (a wall-clock punctuator of an idle task
+		// would never run). Those tasks are launched on the next turn of the loop, at once.
+		commit := time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)
+		r.processLocked(fetches, !commit)
+		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 			if err := r.commitLocked(cctx); err != nil {
 				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
@@ -770,11 +775,11 @@ func (r *Runtime) onBlocked(_ context.Context, cl *kgo.Client) {
 }
 
 // processLocked buffers one poll's records in their tasks' partition groups (or, for a task
-// whose turn runs, in its inbox), then launches a turn of every idle task that may process
-// a record or has a wall-clock punctuator due, each on its own goroutine, without waiting
-// for them (turns.go), and pauses or resumes the partitions whose buffers are full or no
-// longer so.
-func (r *Runtime) processLocked(fetches kgo.Fetches) {
+// whose turn runs, in its inbox), then (with launch) launches a turn of every idle task that
+// may process a record or has a wall-clock punctuator due, each on its own goroutine,
+// without waiting for them (turns.go), and pauses or resumes the partitions whose buffers
+// are full or no longer so.
+func (r *Runtime) processLocked(fetches kgo.Fetches, launch bool) {
 	now := time.Now()
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		if len(p.Records) == 0 || r.fatal() != nil {
@@ -806,7 +811,7 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 		}
 		r.drainInboxLocked(t)
 		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
-		if t.ready || due(t.task.NextPunctuation(), now) {
+		if launch && (t.ready || due(t.task.NextPunctuation(), now)) {
 			batch = append(batch, t)
 		}
 	}

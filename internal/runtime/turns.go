@@ -66,11 +66,13 @@ func (r *Runtime) launchLocked(t *taskRun, now time.Time, budget time.Duration) 
 			t.leftover[tp] = t.group.Size(tp.topic, tp.partition)
 		}
 		t.turnProcessed.Store(t.processed)
-		more := t.ready || t.inboxed.Load()
+		// Records left (the turn's budget ran out) or waiting in its inbox, or a time the
+		// loop must wake at for the task (a punctuation, an idle or lag wait, which the
+		// loop's wait left out while the turn ran): the loop looks at the task again at once.
+		// Otherwise the next fetch wakes the loop.
+		more := t.ready || t.inboxed.Load() || t.lagWait || !t.idleWake.IsZero() || !t.task.NextPunctuation().IsZero()
 		t.busy.Store(false)
 		if more {
-			// Records left (the turn's budget ran out) or waiting in its inbox: its next
-			// turn need not wait for the poll. Otherwise the next fetch wakes the loop.
 			r.kick.kick()
 		}
 	}()
