@@ -112,6 +112,7 @@ type Runtime struct {
 	turns   sync.WaitGroup
 	preempt atomic.Bool
 	kick    kicker
+	holding bool // the loop's: do not poll, see holdLocked
 
 	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
 	standby  *standbys
@@ -625,15 +626,22 @@ func (r *Runtime) loop(ctx context.Context) error {
 		r.ops.turn(wait) // Health: a loop that stops turning is not live (status.go)
 		// A task's turn that ends cuts the poll short (turns.go).
 		pctx, cancel := r.kick.pollContext(ctx, wait)
-		var polled time.Time
-		if r.met != nil {
-			polled = time.Now()
+		var fetches kgo.Fetches
+		if r.holding {
+			// A task that keeps up has a buffer's worth waiting already: poll again once its
+			// turn has ended (it kicks), as the loop did when it waited for every turn.
+			<-pctx.Done()
+		} else {
+			var polled time.Time
+			if r.met != nil {
+				polled = time.Now()
+			}
+			fetches = r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
+			if r.met != nil {
+				r.met.polled(time.Since(polled), fetches.NumRecords())
+			}
 		}
-		fetches := r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
 		cancel()
-		if r.met != nil {
-			r.met.polled(time.Since(polled), fetches.NumRecords())
-		}
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			r.consumer.AllowRebalance()
 			return nil
@@ -679,6 +687,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			cancel()
 			lastCommit = time.Now()
 		}
+		r.holding = r.holdLocked()
 		// Under exactly-once, rebalances go through only between transactions, so that
 		// partitions are given up with everything processed committed.
 		allow := r.sess == nil || !r.inTxn
@@ -929,7 +938,7 @@ func (r *Runtime) flowControlLocked() {
 		// While a turn of t runs, its group is its own: see taskRun.buffered.
 		busy := t.busy.Load()
 		for tp, pos := range t.parts {
-			n := t.buffered(tp, busy)
+			n := t.buffered(tp, busy, limit)
 			switch {
 			case !pos.paused.Load() && n > limit:
 				pos.paused.Store(true)

@@ -326,7 +326,7 @@ func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 				ps.Committed = pos.committed.Offset
 			}
 			if t.group != nil {
-				ps.Buffered = t.buffered(tp, false)
+				ps.Buffered = t.held(tp)
 			}
 			switch {
 			case ps.Position >= 0:

@@ -62,15 +62,23 @@ func (r *Runtime) launchLocked(t *taskRun, now time.Time, budget time.Duration) 
 		if err := t.run(now, budget, &r.preempt); err != nil {
 			r.fail(err)
 		}
-		for tp := range t.parts {
-			t.leftover[tp] = t.group.Size(tp.topic, tp.partition)
+		// What the turn left behind (its budget ran out, or its group was not ready); but a
+		// turn stopped early for a commit says nothing of whether the task keeps up.
+		note := !r.preempt.Load() || time.Since(now) >= budget/2
+		paused := false
+		for tp, pos := range t.parts {
+			if note {
+				t.leftover[tp] = t.group.Size(tp.topic, tp.partition)
+			}
+			paused = paused || pos.paused.Load()
 		}
 		t.turnProcessed.Store(t.processed)
-		// Records left (the turn's budget ran out) or waiting in its inbox, or a time the
-		// loop must wake at for the task (a punctuation, an idle or lag wait, which the
-		// loop's wait left out while the turn ran): the loop looks at the task again at once.
-		// Otherwise the next fetch wakes the loop.
-		more := t.ready || t.inboxed.Load() || t.lagWait || !t.idleWake.IsZero() || !t.task.NextPunctuation().IsZero()
+		// Records left (the turn's budget ran out) or waiting in its inbox, a partition
+		// paused (it may be resumed now), or a time the loop must wake at for the task (a
+		// punctuation, an idle or lag wait, which the loop's wait left out while the turn
+		// ran): the loop looks at the task again at once. Otherwise the next fetch wakes
+		// the loop.
+		more := t.ready || t.inboxed.Load() || paused || t.lagWait || !t.idleWake.IsZero() || !t.task.NextPunctuation().IsZero()
 		t.busy.Store(false)
 		if more {
 			r.kick.kick()
@@ -180,15 +188,62 @@ func (r *Runtime) groupAddLocked(t *taskRun, p kgo.FetchTopicPartition, now time
 	}
 }
 
-// buffered is the number of records of partition tp that t holds: in its partition group
-// and its inbox. While a turn of t runs, the group's part is what its last turn left
-// behind (the turn processes the records buffered since). r.mu must be held.
-func (t *taskRun) buffered(tp topicPartition, busy bool) int {
-	n := t.inboxN[tp]
-	if busy {
-		return n + t.launchSize[tp]
+// buffered is the number of records of partition tp that t holds as flow control counts
+// them (flowControlLocked). A task that waits (its group is not ready) holds what its group
+// and its inbox hold. A task whose turn runs, or that runs next, holds what its last turn
+// left behind (see launchLocked): a task that falls behind leaves records behind at the end
+// of its turns, one that keeps up leaves nothing and processes in each turn what arrived
+// during the one before. Its inbox counts only beyond inboxSlack buffers' worth: the loop
+// stops polling instead while a task that keeps up has a buffer's worth waiting (holdLocked),
+// as pausing its partitions would stop and restart their fetching at every turn (it halved
+// the passthrough's throughput: a partition resumed joins only the next fetch request, which
+// may wait for the one in flight up to the fetch wait). r.mu must be held.
+func (t *taskRun) buffered(tp topicPartition, busy bool, limit int) int {
+	inbox := t.inboxN[tp]
+	var left int
+	switch {
+	case busy:
+		left = t.launchSize[tp]
+	case t.ready:
+		left = t.leftover[tp]
+	default:
+		return t.held(tp)
 	}
-	return n + t.group.Size(tp.topic, tp.partition)
+	if inbox > inboxSlack*limit {
+		return left + inbox
+	}
+	return left
+}
+
+// held is the number of records of partition tp that t, idle, holds in its group and inbox.
+// r.mu must be held.
+func (t *taskRun) held(tp topicPartition) int {
+	return t.inboxN[tp] + t.group.Size(tp.topic, tp.partition)
+}
+
+// inboxSlack bounds the inbox of a partition whose task's turn runs (see taskRun.buffered),
+// in buffers' worth (Config.BufferedRecordsPerPartition).
+const inboxSlack = 10
+
+// holdLocked reports whether the loop should not poll until a turn ends: a task whose turn
+// runs has more than a buffer's worth (Config.BufferedRecordsPerPartition) of a partition
+// that is not paused waiting in its inbox. A task that keeps up then gets its next records
+// from the next poll, as when the loop waited for every turn; the partitions of a task that
+// falls behind are paused (flowControlLocked), so that it does not hold the loop. r.mu must
+// be held.
+func (r *Runtime) holdLocked() bool {
+	limit := r.cfg.BufferedRecordsPerPartition
+	for _, t := range r.tasks {
+		if !t.busy.Load() {
+			continue
+		}
+		for tp, n := range t.inboxN {
+			if pos := t.parts[tp]; n > limit && pos != nil && !pos.paused.Load() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // kicker cuts the loop's poll short when a turn ends, so that the task's next turn (and the
