@@ -190,14 +190,14 @@ func (r *Runtime) groupAddLocked(t *taskRun, p kgo.FetchTopicPartition, now time
 
 // buffered is the number of records of partition tp that t holds as flow control counts
 // them (flowControlLocked). A task that waits (its group is not ready) holds what its group
-// and its inbox hold. A task whose turn runs, or that runs next, holds what its last turn
-// left behind (see launchLocked): a task that falls behind leaves records behind at the end
-// of its turns, one that keeps up leaves nothing and processes in each turn what arrived
-// during the one before. Its inbox counts only beyond inboxSlack buffers' worth: the loop
-// stops polling instead while a task that keeps up has a buffer's worth waiting (holdLocked),
-// as pausing its partitions would stop and restart their fetching at every turn (it halved
-// the passthrough's throughput: a partition resumed joins only the next fetch request, which
-// may wait for the one in flight up to the fetch wait). r.mu must be held.
+// and its inbox hold. A task whose turn runs, or that runs next, and that fell behind (its
+// last turn left records behind, see launchLocked) holds those and its inbox. One that keeps
+// up (its last turn left nothing: it processes in each turn what arrived during the one
+// before) counts as holding nothing until its inbox grows beyond inboxSlack buffers' worth:
+// the loop stops polling instead while it has a buffer's worth waiting (holdLocked), as
+// pausing its partitions would stop and restart their fetching at every turn (it halved the
+// passthrough's throughput: a partition resumed joins only the next fetch request, which may
+// wait for the one in flight up to the fetch wait). r.mu must be held.
 func (t *taskRun) buffered(tp topicPartition, busy bool, limit int) int {
 	inbox := t.inboxN[tp]
 	var left int
@@ -209,10 +209,10 @@ func (t *taskRun) buffered(tp topicPartition, busy bool, limit int) int {
 	default:
 		return t.held(tp)
 	}
-	if inbox > inboxSlack*limit {
-		return left + inbox
+	if left == 0 && inbox <= inboxSlack*limit {
+		return 0
 	}
-	return left
+	return left + inbox
 }
 
 // held is the number of records of partition tp that t, idle, holds in its group and inbox.
@@ -225,12 +225,12 @@ func (t *taskRun) held(tp topicPartition) int {
 // in buffers' worth (Config.BufferedRecordsPerPartition).
 const inboxSlack = 10
 
-// holdLocked reports whether the loop should not poll until a turn ends: a task whose turn
-// runs has more than a buffer's worth (Config.BufferedRecordsPerPartition) of a partition
-// that is not paused waiting in its inbox. A task that keeps up then gets its next records
-// from the next poll, as when the loop waited for every turn; the partitions of a task that
-// falls behind are paused (flowControlLocked), so that it does not hold the loop. r.mu must
-// be held.
+// holdLocked reports whether the loop should not poll until a turn ends: a task that keeps
+// up (its last turn left nothing behind) and whose turn runs has more than a buffer's worth
+// (Config.BufferedRecordsPerPartition) of a partition that is not paused waiting in its
+// inbox. It then gets its next records from the next poll, as when the loop waited for
+// every turn. A task that falls behind never holds the loop: its partitions are paused
+// instead (flowControlLocked). r.mu must be held.
 func (r *Runtime) holdLocked() bool {
 	limit := r.cfg.BufferedRecordsPerPartition
 	for _, t := range r.tasks {
@@ -238,7 +238,7 @@ func (r *Runtime) holdLocked() bool {
 			continue
 		}
 		for tp, n := range t.inboxN {
-			if pos := t.parts[tp]; n > limit && pos != nil && !pos.paused.Load() {
+			if pos := t.parts[tp]; n > limit && t.launchSize[tp] == 0 && pos != nil && !pos.paused.Load() {
 				return true
 			}
 		}
