@@ -17,10 +17,13 @@ import (
 // record or has a punctuator due, and goes back to polling at once. While a turn runs
 // (taskRun.busy), its goroutine alone touches the task: its partition group, stores,
 // processors and positions. Records fetched for a busy task wait in its inbox (touched
-// under Runtime.mu only) and join its partition group when the turn has ended; the
-// partitions of a task whose buffer plus inbox is full are paused (flowControlLocked), so a
-// task that falls behind stops fetching instead of holding anyone up. A turn that ends kicks
-// the loop out of its poll, so that the task's next turn starts at once.
+// under Runtime.mu only) and join its partition group when the turn has ended. A task that
+// falls behind (its turns leave records behind) has its partitions paused once its backlog
+// and inbox exceed Config.BufferedRecordsPerPartition (flowControlLocked): it stops
+// fetching instead of holding anyone up. For a task that keeps up, the loop stops polling
+// while it has a buffer's worth waiting in its inbox (holdLocked), as it did when it waited
+// for every turn. A turn that ends kicks the loop out of its poll when the task has more to
+// do, so that its next turn starts at once.
 //
 // Everything that needs every task at rest (a commit, whose offsets must cover only
 // processed records and, under exactly-once, whose transaction must hold every output of
