@@ -112,7 +112,9 @@ type Runtime struct {
 	turns   sync.WaitGroup
 	preempt atomic.Bool
 	kick    kicker
-	holding bool // the loop's: do not poll, see holdLocked
+	// holding and holdUntil are the loop's: do not poll (until then), see holdLocked.
+	holding   bool
+	holdUntil time.Time
 
 	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
 	standby  *standbys
@@ -175,6 +177,8 @@ type taskRun struct {
 	launchSize map[topicPartition]int
 	lastStatus *TaskStatus
 	resumed    []resumedAt
+	// launchedAt is when the running (or last) turn was launched (holdLocked).
+	launchedAt time.Time
 	// leftover is what the task's partition group held per partition when its last turn
 	// ended: written by the turn, read by the loop while the task is idle.
 	leftover map[topicPartition]int
@@ -623,6 +627,9 @@ func (r *Runtime) loop(ctx context.Context) error {
 		if !r.wake.IsZero() {
 			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
 		}
+		if r.holding {
+			wait = min(wait, max(time.Until(r.holdUntil), time.Millisecond))
+		}
 		r.ops.turn(wait) // Health: a loop that stops turning is not live (status.go)
 		// A task's turn that ends cuts the poll short (turns.go).
 		pctx, cancel := r.kick.pollContext(ctx, wait)
@@ -687,7 +694,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			cancel()
 			lastCommit = time.Now()
 		}
-		r.holding = r.holdLocked()
+		r.holding, r.holdUntil = r.holdLocked()
 		// Under exactly-once, rebalances go through only between transactions, so that
 		// partitions are given up with everything processed committed.
 		allow := r.sess == nil || !r.inTxn

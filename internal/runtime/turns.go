@@ -58,6 +58,7 @@ func (r *Runtime) launchLocked(t *taskRun, now time.Time, budget time.Duration) 
 		t.launchSize[tp] = t.leftover[tp]
 	}
 	t.applyResumedLocked()
+	t.launchedAt = time.Now()
 	t.busy.Store(true)
 	r.turns.Add(1)
 	go func() {
@@ -233,20 +234,29 @@ const inboxSlack = 10
 // (Config.BufferedRecordsPerPartition) of a partition that is not paused waiting in its
 // inbox. It then gets its next records from the next poll, as when the loop waited for
 // every turn. A task that falls behind never holds the loop: its partitions are paused
-// instead (flowControlLocked). r.mu must be held.
-func (r *Runtime) holdLocked() bool {
+// instead (flowControlLocked); nor does a turn for longer than a quarter of the turn
+// budget (a long turn of a task that keeps up only just). It returns until when to hold.
+// r.mu must be held.
+func (r *Runtime) holdLocked() (bool, time.Time) {
 	limit := r.cfg.BufferedRecordsPerPartition
+	now := time.Now()
+	var until time.Time
 	for _, t := range r.tasks {
 		if !t.busy.Load() {
 			continue
 		}
+		end := t.launchedAt.Add(r.turnBudget() / 4)
+		if !end.After(now) || (!until.IsZero() && !end.Before(until)) {
+			continue
+		}
 		for tp, n := range t.inboxN {
 			if pos := t.parts[tp]; n > limit && t.launchSize[tp] == 0 && pos != nil && !pos.paused.Load() {
-				return true
+				until = end
+				break
 			}
 		}
 	}
-	return false
+	return !until.IsZero(), until
 }
 
 // kicker cuts the loop's poll short when a turn ends, so that the task's next turn (and the
