@@ -113,8 +113,9 @@ type Config struct {
 	// BufferedRecordsPerPartition bounds the records a task holds fetched but not yet
 	// processed per input partition, overriding the default 1000: a partition whose buffer
 	// is fuller than that after its task processed what it could (a task waiting for
-	// another partition, see MaxTaskIdle) stops being fetched until it drains. This
-	// corresponds to buffered.records.per.partition.
+	// another partition, see MaxTaskIdle, or a slow task falling behind) stops being fetched
+	// until it drains, so that the other tasks go on. This corresponds to
+	// buffered.records.per.partition.
 	BufferedRecordsPerPartition int
 
 	// SessionTimeout, HeartbeatInterval and RebalanceTimeout tune group membership,

@@ -117,6 +117,9 @@ type scenario struct {
 	// are deleted), and is timed by follow itself.
 	after  string
 	follow func(ctx context.Context, k *kafka, o options, env *runEnv, profile string) (result, error)
+
+	// own, if set, runs the scenario its own way (topics, timing, printing): slow-task.
+	own func(k *kafka, o options, env *runEnv, run int) error
 }
 
 // runEnv is what a scenario run gets.
@@ -172,6 +175,7 @@ var scenarios = []scenario{
 	{name: "gets-memory", gets: true},
 	{name: "gets-pebble", gets: true},
 	batchScenarios[0], batchScenarios[1], // batch.go
+	{name: "slow-task", own: runSlowTask},
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half
@@ -388,7 +392,7 @@ func run(o options, selected []scenario) error {
 			if s.after != "" {
 				continue // runs with its scenario
 			}
-			if s.latency || s.rss || s.gets {
+			if s.latency || s.rss || s.gets || s.own != nil {
 				continue // latency: its first -latency-warmup is its warm-up; rss: measures memory, not time
 			}
 			fus := followUps(selected, s)
@@ -433,6 +437,12 @@ func run(o options, selected []scenario) error {
 				}
 				printRSS(rr)
 				results[s.name] = append(results[s.name], result{seconds: rr.seconds, outRecords: int64(rr.keys), peakRSS: rr.peakKB})
+				continue
+			}
+			if s.own != nil {
+				if err := s.own(k, o, newEnv(s, fmt.Sprint(r)), r+1); err != nil {
+					return fmt.Errorf("scenario %s (run %d): %w", s.name, r+1, err)
+				}
 				continue
 			}
 			if s.gets {
@@ -482,6 +492,7 @@ func run(o options, selected []scenario) error {
 		}
 	}
 	fmt.Println()
+	printSlowTask()
 	printGetsTable(selected, gets)
 	printTable(o, selected, results, len(o.brokers) == 0)
 	return nil
@@ -758,7 +769,7 @@ type summary struct {
 }
 
 func printTable(o options, selected []scenario, results map[string][]result, embeddedBroker bool) {
-	if !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss && !s.gets }) {
+	if !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss && !s.gets && s.own == nil }) {
 		return // rss-pebble and gets-* alone: printed after their runs (printRSS, printGetsTable)
 	}
 	sums := map[string]summary{}
@@ -803,8 +814,8 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 			latencies = append(latencies, s)
 			continue
 		}
-		if s.rss || s.gets {
-			continue // printed after each run (printRSS) or before (printGetsTable)
+		if s.rss || s.gets || s.own != nil {
+			continue // printed after each run (printRSS, own) or before (printGetsTable)
 		}
 		sm := sums[s.name]
 		m := sm.median

@@ -448,10 +448,12 @@ func (r *Runtime) rewoundLocked() {
 	resume := map[string][]int32{}
 	for _, t := range r.tasks {
 		t.group.Clear()
+		t.dropInboxLocked(nil)
+		clear(t.leftover)
 		for tp, pos := range t.parts {
 			pos.first = kgo.EpochOffset{Offset: -1}
-			if pos.paused {
-				pos.paused = false
+			if pos.paused.Load() {
+				pos.paused.Store(false)
 				resume[tp.topic] = append(resume[tp.topic], tp.partition)
 			}
 		}
@@ -499,6 +501,7 @@ func (r *Runtime) afterRebalance(ctx context.Context) {
 		return
 	}
 	r.revoked = false
+	r.quiesceLocked()
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CloseTimeout)
 	defer cancel()
 	if _, err := r.endTxnLocked(cctx, kgo.TryAbort); err != nil && ctx.Err() == nil {

@@ -102,6 +102,7 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 	r.migrating.Store(true)
 	cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 	r.mu.Lock()
+	r.quiesceLocked()
 	if r.inTxn {
 		// The transaction is gone with the epoch; an abort may still be needed by kgo
 		// to let go of its records. Its outcome does not matter.

@@ -40,7 +40,7 @@ func (r *Runtime) noteStale(t *taskRun, tp topicPartition, pos *partPos, lag int
 	}
 	pos.staleNoted = since
 	r.log.Info("kstream: a partition's lag is stale; its task goes on without waiting for it",
-		"task", t.id.String(), "topic", tp.topic, "partition", tp.partition, "lag", lag, "age", now.Sub(since).Round(time.Millisecond), "paused", pos.paused)
+		"task", t.id.String(), "topic", tp.topic, "partition", tp.partition, "lag", lag, "age", now.Sub(since).Round(time.Millisecond), "paused", pos.paused.Load())
 }
 
 // lagProbe is a question to the broker about the lag of a partition nothing was fetched from.

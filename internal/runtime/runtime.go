@@ -106,6 +106,16 @@ type Runtime struct {
 	// them (flowControlLocked). Guarded by mu.
 	unpause map[string][]int32
 
+	// Task turns on their own goroutines (turns.go): turns counts those running (launched
+	// under mu, waited for under mu by quiesceLocked), preempt asks them to stop at the next
+	// record boundary, kick cuts the loop's poll short when one ends.
+	turns   sync.WaitGroup
+	preempt atomic.Bool
+	kick    kicker
+	// holding and holdUntil are the loop's: do not poll (until then), see holdLocked.
+	holding   bool
+	holdUntil time.Time
+
 	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
 	standby  *standbys
 	wantMu   sync.Mutex
@@ -150,6 +160,28 @@ type taskRun struct {
 	tracer *kotel.Tracer
 	// labels carries the task's pprof labels (labels.go), base those of the loop.
 	labels, base context.Context
+
+	// busy is set while a turn of the task runs on its own goroutine (turns.go): only that
+	// goroutine touches the task then. The fields below are the loop's, guarded by mu:
+	// records fetched while busy wait in inbox (inboxN counts them per partition),
+	// launchSize is what the last turn left in the group per partition when the running turn
+	// began (see taskRun.buffered), resumed the partitions resumed during the turn, lastStatus
+	// the task's status when Status last saw it at rest.
+	busy atomic.Bool
+	// turnProcessed is processed as of the end of the last turn, for Status during a turn.
+	turnProcessed atomic.Int64
+	// inboxed is set while the inbox holds records (read by the turn when it ends).
+	inboxed    atomic.Bool
+	inbox      []inboxed
+	inboxN     map[topicPartition]int
+	launchSize map[topicPartition]int
+	lastStatus *TaskStatus
+	resumed    []resumedAt
+	// launchedAt is when the running (or last) turn was launched (holdLocked).
+	launchedAt time.Time
+	// leftover is what the task's partition group held per partition when its last turn
+	// ended: written by the turn, read by the loop while the task is idle.
+	leftover map[topicPartition]int
 }
 
 type partPos struct {
@@ -164,8 +196,9 @@ type partPos struct {
 	// the consumer moved back, -1 if none: where an abort moves back to when nothing was
 	// committed.
 	first kgo.EpochOffset
-	// paused is set while the partition's fetching is paused because its buffer is full.
-	paused bool
+	// paused is set while the partition's fetching is paused because its buffer is full. The
+	// loop sets it while the task's turn may run (turns.go).
+	paused atomic.Bool
 	// What is known of the partition's lag (lag.go): from the last fetch that returned
 	// records, or else from the broker's offsets.
 	fetched   bool
@@ -594,17 +627,28 @@ func (r *Runtime) loop(ctx context.Context) error {
 		if !r.wake.IsZero() {
 			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
 		}
+		if r.holding {
+			wait = min(wait, max(time.Until(r.holdUntil), time.Millisecond))
+		}
 		r.ops.turn(wait) // Health: a loop that stops turning is not live (status.go)
-		pctx, cancel := context.WithTimeout(ctx, wait)
-		var polled time.Time
-		if r.met != nil {
-			polled = time.Now()
+		// A task's turn that ends cuts the poll short (turns.go).
+		pctx, cancel := r.kick.pollContext(ctx, wait)
+		var fetches kgo.Fetches
+		if r.holding {
+			// A task that keeps up has a buffer's worth waiting already: poll again once its
+			// turn has ended (it kicks), as the loop did when it waited for every turn.
+			<-pctx.Done()
+		} else {
+			var polled time.Time
+			if r.met != nil {
+				polled = time.Now()
+			}
+			fetches = r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
+			if r.met != nil {
+				r.met.polled(time.Since(polled), fetches.NumRecords())
+			}
 		}
-		fetches := r.consumer.PollRecords(pctx, r.cfg.MaxPollRecords)
 		cancel()
-		if r.met != nil {
-			r.met.polled(time.Since(polled), fetches.NumRecords())
-		}
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			r.consumer.AllowRebalance()
 			return nil
@@ -636,8 +680,13 @@ func (r *Runtime) loop(ctx context.Context) error {
 		}
 
 		r.mu.Lock()
-		r.processLocked(fetches)
-		if r.fatal() == nil && r.fencedCause() == nil && (time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)) {
+		// A commit due now stops the running turns (quiesceLocked): no new turn is launched
+		// just before it, or a turn launched when the loop wakes for the commit would be
+		// stopped before it did anything, every time (a wall-clock punctuator of an idle task
+		// would never run). Those tasks are launched on the next turn of the loop, at once.
+		commit := time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)
+		r.processLocked(fetches, !commit)
+		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 			if err := r.commitLocked(cctx); err != nil {
 				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
@@ -645,6 +694,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			cancel()
 			lastCommit = time.Now()
 		}
+		r.holding, r.holdUntil = r.holdLocked()
 		// Under exactly-once, rebalances go through only between transactions, so that
 		// partitions are given up with everything processed committed.
 		allow := r.sess == nil || !r.inTxn
@@ -740,10 +790,12 @@ func (r *Runtime) onBlocked(_ context.Context, cl *kgo.Client) {
 	}
 }
 
-// processLocked buffers one poll's records in their tasks' partition groups, then runs the
-// tasks that may process a record or have a wall-clock punctuator due, each task on its own
-// goroutine, and pauses or resumes the partitions whose buffers are full or no longer so.
-func (r *Runtime) processLocked(fetches kgo.Fetches) {
+// processLocked buffers one poll's records in their tasks' partition groups (or, for a task
+// whose turn runs, in its inbox), then (with launch) launches a turn of every idle task that
+// may process a record or has a wall-clock punctuator due, each on its own goroutine,
+// without waiting for them (turns.go), and pauses or resumes the partitions whose buffers
+// are full or no longer so.
+func (r *Runtime) processLocked(fetches kgo.Fetches, launch bool) {
 	now := time.Now()
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 		if len(p.Records) == 0 || r.fatal() != nil {
@@ -763,34 +815,28 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 			r.consumer.PauseFetchPartitions(map[string][]int32{p.Topic: {p.Partition}})
 			return
 		}
-		pos := t.parts[tp]
-		r.noteFetch(pos, p.FetchPartition, now)
-		recs := p.Records
-		if slices.ContainsFunc(recs, isControl) {
-			// Transaction markers are not records of the topic.
-			recs = slices.DeleteFunc(slices.Clone(recs), isControl)
-		}
-		if len(recs) == 0 {
-			return
-		}
-		if _, err := t.group.Add(p.Topic, p.Partition, recs); err != nil {
-			r.fail(err)
-		}
+		r.addFetchedLocked(t, p, now)
 	})
 	if r.fatal() != nil {
 		return
 	}
 	var batch []*taskRun
 	for _, t := range r.tasks {
-		if t.task == nil {
+		if t.task == nil || t.busy.Load() {
 			continue
 		}
+		r.drainInboxLocked(t)
 		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
-		if t.ready || due(t.task.NextPunctuation(), now) {
+		if launch && (t.ready || due(t.task.NextPunctuation(), now)) {
 			batch = append(batch, t)
 		}
 	}
-	if len(batch) > 0 {
+	if r.fatal() != nil {
+		return
+	}
+	if len(batch) > 0 && r.sess != nil && !r.inTxn {
+		// No turn runs outside a transaction (turns.go); this only drains inboxes.
+		r.quiesceLocked()
 		if err := r.beginTxnLocked(); err != nil {
 			if r.fencedCause() != nil {
 				// The producer was fenced while this turn began (the fence was noted by a
@@ -804,20 +850,8 @@ func (r *Runtime) processLocked(fetches kgo.Fetches) {
 		}
 	}
 	budget := r.turnBudget()
-	if len(batch) == 1 {
-		if err := batch[0].run(now, budget); err != nil {
-			r.fail(err)
-		}
-	} else {
-		var wg sync.WaitGroup
-		for _, t := range batch {
-			wg.Go(func() {
-				if err := t.run(now, budget); err != nil {
-					r.fail(err)
-				}
-			})
-		}
-		wg.Wait()
+	for _, t := range batch {
+		r.launchLocked(t, now, budget)
 	}
 	r.flowControlLocked()
 	r.wake = r.wakeLocked(now)
@@ -843,11 +877,16 @@ func (r *Runtime) turnBudget() time.Duration {
 // run processes the task's buffered records in the order of its partition group while the
 // group is ready, for about budget at most (the rest stays buffered for the next turn, and
 // t.ready stays set: see wakeLocked), then runs its wall-clock punctuators that are due.
-// The group was ready (or not) at now when the task was picked.
-func (t *taskRun) run(now time.Time, budget time.Duration) error {
+// The group was ready (or not) at now when the task was picked. Once preempt is set (a
+// commit, a rebalance or shutdown waits for the turn: quiesceLocked), it stops at the next
+// record boundary and leaves its punctuators for the next turn.
+func (t *taskRun) run(now time.Time, budget time.Duration, preempt *atomic.Bool) error {
 	pprof.SetGoroutineLabels(t.labels)
 	defer pprof.SetGoroutineLabels(t.base)
 	for n := 1; t.ready; n++ {
+		if preempt.Load() {
+			return t.maybeFlush()
+		}
 		if n%32 == 0 && time.Since(now) > budget {
 			break
 		}
@@ -870,7 +909,7 @@ func (t *taskRun) run(now time.Time, budget time.Duration) error {
 		t.processed++
 		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
 	}
-	if due(t.task.NextPunctuation(), now) {
+	if due(t.task.NextPunctuation(), now) && !preempt.Load() {
 		var began time.Time
 		if t.met != nil {
 			began = time.Now()
@@ -903,18 +942,22 @@ func (r *Runtime) flowControlLocked() {
 		if t.task == nil {
 			continue
 		}
+		// While a turn of t runs, its group is its own: see taskRun.buffered.
+		busy := t.busy.Load()
 		for tp, pos := range t.parts {
-			n := t.group.Size(tp.topic, tp.partition)
+			n := t.buffered(tp, busy, limit)
 			switch {
-			case !pos.paused && n > limit:
-				pos.paused = true
+			case !pos.paused.Load() && n > limit:
+				pos.paused.Store(true)
 				if pause == nil {
 					pause = map[string][]int32{}
 				}
 				pause[tp.topic] = append(pause[tp.topic], tp.partition)
-			case pos.paused && n <= limit:
-				pos.paused = false
-				if pos.fetched {
+			case pos.paused.Load() && n <= limit:
+				pos.paused.Store(false)
+				if busy {
+					t.resumed = append(t.resumed, resumedAt{tp, time.Now()}) // applied once at rest
+				} else if pos.fetched {
 					// Nothing was fetched while paused: the lag known from the last fetch
 					// is as fresh as now, not as old as the pause (lagOf would otherwise
 					// take it for stale once the buffer drains, and let the task run
@@ -951,8 +994,8 @@ func (r *Runtime) wakeLocked(now time.Time) time.Time {
 		}
 	}
 	for _, t := range r.tasks {
-		if t.task == nil {
-			continue
+		if t.task == nil || t.busy.Load() {
+			continue // a turn that ends kicks the loop (turns.go)
 		}
 		if t.ready {
 			earlier(now) // its turn ended with records left to process (turnBudget)
@@ -979,6 +1022,7 @@ func (t *taskRun) maybeFlush() error {
 // commitLocked waits until every produced record is acknowledged and then commits the
 // processed positions: an offset is committed only after all outputs it covers are durable.
 func (r *Runtime) commitLocked(ctx context.Context) error {
+	r.quiesceLocked() // every task at rest: its positions cover only what it finished
 	if r.sess != nil {
 		return r.commitTxnLocked(ctx)
 	}
@@ -1110,6 +1154,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.quiesceLocked()
 	var created []string
 	var restoring []*taskRun
 	for topic, parts := range assigned {
@@ -1258,6 +1303,7 @@ func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 		return
 	}
 	defer r.mu.Unlock()
+	r.quiesceLocked()
 	if r.fatal() == nil && r.fencedCause() == nil && !r.migrating.Load() {
 		cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 		if err := r.commitLocked(cctx); err != nil {
@@ -1282,6 +1328,7 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 		return
 	}
 	defer r.mu.Unlock()
+	r.quiesceLocked()
 	if r.sess != nil && r.inTxn {
 		// The open transaction cannot commit any more; End aborts it.
 		r.txnFailed.Store(true)
@@ -1348,7 +1395,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 			if t == nil {
 				continue
 			}
-			if pos := t.parts[tp]; pos.paused {
+			if pos := t.parts[tp]; pos.paused.Load() {
 				// kgo keeps a partition paused until it is resumed, also when it comes back
 				// with a later assignment.
 				r.unpause[tp.topic] = append(r.unpause[tp.topic], tp.partition)
@@ -1358,6 +1405,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 			}
 			delete(r.parts, tp)
 			delete(t.parts, tp)
+			t.dropInboxLocked(map[topicPartition]bool{tp: true})
 			t.group.RemovePartition(tp.topic, tp.partition)
 			if len(t.parts) == 0 {
 				if t.task == nil {
@@ -1385,6 +1433,7 @@ func (r *Runtime) shutdown(loopErr error) {
 	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 	defer cancel()
 	r.mu.Lock()
+	r.quiesceLocked()
 	if r.fatal() == nil && loopErr == nil && r.fencedCause() == nil {
 		if err := r.commitLocked(ctx); err != nil {
 			r.log.Warn("kstream: final commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)

@@ -305,17 +305,28 @@ func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 	probed := r.ops.probed
 	r.ops.probeMu.Unlock()
 	for id, t := range r.tasks {
+		if t.busy.Load() {
+			// Its turn runs (turns.go): the task as Status last saw it at rest.
+			ts := TaskStatus{ID: id}
+			if t.lastStatus != nil {
+				ts = *t.lastStatus
+			}
+			ts.Processed = t.turnProcessed.Load() // as of its last turn's end
+			s.processed += ts.Processed
+			s.tasks = append(s.tasks, ts)
+			continue
+		}
 		ts := TaskStatus{ID: id, Restoring: t.task == nil, Processed: t.processed}
 		s.processed += t.processed
 		for tp, pos := range t.parts {
-			ps := PartitionStatus{Topic: tp.topic, Partition: tp.partition, Position: pos.next, Committed: -1, End: -1, Lag: -1, Paused: pos.paused || t.task == nil}
+			ps := PartitionStatus{Topic: tp.topic, Partition: tp.partition, Position: pos.next, Committed: -1, End: -1, Lag: -1, Paused: pos.paused.Load() || t.task == nil}
 			if c, ok := committed[tp.topic][tp.partition]; ok && c.Offset >= 0 {
 				ps.Committed = c.Offset
 			} else if pos.committed.Offset >= 0 {
 				ps.Committed = pos.committed.Offset
 			}
 			if t.group != nil {
-				ps.Buffered = t.group.Size(tp.topic, tp.partition)
+				ps.Buffered = t.held(tp)
 			}
 			switch {
 			case ps.Position >= 0:
@@ -349,6 +360,7 @@ func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 		slices.SortFunc(ts.Partitions, func(a, b PartitionStatus) int {
 			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 		})
+		t.lastStatus = &ts
 		s.tasks = append(s.tasks, ts)
 	}
 	slices.SortFunc(s.tasks, func(a, b TaskStatus) int { return compareTaskIDs(a.ID, b.ID) })
