@@ -118,8 +118,12 @@ type scenario struct {
 	after  string
 	follow func(ctx context.Context, k *kafka, o options, env *runEnv, profile string) (result, error)
 
-	// own, if set, runs the scenario its own way (topics, timing, printing): slow-task.
+	// own, if set, runs the scenario its own way (topics, timing, printing): slow-task,
+	// scale-rebalance.
 	own func(k *kafka, o options, env *runEnv, run int) error
+	// partitions, if set, is the number of partitions of the scenario's topics instead of
+	// -partitions (the *-1000p scenarios, scale.go).
+	partitions int
 }
 
 // runEnv is what a scenario run gets.
@@ -176,6 +180,9 @@ var scenarios = []scenario{
 	{name: "gets-pebble", gets: true},
 	batchScenarios[0], batchScenarios[1], // batch.go
 	{name: "slow-task", own: runSlowTask},
+	{name: "baseline-1000p", keep: keepAll, run: runBaseline, partitions: scalePartitions}, // scale.go
+	{name: "passthrough-1000p", keep: keepAll, run: runPassthrough, partitions: scalePartitions},
+	{name: "scale-rebalance", own: runScaleRebalance},
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half
@@ -533,6 +540,9 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap*time.Duration(1+len(fus)))
 	defer cancel()
 	var res result
+	if s.partitions > 0 {
+		o.partitions = s.partitions
+	}
 
 	topics := []string{env.in, env.out}
 	if s.second != nil {
@@ -921,6 +931,7 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		}
 	}
 
+	printScale(o, sums)
 	if len(latencies) > 0 {
 		printLatencies(o, latencies, results)
 	}
