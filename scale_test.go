@@ -1,6 +1,8 @@
 package kstream_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -8,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Three processes of one application id share the work: three child processes run the
@@ -130,4 +134,104 @@ func tail(s string, n int) string {
 		s = s[i+1:]
 	}
 	return s
+}
+
+// A rebalance does not hold the tasks that stay: while the group waits for a member to
+// rejoin (here a frozen process, for up to the rebalance timeout), an instance whose tasks do
+// not move keeps processing. kgo holds offset commits for as long as the member joins and
+// syncs; before joinWatch the instance's periodic commit waited there with every task at
+// rest, so its tasks stopped for the whole join (up to 5 s here; up to a heartbeat interval
+// in an ordinary rebalance).
+func TestRebalanceJoinDoesNotHoldStayingTasks(t *testing.T) {
+	t.Parallel()
+	for _, eos := range []bool{false, true} {
+		t.Run(map[bool]string{false: "AtLeastOnce", true: "ExactlyOnce"}[eos], func(t *testing.T) {
+			t.Parallel()
+			joinHoldCase(t, eos)
+		})
+	}
+}
+
+func joinHoldCase(t *testing.T, eos bool) {
+	const parts = 4
+	in := kafkatest.CreateTopic(t, "in", parts, nil)
+	out := kafkatest.CreateTopic(t, "out", parts, nil)
+	cfg := testConfig(t)
+	cfg.StateDir = t.TempDir()
+	cfg.CommitInterval = 100 * time.Millisecond
+	// The join waits for the frozen member until its session times out or, at the latest,
+	// the rebalance timeout passes (the in-process broker goes by the latter).
+	cfg.RebalanceTimeout = 5 * time.Second
+	env := []string{"APP_ID=" + cfg.ApplicationID, "STATE_DIR=" + t.TempDir(), "IN=" + in, "OUT=" + out, "COMMIT_MS=100", "REBALANCE_MS=5000"}
+	if eos {
+		cfg.Guarantee = kstream.ExactlyOnce
+		env = append(env, "GUARANTEE=eos")
+	}
+	frozen := kafkatest.StartChild(t, "count-app", env...)
+	t.Cleanup(func() { frozen.Kill(t) })
+	app := newApp(t, countTopology(in, out), cfg)
+	start(t, app)
+	kafkatest.Eventually(t, 60*time.Second, "two members sharing the tasks", func() bool {
+		return len(app.Tasks()) == parts/2 && app.State() == kstream.StateRunning
+	})
+
+	// Input flows to every partition for the rest of the test.
+	stop := make(chan struct{})
+	fed := make(chan struct{})
+	cl := kafkatest.ManualProducer(t)
+	go func() {
+		defer close(fed)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			recs := make([]*kgo.Record, 0, parts*10)
+			for j := range parts * 10 {
+				recs = append(recs, &kgo.Record{Topic: in, Partition: int32(j % parts), Key: fmt.Appendf(nil, "k%d", j), Value: []byte("v")})
+			}
+			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+				t.Errorf("producing: %v", err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-fed })
+
+	// The other member freezes; a third joins: the group waits for the frozen one to
+	// rejoin, for up to the rebalance timeout (5 s).
+	frozen.Stop(t)
+	third := newApp(t, countTopology(in, out), func() kstream.Config { c := cfg; c.StateDir = t.TempDir(); return c }())
+	start(t, third)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	state := func() string {
+		gs, err := adm.DescribeGroups(kafkatest.Context(t, 5*time.Second), cfg.ApplicationID)
+		if err != nil || len(gs) != 1 {
+			return ""
+		}
+		for _, g := range gs {
+			return g.State
+		}
+		return ""
+	}
+	kafkatest.Eventually(t, 30*time.Second, "the group rebalancing", func() bool { return state() == "PreparingRebalance" })
+	// This instance learns of the rebalance from its next heartbeat (200 ms) and joins; the
+	// join lasts until the frozen member is given up. The input brings it about 2,000
+	// records a second: 1,500 more records processed while the group still waits means that
+	// its tasks went on well after it joined (before joinWatch: at most a heartbeat interval
+	// and a commit interval's worth, some 600 records).
+	at := app.Status().ProcessedRecords
+	var during int64
+	kafkatest.Eventually(t, 10*time.Second, "the staying tasks processing during the join, or the join's end", func() bool {
+		during = app.Status().ProcessedRecords - at
+		return during > 1500 || state() != "PreparingRebalance"
+	})
+	if during <= 1500 {
+		t.Fatalf("the staying tasks processed %d records while the group waited for the frozen member; want more than 1,500", during)
+	}
+	if s := state(); s != "PreparingRebalance" {
+		t.Fatalf("the group left PreparingRebalance (%s) before the check ended: the test proves nothing", s)
+	}
+	t.Logf("processed %d records while the group waited for the frozen member", app.Status().ProcessedRecords-at)
 }

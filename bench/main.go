@@ -183,6 +183,7 @@ var scenarios = []scenario{
 	{name: "baseline-1000p", keep: keepAll, run: runBaseline, partitions: scalePartitions}, // scale.go
 	{name: "passthrough-1000p", keep: keepAll, run: runPassthrough, partitions: scalePartitions},
 	{name: "scale-rebalance", own: runScaleRebalance},
+	{name: "scale-rebalance-eos", own: runScaleRebalanceEOS},
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half

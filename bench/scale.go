@@ -113,7 +113,16 @@ func (g *gapRecorder) close(now time.Time) [rebalancePartitions]time.Duration {
 }
 
 // runScaleRebalance runs the scenario once (see the comment at the top of the file).
-func runScaleRebalance(k *kafka, o options, env *runEnv, run int) (err error) {
+func runScaleRebalance(k *kafka, o options, env *runEnv, run int) error {
+	return scaleRebalance(k, o, env, run, "scale-rebalance", kstream.AtLeastOnce)
+}
+
+// runScaleRebalanceEOS is runScaleRebalance under exactly-once.
+func runScaleRebalanceEOS(k *kafka, o options, env *runEnv, run int) error {
+	return scaleRebalance(k, o, env, run, "scale-rebalance-eos", kstream.ExactlyOnce)
+}
+
+func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g kstream.Guarantee) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap)
 	defer cancel()
 	if err := k.createTopics(ctx, rebalancePartitions, env.in, env.out); err != nil {
@@ -158,6 +167,7 @@ func runScaleRebalance(k *kafka, o options, env *runEnv, run int) (err error) {
 			CloseTimeout:   shutdownTimeout,
 			Logger:         env.logger,
 			StateDir:       dir,
+			Guarantee:      g,
 		})
 		if err != nil {
 			os.RemoveAll(dir)
@@ -320,9 +330,16 @@ func runScaleRebalance(k *kafka, o options, env *runEnv, run int) (err error) {
 			movedMax = max(movedMax, during[p])
 		}
 	}
+	var aborted int64
+	for _, m := range members {
+		aborted += m.app.Stats().TransactionsAborted
+	}
 	line := fmt.Sprintf("%d tasks, %d moved, %d stayed; the group settled %v after the third instance started; longest pause of a staying task %v (steady state before, over %v: %v); moved tasks paused up to %v",
 		rebalancePartitions, moved, stayed, settled.Round(time.Millisecond), stayMax.Round(time.Millisecond),
 		steadyLen.Round(time.Second), steadyMax.Round(time.Millisecond), movedMax.Round(time.Millisecond))
-	fmt.Printf("  %-21s run %d: %s\n", "scale-rebalance", run, line)
+	if g == kstream.ExactlyOnce {
+		line += fmt.Sprintf("; %d transactions aborted", aborted)
+	}
+	fmt.Printf("  %-21s run %d: %s\n", name, run, line)
 	return nil
 }

@@ -166,6 +166,7 @@ func (r *Runtime) beginTxnLocked() error {
 	if r.sess == nil || r.inTxn {
 		return nil
 	}
+	r.resetSessionLocked(r.prodCtx)
 	if err := r.sess.Begin(); err != nil {
 		// A transaction whose end failed may still be open in the client: end it, then
 		// begin again.
@@ -497,6 +498,14 @@ func (r *Runtime) afterRebalance(ctx context.Context) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.resetSessionLocked(ctx)
+}
+
+// resetSessionLocked ends the empty session after a revocation between two transactions
+// (see afterRebalance). kgo runs the revocation callback after the loop let the rebalance
+// through, and it may come only after afterRebalance looked: the loop calls this again
+// before it begins the next transaction, which would otherwise abort for nothing.
+func (r *Runtime) resetSessionLocked(ctx context.Context) {
 	if !r.revoked || r.inTxn {
 		return
 	}

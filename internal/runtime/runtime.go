@@ -97,7 +97,10 @@ type Runtime struct {
 	fence     fenceState  // a fenced producer being handled (fence.go)
 	migrating atomic.Bool // the session is being replaced after a fence
 	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
-	stats     commitStats
+	// joins follows the group's joins, so that a periodic commit does not hold every task
+	// while the group rejoins (joinwatch.go).
+	joins joinWatch
+	stats commitStats
 
 	// wake is when the loop must look at the tasks again (wakeLocked); set and read by the
 	// loop's goroutine.
@@ -521,6 +524,7 @@ func (r *Runtime) openConsumer() error {
 		kgo.OnPartitionsRevoked(r.onRevoked),
 		kgo.OnPartitionsLost(r.onLost),
 		kgo.OnPartitionsCallbackBlocked(r.onBlocked),
+		kgo.WithHooks(&r.joins),
 		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
 		// Control records (transaction markers) come too, so that the position after the
 		// last fetched record is the consumer's, which the lag of a partition needs (lag.go);
@@ -684,15 +688,25 @@ func (r *Runtime) loop(ctx context.Context) error {
 		// just before it, or a turn launched when the loop wakes for the commit would be
 		// stopped before it did anything, every time (a wall-clock punctuator of an idle task
 		// would never run). Those tasks are launched on the next turn of the loop, at once.
-		commit := time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Swap(false)
+		commit := time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Load()
+		if commit && r.joins.putOff(lastCommit) {
+			commit = false // the group is joining: see joinWatch
+		}
 		r.processLocked(fetches, !commit)
 		if r.fatal() == nil && r.fencedCause() == nil && commit {
+			r.commitNow.Store(false)
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
-			if err := r.commitLocked(cctx); err != nil {
-				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
-			}
+			err := r.commitLocked(cctx)
 			cancel()
-			lastCommit = time.Now()
+			switch {
+			case errors.Is(err, errJoining):
+				r.log.Debug("kstream: commit put off while the group joins", "app", r.cfg.ApplicationID)
+			case err != nil:
+				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
+				lastCommit = time.Now()
+			default:
+				lastCommit = time.Now()
+			}
 		}
 		r.holding, r.holdUntil = r.holdLocked()
 		// Under exactly-once, rebalances go through only between transactions, so that
@@ -1061,6 +1075,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	}
 	var commitErr error
 	commit := r.consumer.CommitOffsetsSync
+	ctx, joined := r.joins.commitContext(ctx)
 	if len(offsets) == 0 {
 		// Only punctuators wrote: their outputs are acknowledged, no offset moved.
 		commit = func(context.Context, map[string]map[int32]kgo.EpochOffset, func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
@@ -1079,6 +1094,9 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 			}
 		}
 	})
+	if joined() {
+		return fmt.Errorf("kstream: committing offsets: %w", errJoining)
+	}
 	if commitErr != nil {
 		return commitErr
 	}
