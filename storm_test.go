@@ -44,13 +44,12 @@ const (
 	stormSlots = 3
 )
 
-// stormRebalance is every instance's RebalanceTimeout. The in-process broker (kfake) never
-// arms the session timer of a new member whose first JoinGroup response could not be
-// delivered (a child killed while it waited in its first join): such a dead member stays in
-// the group until a later rebalance gives up waiting for it after the rebalance timeout
-// (kgo's default 60s), where Kafka expires it after the session timeout. 10s bounds that;
-// it also bounds how long a member cancelled during a join waits in Run (kgo lets a join in
-// flight finish before it leaves).
+// stormRebalance is every instance's RebalanceTimeout: it bounds how long a member cancelled
+// during a join waits in Run (kgo lets a join in flight finish before it leaves), and how
+// long a rebalance waits for a member that does not rejoin. (A child killed while it waited
+// in a JoinGroup is expired by its 6s session timeout, as on Kafka: the in-process broker
+// works around kfake, which at random never started such a member's session timer, see
+// embedded/compat.go holdsRead.)
 const stormRebalance = 10 * time.Second
 
 var (
