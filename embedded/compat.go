@@ -142,13 +142,16 @@ func fixConsumerGroupDescribe(fx *fixer, resp kmsg.Response) {
 }
 
 // fixer holds what the fixes need from the broker: a client of its own,
-// created on first use, to look up topic names.
+// created on first use, to look up topic names and to heartbeat for members
+// waiting in a rebalance (keepalive.go), and a way to read a group's generation.
 type fixer struct {
 	addr string
 
-	mu     sync.Mutex
-	cl     *kgo.Client
-	closed bool
+	mu         sync.Mutex
+	cl         *kgo.Client
+	closed     bool
+	generation func(group string) (int32, bool)
+	sessions   map[string]time.Duration // session timeouts by group and member, from their JoinGroups
 }
 
 // fixerTimeout bounds a fix's own request to the broker.
@@ -245,6 +248,8 @@ type pendingReq struct {
 	corr    int32
 	key     int16
 	version int16
+
+	stopKeepAlive func() // ends the member's keepalive while the request is parked; may be nil
 }
 
 // compatConn follows the Kafka protocol frames on one client connection: it
@@ -262,6 +267,7 @@ type compatConn struct {
 	sizeN   int    // bytes of sizeBuf filled
 	left    int    // bytes of the current request body still to read
 	head    []byte // the body's first bytes, up to requestHeadLen
+	full    []byte // the whole body of a request in holdsRead (see keepAlive)
 
 	// readErr is an error of the client's end held back until the group requests parked
 	// on the connection are answered (see holdsRead).
@@ -358,12 +364,18 @@ func (c *compatConn) notifyLocked() {
 	c.changed = make(chan struct{})
 }
 
-// Close closes the connection and ends a held read.
+// Close closes the connection, ends a held read and the keepalives of its parked requests
+// (kfake answers none of them once the connection is closed).
 func (c *compatConn) Close() error {
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
 		c.notifyLocked()
+		for _, pr := range c.pending {
+			if pr.stopKeepAlive != nil {
+				pr.stopKeepAlive()
+			}
+		}
 	}
 	c.mu.Unlock()
 	return c.Conn.Close()
@@ -381,10 +393,14 @@ func (c *compatConn) track(b []byte) {
 			}
 			c.sizeN = 0
 			c.left = int(binary.BigEndian.Uint32(c.sizeBuf[:]))
-			c.head = c.head[:0]
+			c.head, c.full = c.head[:0], c.full[:0]
 			continue
 		}
 		k := min(len(b), c.left)
+		// A request's whole body is kept while its key is unknown or in holdsRead.
+		if len(c.head) < 2 || holdsRead[int16(binary.BigEndian.Uint16(c.head))] {
+			c.full = append(c.full, b[:k]...)
+		}
 		if w := min(requestHeadLen-len(c.head), k); w > 0 {
 			c.head = append(c.head, b[:w]...)
 		}
@@ -400,7 +416,13 @@ func (c *compatConn) track(b []byte) {
 			// noted: every one of them gets a response (an acks=0 produce, for one,
 			// does not).
 			if responseFixes[pr.key] != nil || holdsRead[pr.key] {
+				if holdsRead[pr.key] {
+					pr.stopKeepAlive = c.fx.keepAlive(c.full)
+				}
 				c.mu.Lock()
+				if c.closed && pr.stopKeepAlive != nil {
+					pr.stopKeepAlive()
+				}
 				c.pending = append(c.pending, pr)
 				if holdsRead[pr.key] {
 					c.parked++
@@ -425,6 +447,9 @@ func (c *compatConn) popPending(corr int32) (pendingReq, bool) {
 			if holdsRead[pr.key] {
 				c.parked--
 				c.notifyLocked()
+			}
+			if pr.stopKeepAlive != nil {
+				pr.stopKeepAlive()
 			}
 			return pr, true
 		}

@@ -1,6 +1,7 @@
 package embedded_test
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ type rawConn struct {
 	c    net.Conn
 	f    *kmsg.RequestFormatter
 	corr int32
+	wait time.Duration // how long recv waits for a response; testTimeout if zero
 }
 
 func dialRaw(t *testing.T, addr, clientID string) *rawConn {
@@ -47,7 +49,7 @@ func (r *rawConn) send(req kmsg.Request) int32 {
 // recv reads the response to the request req sent with correlation id corr.
 func (r *rawConn) recv(req kmsg.Request, corr int32) kmsg.Response {
 	r.t.Helper()
-	_ = r.c.SetReadDeadline(time.Now().Add(testTimeout))
+	_ = r.c.SetReadDeadline(time.Now().Add(cmp.Or(r.wait, testTimeout)))
 	var size [4]byte
 	if _, err := io.ReadFull(r.c, size[:]); err != nil {
 		r.t.Fatalf("reading the %s response: %v", kmsg.NameForKey(req.Key()), err)
@@ -299,5 +301,85 @@ func waitGroup(t *testing.T, b *embedded.Broker, group string, ok func(groupView
 			t.Fatalf("group %s: %s with %v, never reached the awaited state", group, gi.state, gi.members)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A member waiting in a JoinGroup for the rebalance to complete is not expired by its
+// session timeout, however long the rebalance waits for the others: Apache Kafka counts a
+// member awaiting a join or a sync response as heartbeating (ClassicGroupMember
+// hasSatisfiedHeartbeat), and the Java and franz-go consumers do not heartbeat while their
+// JoinGroup is outstanding.
+func TestMemberWaitingInJoinIsNotExpired(t *testing.T) {
+	verifyNoLeaks(t)
+	const (
+		group, topic = "g", "t"
+		session      = time.Second
+	)
+	b := start(t, embedded.Topics(2, topic))
+
+	// Two members, generation 2, one partition each.
+	a := dialRaw(t, b.Addr(), "a")
+	aj := joinNew(t, a, group, session, topic)
+	aid := aj.MemberID
+	if s := a.do(syncReq(group, aid, aj.Generation, map[string][]int32{aid: {0, 1}}, topic)).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
+		t.Fatalf("sync of a: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	m := dialRaw(t, b.Addr(), "m")
+	first := m.do(joinReq(group, "", session, topic)).(*kmsg.JoinGroupResponse)
+	mid := first.MemberID
+	mcorr := m.send(joinReq(group, mid, session, topic))
+	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
+	if hb := a.do(heartbeatReq(group, aid, aj.Generation)).(*kmsg.HeartbeatResponse); kerr.ErrorForCode(hb.ErrorCode) != kerr.RebalanceInProgress {
+		t.Fatalf("heartbeat of a: %v, want REBALANCE_IN_PROGRESS", kerr.ErrorForCode(hb.ErrorCode))
+	}
+	aj = a.do(joinReq(group, aid, session, topic)).(*kmsg.JoinGroupResponse)
+	mj := m.recv(joinReq(group, mid, session, topic), mcorr).(*kmsg.JoinGroupResponse)
+	if aj.ErrorCode != 0 || mj.ErrorCode != 0 || aj.Generation != mj.Generation {
+		t.Fatalf("joins: %v %v, generations %d %d", kerr.ErrorForCode(aj.ErrorCode), kerr.ErrorForCode(mj.ErrorCode), aj.Generation, mj.Generation)
+	}
+	gen := aj.Generation
+	mcorr = m.send(syncReq(group, mid, gen, nil, topic))
+	leaderConn, leaderID := a, aid
+	if aj.LeaderID != aid {
+		leaderConn, leaderID = m, mid
+	}
+	if s := leaderConn.do(syncReq(group, leaderID, gen, map[string][]int32{aid: {0}, mid: {1}}, topic)).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
+		t.Fatalf("leader sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	if s := m.recv(syncReq(group, mid, gen, nil, topic), mcorr).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
+		t.Fatalf("sync of m: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+
+	// The leader rejoins (as after a metadata change) and waits; the other member keeps
+	// heartbeating for three session timeouts before it rejoins too (as a consumer slow to
+	// revoke its partitions does).
+	oth, oid := m, mid
+	if leaderConn == m {
+		oth, oid = a, aid
+	}
+	ldr, lid := leaderConn, leaderID
+	lcorr := ldr.send(joinReq(group, lid, session, topic))
+	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
+	for end := time.Now().Add(3 * session); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		hb := oth.do(heartbeatReq(group, oid, gen)).(*kmsg.HeartbeatResponse)
+		if err := kerr.ErrorForCode(hb.ErrorCode); err != kerr.RebalanceInProgress {
+			t.Fatalf("heartbeat of the other member during the rebalance: %v, want REBALANCE_IN_PROGRESS", err)
+		}
+	}
+	oj := oth.do(joinReq(group, oid, session, topic)).(*kmsg.JoinGroupResponse)
+	if err := kerr.ErrorForCode(oj.ErrorCode); err != nil {
+		t.Fatalf("rejoin of the other member: %v", err)
+	}
+	want := sorted(aid, mid)
+	if oj.LeaderID == oid {
+		t.Fatalf("generation %d: the leader %s waiting in its join was dropped, %s leads %v", oj.Generation, lid, oid, joinedMembers(oj))
+	}
+	ldr.wait = 5 * time.Second
+	lj := ldr.recv(joinReq(group, lid, session, topic), lcorr).(*kmsg.JoinGroupResponse)
+	if err := kerr.ErrorForCode(lj.ErrorCode); err != nil || lj.Generation != oj.Generation {
+		t.Fatalf("rejoin of the leader: %v, generation %d, the other's %d", err, lj.Generation, oj.Generation)
+	}
+	if got := joinedMembers(lj); !slices.Equal(got, want) {
+		t.Fatalf("generation %d members %v, want %v", lj.Generation, got, want)
 	}
 }
