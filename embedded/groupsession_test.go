@@ -383,3 +383,56 @@ func TestMemberWaitingInJoinIsNotExpired(t *testing.T) {
 		t.Fatalf("generation %d members %v, want %v", lj.Generation, got, want)
 	}
 }
+
+// A dead client's connection whose JoinGroup kfake never answers (the member was removed
+// from the group meanwhile, and kfake drops the request of a removed member) is held open
+// until the broker closes, and then closed with everything else: Close neither hangs nor
+// leaves goroutines behind (the keepalive of the removed member has stopped too).
+func TestUnansweredJoinOfDeadClientClosesWithBroker(t *testing.T) {
+	verifyNoLeaks(t)
+	const group, topic = "g", "t"
+	b, err := embedded.Start(embedded.Topics(1, topic))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer b.Close()
+	// Two members, a leading.
+	a := dialRaw(t, b.Addr(), "a")
+	aj := joinNew(t, a, group, 10*time.Second, topic)
+	c := dialRaw(t, b.Addr(), "c")
+	first := c.do(joinReq(group, "", 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
+	ccorr := c.send(joinReq(group, first.MemberID, 10*time.Second, topic))
+	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
+	aj = a.do(joinReq(group, aj.MemberID, 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
+	cj := c.recv(joinReq(group, first.MemberID, 10*time.Second, topic), ccorr).(*kmsg.JoinGroupResponse)
+	if aj.ErrorCode != 0 || cj.ErrorCode != 0 || aj.LeaderID != aj.MemberID {
+		t.Fatalf("joins: %v %v, leader %s", kerr.ErrorForCode(aj.ErrorCode), kerr.ErrorForCode(cj.ErrorCode), aj.LeaderID)
+	}
+	if s := a.do(syncReq(group, aj.MemberID, aj.Generation, map[string][]int32{aj.MemberID: {0}}, topic)).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	// a rejoins and waits for c; a's process dies, and a leaves from another connection
+	// (as an operator's kafka-consumer-groups --delete-members would): kfake drops a's join,
+	// which nothing answers any more.
+	a.send(joinReq(group, aj.MemberID, 10*time.Second, topic))
+	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
+	a.c.Close()
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.SetVersion(3)
+	leave.Group = group
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = aj.MemberID
+	leave.Members = append(leave.Members, lm)
+	other := dialRaw(t, b.Addr(), "admin")
+	if r := other.do(leave).(*kmsg.LeaveGroupResponse); r.ErrorCode != 0 || len(r.Members) != 1 || r.Members[0].ErrorCode != 0 {
+		t.Fatalf("leave of a: %+v", r)
+	}
+	waitGroup(t, b, group, func(gi groupView) bool { return !slices.Contains(gi.members, aj.MemberID) })
+	began := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+}
