@@ -96,9 +96,10 @@ func (fx *fixer) keepAlive(body []byte) func() {
 		fx.sessions = make(map[string]time.Duration)
 	}
 	if p.join {
-		fx.sessions[key] = p.session // SyncGroup does not carry it
+		fx.sessions[key] = p.session // for the SyncGroup that follows, which does not carry it
 	} else {
 		p.session = fx.sessions[key]
+		delete(fx.sessions, key) // the member's next JoinGroup notes it again
 	}
 	fx.mu.Unlock()
 
