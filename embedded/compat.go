@@ -142,13 +142,16 @@ func fixConsumerGroupDescribe(fx *fixer, resp kmsg.Response) {
 }
 
 // fixer holds what the fixes need from the broker: a client of its own,
-// created on first use, to look up topic names.
+// created on first use, to look up topic names and to heartbeat for members
+// waiting in a rebalance (keepalive.go), and a way to read a group's generation.
 type fixer struct {
 	addr string
 
-	mu     sync.Mutex
-	cl     *kgo.Client
-	closed bool
+	mu         sync.Mutex
+	cl         *kgo.Client
+	closed     bool
+	generation func(group string) (int32, bool)
+	sessions   map[string]time.Duration // session timeouts by group and member, from their JoinGroups
 }
 
 // fixerTimeout bounds a fix's own request to the broker.
@@ -245,6 +248,8 @@ type pendingReq struct {
 	corr    int32
 	key     int16
 	version int16
+
+	stopKeepAlive func() // ends the member's keepalive while the request is parked; may be nil
 }
 
 // compatConn follows the Kafka protocol frames on one client connection: it
@@ -262,6 +267,11 @@ type compatConn struct {
 	sizeN   int    // bytes of sizeBuf filled
 	left    int    // bytes of the current request body still to read
 	head    []byte // the body's first bytes, up to requestHeadLen
+	full    []byte // the whole body of a request in holdsRead (see keepAlive)
+
+	// readErr is an error of the client's end held back until the group requests parked
+	// on the connection are answered (see holdsRead).
+	readErr error
 
 	// Write side, used only by the writing goroutine: bytes of a frame written in parts
 	// still to come.
@@ -269,18 +279,106 @@ type compatConn struct {
 
 	mu      sync.Mutex
 	pending []pendingReq
+	parked  int           // JoinGroup and SyncGroup requests read and not answered yet
+	changed chan struct{} // closed and replaced when parked goes down or the conn closes
+	closed  bool
 }
 
-func newCompatConn(c net.Conn, fx *fixer) *compatConn { return &compatConn{Conn: c, fx: fx} }
+func newCompatConn(c net.Conn, fx *fixer) *compatConn {
+	return &compatConn{Conn: c, fx: fx, changed: make(chan struct{})}
+}
 
 // requestHeadLen is what the read side keeps of a request body to know its
 // key, version and correlation id.
 const requestHeadLen = 8
 
+// holdsRead lists the requests that kfake's group coordinator parks (answers when the
+// rebalance moves on, not at once) and whose answer it starts the member's session timer
+// on. Apache Kafka mutes a connection while such a request waits: it does not notice the
+// client going away, completes the request when its time comes, and schedules the member's
+// heartbeat expiration then (GroupMetadataManager.completeClassicGroupJoin, and the
+// assignment's propagation for SyncGroup), so a member that died during a rebalance is
+// expired by its session timeout. kfake instead gives up on the reply when the
+// connection's reader has ended, at random (a select between its response channel, which
+// has room, and the closed connection), and then never starts the member's session timer:
+// a new member that died in its first JoinGroup had one chance in two of staying in the
+// group for good, holding the partitions the leader assigned it. So the connection hides
+// the client's end from kfake until the parked requests are answered: kfake's reply then
+// always goes through (into the closed socket) and arms the session timer, as Kafka's does.
+var holdsRead = map[int16]bool{
+	int16(kmsg.JoinGroup): true,
+	int16(kmsg.SyncGroup): true,
+}
+
+// maxReadHold bounds how long a dead client's end is hidden, for a parked request kfake
+// never answers (it drops the JoinGroup of a member it removes meanwhile): Kafka's default
+// connections.max.idle.ms.
+const maxReadHold = 10 * time.Minute
+
 func (c *compatConn) Read(p []byte) (int, error) {
+	if err := c.readErr; err != nil {
+		c.awaitParked()
+		return 0, err
+	}
 	n, err := c.Conn.Read(p)
 	c.track(p[:n])
+	if err != nil && c.parkedRequests() > 0 {
+		if n > 0 {
+			c.readErr = err // the bytes first: they may end a request kfake must handle
+			return n, nil
+		}
+		c.awaitParked()
+	}
 	return n, err
+}
+
+func (c *compatConn) parkedRequests() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parked
+}
+
+// awaitParked waits until no parked request is left unanswered, the connection is closed
+// (by kfake: its writer ended, or the broker stopped), or maxReadHold passed.
+func (c *compatConn) awaitParked() {
+	timer := time.NewTimer(maxReadHold)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		done, ch := c.parked == 0 || c.closed, c.changed
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// notifyLocked wakes awaitParked; c.mu must be held.
+func (c *compatConn) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Close closes the connection, ends a held read and the keepalives of its parked requests
+// (kfake answers none of them once the connection is closed).
+func (c *compatConn) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.notifyLocked()
+		for _, pr := range c.pending {
+			if pr.stopKeepAlive != nil {
+				pr.stopKeepAlive()
+			}
+		}
+	}
+	c.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // track consumes bytes read from the client.
@@ -295,10 +393,14 @@ func (c *compatConn) track(b []byte) {
 			}
 			c.sizeN = 0
 			c.left = int(binary.BigEndian.Uint32(c.sizeBuf[:]))
-			c.head = c.head[:0]
+			c.head, c.full = c.head[:0], c.full[:0]
 			continue
 		}
 		k := min(len(b), c.left)
+		// A request's whole body is kept while its key is unknown or in holdsRead.
+		if len(c.head) < 2 || holdsRead[int16(binary.BigEndian.Uint16(c.head))] {
+			c.full = append(c.full, b[:k]...)
+		}
 		if w := min(requestHeadLen-len(c.head), k); w > 0 {
 			c.head = append(c.head, b[:w]...)
 		}
@@ -310,11 +412,21 @@ func (c *compatConn) track(b []byte) {
 				version: int16(binary.BigEndian.Uint16(c.head[2:])),
 				corr:    int32(binary.BigEndian.Uint32(c.head[4:])),
 			}
-			// Only requests whose response is amended are noted: every one of them
-			// gets a response (an acks=0 produce, for one, does not).
-			if responseFixes[pr.key] != nil {
+			// Only requests whose response is amended or that hold the read are
+			// noted: every one of them gets a response (an acks=0 produce, for one,
+			// does not).
+			if responseFixes[pr.key] != nil || holdsRead[pr.key] {
+				if holdsRead[pr.key] {
+					pr.stopKeepAlive = c.fx.keepAlive(c.full)
+				}
 				c.mu.Lock()
+				if c.closed && pr.stopKeepAlive != nil {
+					pr.stopKeepAlive()
+				}
 				c.pending = append(c.pending, pr)
+				if holdsRead[pr.key] {
+					c.parked++
+				}
 				c.mu.Unlock()
 			}
 		}
@@ -332,6 +444,13 @@ func (c *compatConn) popPending(corr int32) (pendingReq, bool) {
 	for i, pr := range c.pending {
 		if pr.corr == corr {
 			c.pending = append(c.pending[:i], c.pending[i+1:]...)
+			if holdsRead[pr.key] {
+				c.parked--
+				c.notifyLocked()
+			}
+			if pr.stopKeepAlive != nil {
+				pr.stopKeepAlive()
+			}
 			return pr, true
 		}
 	}

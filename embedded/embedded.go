@@ -267,6 +267,7 @@ func Start(opts ...Option) (*Broker, error) {
 	installRequestFixes(cluster)
 	b.addr = b.conns.firstAddr()
 	b.conns.fx.setAddr(b.addr)
+	b.conns.fx.setGeneration(b.groupGeneration)
 
 	// kfake applies seed topics only to a fresh data directory; when it
 	// reloaded persisted state, create any seeded topic that is missing.
@@ -360,6 +361,21 @@ func (b *Broker) ApplyRetention() error {
 	}
 	b.cluster.ApplyRetention()
 	return nil
+}
+
+// groupGeneration returns a classic group's current generation; false if the group does
+// not exist or the broker is closed.
+func (b *Broker) groupGeneration(group string) (int32, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return 0, false
+	}
+	gi := b.cluster.GroupInfo(group)
+	if gi == nil {
+		return 0, false
+	}
+	return gi.Epoch, true
 }
 
 // Cluster returns the underlying kfake cluster, for tests that need its

@@ -151,6 +151,10 @@ func (c *Child) Cont(t testing.TB) {
 	}
 }
 
+// Pid returns the child's process id: the process that runs the registered function (the
+// test binary itself, not a wrapper), which Kill sends SIGKILL to.
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
 // Exited reports whether the child ended, and its error if so.
 func (c *Child) Exited() (bool, error) {
 	select {
