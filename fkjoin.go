@@ -2,7 +2,9 @@ package kstream
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/kstream-go/kstream/internal/runtime"
@@ -536,10 +538,21 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				// A stale response: the left row changed after it subscribed.
 				t.env.RecordDropped()
 				t.droppedFor(dropStaleResponse)
-				t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
+				if t.log.Enabled(context.Background(), slog.LevelDebug) {
+					t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
+				}
 				if leftJoin {
 					// Every left update of the left join is answered: the current
 					// value's response is on its way.
+					return nil
+				}
+				if ok && resp.value != nil {
+					// A stale answer with a value needs nothing (see docs/fkjoin.md,
+					// "Stale responses"): had it not been stale it would have set a
+					// result, and when the current value's subscription goes
+					// unanswered (its foreign key has no row) whatever left that
+					// foreign key without a row also sends a null answer, which comes
+					// after the result it must undo and is handled below.
 					return nil
 				}
 				// Beyond Java (see docs/fkjoin.md, "Stale responses"): the current
