@@ -244,6 +244,12 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		due := answersDue(t, sendN)
 		return processorInstance(t, sendN, ProcessorFunc[K, change[V], []byte, []byte](func(ctx ProcessorContext[[]byte, []byte], rec Record[K, change[V]]) error {
 			in := rec.Value
+			if in.stale && left.info.versioned {
+				// Versioned semantics (KIP-914): an out-of-order update of a versioned
+				// table is not the key's latest and changes nothing; Java drops it.
+				t.env.RecordDropped()
+				return nil
+			}
 			var hash fkHash // of the new value (if any); computed once
 			if in.hasNew {
 				vb, err := serialize(left.vs, in.new)
@@ -462,6 +468,10 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		return processorInstance(t, foreignJoinN, ProcessorFunc[KO, change[VO], []byte, fkResponse](func(ctx ProcessorContext[[]byte, fkResponse], rec Record[KO, change[VO]]) error {
 			if rec.HasNullKey() {
 				t.dropRecord(foreignJoinN, "key")
+				return nil
+			}
+			if rec.Value.stale && right.info.versioned {
+				t.env.RecordDropped() // versioned semantics, as in the sender
 				return nil
 			}
 			kb, err := serialize(right.ks, rec.Key)
