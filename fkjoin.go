@@ -2,7 +2,10 @@ package kstream
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/kstream-go/kstream/internal/runtime"
@@ -83,14 +86,17 @@ func (d *fkAnswersDue) aborted() {
 	d.mu.Unlock()
 }
 
-// set records that h's answer is due for pk, or, with h nil, that none is.
-func (d *fkAnswersDue) set(pk []byte, h *fkHash) {
+// set records that h's answer is due for pk.
+func (d *fkAnswersDue) set(pk []byte, h fkHash) {
 	d.mu.Lock()
-	if h == nil {
-		delete(d.m, string(pk))
-	} else {
-		d.m[string(pk)] = *h
-	}
+	d.m[string(pk)] = h
+	d.mu.Unlock()
+}
+
+// clear records that no answer is due for pk.
+func (d *fkAnswersDue) clear(pk []byte) {
+	d.mu.Lock()
+	delete(d.m, string(pk))
 	d.mu.Unlock()
 }
 
@@ -238,21 +244,26 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		due := answersDue(t, sendN)
 		return processorInstance(t, sendN, ProcessorFunc[K, change[V], []byte, []byte](func(ctx ProcessorContext[[]byte, []byte], rec Record[K, change[V]]) error {
 			in := rec.Value
-			var hash *fkHash // of the new value; computed once
+			if in.stale && left.info.versioned {
+				// Versioned semantics (KIP-914): an out-of-order update of a versioned
+				// table is not the key's latest and changes nothing; Java drops it.
+				t.env.RecordDropped()
+				return nil
+			}
+			var hash fkHash // of the new value (if any); computed once
 			if in.hasNew {
 				vb, err := serialize(left.vs, in.new)
 				if err != nil {
 					return fmt.Errorf("serializing the left value: %w", err)
 				}
-				h := murmur3Hash128(vb)
-				hash = &h
+				hash = murmur3Hash128(vb)
 			}
 			pk, err := serialize(left.ks, rec.Key)
 			if err != nil {
 				return fmt.Errorf("serializing the key: %w", err)
 			}
 			send := func(fkb []byte, null bool, instr fkInstruction) error {
-				wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: hash, instruction: instr, pk: pk, partition: t.id.Partition})
+				wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: hash, hasHash: in.hasNew, instruction: instr, pk: pk, partition: t.id.Partition})
 				if err != nil {
 					return err
 				}
@@ -293,7 +304,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			if in.hasNew && newFK != nil && oldFK != nil && changed {
 				due.set(pk, hash)
 			} else {
-				due.set(pk, nil)
+				due.clear(pk)
 			}
 			switch {
 			case in.hasNew && newFK == nil:
@@ -314,9 +325,24 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			return nil
 		}))
 	}
-	regSink.instantiate = sinkInstance(regSink, func() (serde.Serde[[]byte], serde.Serde[[]byte]) { return serde.Bytes(), serde.Bytes() },
-		func(Record[[]byte, []byte]) string { return regTopic })
-	regSource.instantiate = func(t *task) (any, error) { return sourceInstance(regSource, serde.Bytes(), serde.Bytes())(t) }
+	// The registration sink writes the subscriptions as they are (bytes), partitioned by
+	// foreign key.
+	regSink.instantiate = func(t *task) (any, error) {
+		topic := internalTopic(t.appID, regTopic)
+		return func(r Record[[]byte, []byte]) {
+			defer t.recoverIn(regSink)
+			key := r.Key
+			if r.HasNullKey() {
+				key = nil
+			}
+			t.env.Produce(&runtime.OutRecord{
+				Record:   kgo.Record{Topic: topic, Key: key, Value: r.Value, Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},
+				Operator: regSink.name,
+				Source:   t.cur,
+			})
+		}, nil
+	}
+	regSource.instantiate = func(t *task) (any, error) { return fkRawSource(t, regSource) }
 
 	// SubscriptionReceiveProcessorSupplier: keeps the subscriptions by (foreign key, key).
 	recvN.instantiate = func(t *task) (any, error) {
@@ -324,6 +350,10 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return nil, err
 		}
+		// The store is written as bytes (a table store of bytes: the 8-byte timestamp,
+		// then the subscription), from scratch buffers: a backend copies what it keeps.
+		be := st.Backend()
+		var ckBuf, valBuf []byte
 		return processorInstance(t, recvN, ProcessorFunc[[]byte, []byte, []byte, fkSubRecord](func(ctx ProcessorContext[[]byte, fkSubRecord], rec Record[[]byte, []byte]) error {
 			sub, err := decodeFKSubscription(rec.Value)
 			if err != nil {
@@ -337,19 +367,22 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			if sub.version > fkSubscriptionVersion {
 				return fmt.Errorf("kstream: SubscriptionWrapper of version %d, newer than this library's %d", sub.version, fkSubscriptionVersion)
 			}
-			var ck []byte
 			if !nullFK {
-				ck = fkCombinedKey(rec.Key, sub.pk)
+				ckBuf = appendFKCombinedKey(ckBuf[:0], rec.Key, sub.pk)
 				if sub.instruction == fkDeleteAndPropagate || sub.instruction == fkDeleteNoPropagate {
-					err = st.Delete(ck)
+					err = be.Delete(ckBuf)
 				} else {
-					err = st.Put(ck, tsValue[[]byte]{v: rec.Value, ts: unixMs(rec.Timestamp)})
+					valBuf = binary.BigEndian.AppendUint64(valBuf[:0], uint64(unixMs(rec.Timestamp)))
+					valBuf = append(valBuf, rec.Value...)
+					err = be.Set(ckBuf, valBuf)
 				}
 				if err != nil {
-					return err
+					return fmt.Errorf("store %s: %w", storeName, err)
 				}
 			}
-			ctx.Forward(Record[[]byte, fkSubRecord]{Key: ck, Value: fkSubRecord{fk: rec.Key, sub: sub}, Timestamp: rec.Timestamp, Headers: rec.Headers})
+			// Java forwards the combined key; the subscription joiner only needs the
+			// foreign key, in the value.
+			ctx.Forward(Record[[]byte, fkSubRecord]{Key: rec.Key, Value: fkSubRecord{fk: rec.Key, sub: sub}, Timestamp: rec.Timestamp, Headers: rec.Headers})
 			return nil
 		}))
 	}
@@ -360,46 +393,61 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return nil, err
 		}
+		getBytes := fkBytesGetter(right, t) // nil: through get and the serdes
 		return processorInstance(t, subJoinN, ProcessorFunc[[]byte, fkSubRecord, []byte, fkResponse](func(ctx ProcessorContext[[]byte, fkResponse], rec Record[[]byte, fkSubRecord]) error {
 			sub := rec.Value.sub
-			var vo VO
+			switch sub.instruction {
+			case fkDeleteAndPropagate, fkPropagateNullIfNoFK, fkPropagateOnlyIfFK:
+			default:
+				return nil // DELETE_KEY_NO_PROPAGATE: no answer
+			}
+			var vb []byte // right's serialized value
 			var tsR int64
 			found := false
-			if rec.Value.fk != nil {
-				ko, err := deserialize(right.ks, rec.Value.fk)
-				if err != nil {
-					return fmt.Errorf("deserializing the foreign key: %w", err)
-				}
-				if vo, tsR, found, err = get(ko); err != nil {
-					return err
+			// The lookup is made for DELETE_KEY_AND_PROPAGATE too: its answer, null,
+			// takes the later of the two timestamps as well.
+			if fk := rec.Value.fk; fk != nil {
+				if getBytes != nil {
+					stored, ok, err := getBytes(fk)
+					if err != nil {
+						return fmt.Errorf("store %s: %w", right.store, err)
+					}
+					if ok {
+						if tsR, vb, err = fkSplitStored(stored); err != nil {
+							return fmt.Errorf("store %s: %w", right.store, err)
+						}
+						found = true
+					}
+				} else {
+					ko, err := deserialize(right.ks, fk)
+					if err != nil {
+						return fmt.Errorf("deserializing the foreign key: %w", err)
+					}
+					var vo VO
+					if vo, tsR, found, err = get(ko); err != nil {
+						return err
+					}
+					if found && sub.instruction != fkDeleteAndPropagate {
+						if vb, err = serialize(right.vs, vo); err != nil {
+							return fmt.Errorf("serializing the right value: %w", err)
+						}
+					}
 				}
 			}
 			ts := unixMs(rec.Timestamp)
 			if found {
 				ts = max(ts, tsR)
 			}
-			respond := func(withValue bool) error {
-				r := fkResponse{version: fkResponseVersion, hash: sub.hash, partition: sub.partition}
-				if withValue && found {
-					vb, err := serialize(right.vs, vo)
-					if err != nil {
-						return fmt.Errorf("serializing the right value: %w", err)
-					}
-					r.value = vb
-				}
-				ctx.Forward(Record[[]byte, fkResponse]{Key: sub.pk, Value: r, Timestamp: msTime(ts), Headers: rec.Headers})
+			if sub.instruction == fkPropagateOnlyIfFK && !found {
 				return nil
 			}
-			switch sub.instruction {
-			case fkDeleteAndPropagate:
-				return respond(false)
-			case fkPropagateNullIfNoFK:
-				return respond(true)
-			case fkPropagateOnlyIfFK:
-				if found {
-					return respond(true)
-				}
+			if sub.instruction == fkDeleteAndPropagate {
+				vb = nil
 			}
+			// DELETE_KEY_AND_PROPAGATE answers null; the others right's value, if any.
+			ctx.Forward(Record[[]byte, fkResponse]{Key: sub.pk,
+				Value:     fkResponse{version: fkResponseVersion, hash: sub.hash, hasHash: sub.hasHash, value: vb, partition: sub.partition},
+				Timestamp: msTime(ts), Headers: rec.Headers})
 			return nil
 		}))
 	}
@@ -410,9 +458,20 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return nil, err
 		}
+		be := st.Backend()
+		var prefix []byte
+		type answer struct {
+			pk  []byte
+			sub fkSubscription
+		}
+		var answers []answer // reused: a right update answers every subscriber
 		return processorInstance(t, foreignJoinN, ProcessorFunc[KO, change[VO], []byte, fkResponse](func(ctx ProcessorContext[[]byte, fkResponse], rec Record[KO, change[VO]]) error {
 			if rec.HasNullKey() {
 				t.dropRecord(foreignJoinN, "key")
+				return nil
+			}
+			if rec.Value.stale && right.info.versioned {
+				t.env.RecordDropped() // versioned semantics, as in the sender
 				return nil
 			}
 			kb, err := serialize(right.ks, rec.Key)
@@ -429,27 +488,32 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 					return fmt.Errorf("serializing the value: %w", err)
 				}
 			}
-			it, err := st.PrefixScan(fkCombinedKey(kb, nil))
+			prefix = appendFKCombinedKey(prefix[:0], kb, nil)
+			it, err := be.PrefixScan(prefix)
 			if err != nil {
-				return err
+				return fmt.Errorf("store %s: %w", storeName, err)
 			}
-			type answer struct {
-				pk  []byte
-				sub fkSubscription
-			}
-			var answers []answer
+			answers = answers[:0]
 			for it.Next() {
+				// The iterator's key and value are valid until the next Next: the
+				// primary key is copied.
 				_, pk, err := splitFKCombinedKey(it.Key())
 				if err != nil {
 					it.Close()
 					return err
 				}
-				sub, err := decodeFKSubscription(it.Value().v)
+				v := it.Value()
+				if len(v) < 8 {
+					it.Close()
+					return fmt.Errorf("store %s: a value of %d bytes, fewer than its 8-byte timestamp", storeName, len(v))
+				}
+				sub, err := decodeFKSubscription(v[8:])
 				if err != nil {
 					it.Close()
 					return err
 				}
-				answers = append(answers, answer{pk, sub})
+				sub.pk = nil // a slice of the iterator's value, not needed
+				answers = append(answers, answer{append([]byte(nil), pk...), sub})
 			}
 			if err := it.Err(); err != nil {
 				it.Close()
@@ -460,7 +524,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			}
 			for _, a := range answers {
 				ctx.Forward(Record[[]byte, fkResponse]{Key: a.pk,
-					Value:     fkResponse{version: fkResponseVersion, hash: a.sub.hash, value: vb, partition: a.sub.partition},
+					Value:     fkResponse{version: fkResponseVersion, hash: a.sub.hash, hasHash: a.sub.hasHash, value: vb, partition: a.sub.partition},
 					Timestamp: rec.Timestamp, Headers: rec.Headers})
 			}
 			return nil
@@ -484,13 +548,13 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			})
 		}, nil
 	}
-	respSource.instantiate = func(t *task) (any, error) { return sourceInstance(respSource, left.ks, serde.Bytes())(t) }
+	respSource.instantiate = func(t *task) (any, error) { return fkResponseSource(t, respSource, left.ks) }
 
 	// resubscribe sends, from the left side's task, the subscription of the current left
 	// value of rec's key (serialized pk, hash cur, foreign key fkb) with PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE,
 	// through the registration topic as the subscription sender would.
-	resubscribe := func(t *task, rec Record[K, []byte], pk, fkb []byte, cur *fkHash) error {
-		wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: cur, instruction: fkPropagateNullIfNoFK, pk: pk, partition: t.id.Partition})
+	resubscribe := func(t *task, rec Record[K, fkRespRecord], pk, fkb []byte, cur fkHash) error {
+		wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: cur, hasHash: true, instruction: fkPropagateNullIfNoFK, pk: pk, partition: t.id.Partition})
 		if err != nil {
 			return err
 		}
@@ -509,37 +573,79 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return nil, err
 		}
+		getBytes := fkBytesGetter(left, t) // nil: through get and the serdes
 		due := answersDue(t, resolverN)
-		return processorInstance(t, resolverN, ProcessorFunc[K, []byte, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, []byte]) error {
-			resp, err := decodeFKResponse(rec.Value)
+		return processorInstance(t, resolverN, ProcessorFunc[K, fkRespRecord, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, fkRespRecord]) error {
+			resp, err := decodeFKResponse(rec.Value.wire)
 			if err != nil {
 				return err
 			}
 			if resp.version != fkResponseVersion {
 				return fmt.Errorf("kstream: SubscriptionResponseWrapper of version %d; this library reads version %d", resp.version, fkResponseVersion)
 			}
-			v, _, ok, err := get(rec.Key)
-			if err != nil {
-				return err
-			}
-			var cur *fkHash
-			if ok {
-				vb, err := serialize(left.vs, v)
+			// pk is the serialized primary key, as the sender serialized it.
+			pk := rec.Value.pk
+			// The left row's current value: v, or its bytes vb when read as bytes (then
+			// v is deserialized only when needed, by value()).
+			var v V
+			var vb []byte
+			var ok, haveV bool
+			if getBytes != nil {
+				stored, found, err := getBytes(pk)
 				if err != nil {
-					return fmt.Errorf("serializing the left value: %w", err)
+					return fmt.Errorf("store %s: %w", left.store, err)
 				}
-				h := murmur3Hash128(vb)
-				cur = &h
+				if found {
+					if _, vb, err = fkSplitStored(stored); err != nil {
+						return fmt.Errorf("store %s: %w", left.store, err)
+					}
+					ok = true
+				}
+			} else {
+				if v, _, ok, err = get(rec.Key); err != nil {
+					return err
+				}
+				if ok {
+					if vb, err = serialize(left.vs, v); err != nil {
+						return fmt.Errorf("serializing the left value: %w", err)
+					}
+				}
+				haveV = true
+			}
+			value := func() (V, error) {
+				if !haveV {
+					var err error
+					if v, err = deserialize(left.vs, vb); err != nil {
+						return v, fmt.Errorf("deserializing the left value: %w", err)
+					}
+					haveV = true
+				}
+				return v, nil
+			}
+			var cur fkHash
+			if ok {
+				cur = murmur3Hash128(vb)
 			}
 			out := Record[K, VR]{Key: rec.Key, Timestamp: rec.Timestamp, Headers: rec.Headers, nullKey: rec.nullKey}
-			if (cur == nil) != (resp.hash == nil) || (cur != nil && *cur != *resp.hash) {
+			if ok != resp.hasHash || (ok && cur != resp.hash) {
 				// A stale response: the left row changed after it subscribed.
 				t.env.RecordDropped()
 				t.droppedFor(dropStaleResponse)
-				t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
+				if t.log.Enabled(context.Background(), slog.LevelDebug) {
+					t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
+				}
 				if leftJoin {
 					// Every left update of the left join is answered: the current
 					// value's response is on its way.
+					return nil
+				}
+				if ok && resp.value != nil {
+					// A stale answer with a value needs nothing (see docs/fkjoin.md,
+					// "Stale responses"): had it not been stale it would have set a
+					// result, and when the current value's subscription goes
+					// unanswered (its foreign key has no row) whatever left that
+					// foreign key without a row also sends a null answer, which comes
+					// after the result it must undo and is handled below.
 					return nil
 				}
 				// Beyond Java (see docs/fkjoin.md, "Stale responses"): the current
@@ -551,36 +657,36 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				// PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE, which is always answered.
 				var fkb []byte
 				if ok {
+					v, err := value()
+					if err != nil {
+						return err
+					}
 					if fkb, err = serFK(rec.Key, v); err != nil {
 						return err
 					}
 				}
-				pk, err := serialize(left.ks, rec.Key)
-				if err != nil {
-					return fmt.Errorf("serializing the key: %w", err)
-				}
 				if fkb == nil {
-					due.set(pk, nil)
+					due.clear(pk)
 					out.null = true
 					ctx.Forward(out)
 					return nil
 				}
-				if due.due(pk, *cur) {
+				if due.due(pk, cur) {
 					return nil // the current value's answer is sure to come
 				}
 				due.set(pk, cur)
 				return resubscribe(t, rec, pk, fkb, cur)
 			}
-			if !leftJoin && cur != nil {
-				pk, err := serialize(left.ks, rec.Key)
-				if err != nil {
-					return fmt.Errorf("serializing the key: %w", err)
-				}
-				due.answered(pk, *cur)
+			if !leftJoin && ok {
+				due.answered(pk, cur)
 			}
 			if !ok || (resp.value == nil && !leftJoin) {
 				out.null = true
 			} else {
+				v, err := value()
+				if err != nil {
+					return err
+				}
 				var vo VO
 				if resp.value != nil {
 					if vo, err = deserialize(right.vs, resp.value); err != nil {

@@ -51,15 +51,18 @@ const fkSubscriptionVersion = 1
 // fkResponseVersion is SubscriptionResponseWrapper.CURRENT_VERSION.
 const fkResponseVersion = 0
 
-// fkHash is the 128-bit murmur3 hash of a serialized left value (Java's long[2]); a nil
-// *fkHash is Java's null hash (the left row was deleted).
+// fkHash is the 128-bit murmur3 hash of a serialized left value (Java's long[2]). Where
+// Java's hash may be null (the left row was deleted), it goes with a hasHash flag, so that
+// decoding allocates nothing for it.
 type fkHash [2]uint64
 
 // fkSubscription is SubscriptionWrapper: a left row's subscription to a foreign key. The
 // primary key stays serialized: the right side only hands it back.
 type fkSubscription struct {
-	version     byte
-	hash        *fkHash
+	version byte
+	// hash is the left value's hash when hasHash, else Java's null.
+	hash        fkHash
+	hasHash     bool
 	instruction fkInstruction
 	pk          []byte
 	// partition is the left record's partition (version 1; -1 when absent, version 0).
@@ -77,20 +80,20 @@ func encodeFKSubscription(s fkSubscription) ([]byte, error) {
 		return nil, fmt.Errorf("kstream: unsupported SubscriptionWrapper version %d", s.version)
 	}
 	n := 2 + len(s.pk)
-	if s.hash != nil {
+	if s.hasHash {
 		n += 16
 	}
 	if s.version >= 1 {
 		n += 4
 	}
 	b := make([]byte, 0, n)
-	if s.hash != nil {
+	if s.hasHash {
 		b = append(b, s.version)
 	} else {
 		b = append(b, s.version|0x80)
 	}
 	b = append(b, byte(s.instruction))
-	if s.hash != nil {
+	if s.hasHash {
 		b = binary.BigEndian.AppendUint64(b, s.hash[0])
 		b = binary.BigEndian.AppendUint64(b, s.hash[1])
 	}
@@ -118,7 +121,7 @@ func decodeFKSubscription(b []byte) (fkSubscription, error) {
 		if len(rest) < 16 {
 			return s, errors.New("kstream: SubscriptionWrapper too short for its hash")
 		}
-		s.hash = &fkHash{binary.BigEndian.Uint64(rest), binary.BigEndian.Uint64(rest[8:])}
+		s.hash, s.hasHash = fkHash{binary.BigEndian.Uint64(rest), binary.BigEndian.Uint64(rest[8:])}, true
 		rest = rest[16:]
 	}
 	s.partition = -1
@@ -137,7 +140,9 @@ func decodeFKSubscription(b []byte) (fkSubscription, error) {
 // keyed by the primary key. partition is not on the wire: it is where the response goes.
 type fkResponse struct {
 	version byte
-	hash    *fkHash
+	// hash is the hash of the subscription answered when hasHash, else Java's null.
+	hash    fkHash
+	hasHash bool
 	value   []byte // the serialized right value; nil for null
 	// partition is the subscription's primary partition, or -1.
 	partition int32
@@ -147,11 +152,11 @@ type fkResponse struct {
 // {1 bit hash-is-null}{7 bits version}{16-byte hash, if any}{right value, if any}.
 func encodeFKResponse(r fkResponse) []byte {
 	n := 1 + len(r.value)
-	if r.hash != nil {
+	if r.hasHash {
 		n += 16
 	}
 	b := make([]byte, 0, n)
-	if r.hash != nil {
+	if r.hasHash {
 		b = append(b, r.version)
 		b = binary.BigEndian.AppendUint64(b, r.hash[0])
 		b = binary.BigEndian.AppendUint64(b, r.hash[1])
@@ -174,7 +179,7 @@ func decodeFKResponse(b []byte) (fkResponse, error) {
 		if len(rest) < 16 {
 			return r, errors.New("kstream: SubscriptionResponseWrapper too short for its hash")
 		}
-		r.hash = &fkHash{binary.BigEndian.Uint64(rest), binary.BigEndian.Uint64(rest[8:])}
+		r.hash, r.hasHash = fkHash{binary.BigEndian.Uint64(rest), binary.BigEndian.Uint64(rest[8:])}, true
 		rest = rest[16:]
 	}
 	if len(rest) > 0 {
@@ -187,7 +192,11 @@ func decodeFKResponse(b []byte) (fkResponse, error) {
 // {primary key}, the key of the subscription store. With pk nil it is prefixBytes, the
 // prefix of every subscription to fk.
 func fkCombinedKey(fk, pk []byte) []byte {
-	b := make([]byte, 0, 4+len(fk)+len(pk))
+	return appendFKCombinedKey(make([]byte, 0, 4+len(fk)+len(pk)), fk, pk)
+}
+
+// appendFKCombinedKey appends fkCombinedKey(fk, pk) to b.
+func appendFKCombinedKey(b, fk, pk []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(fk)))
 	b = append(b, fk...)
 	return append(b, pk...)

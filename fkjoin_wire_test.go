@@ -61,7 +61,7 @@ func TestFKSubscriptionWireMatchesJava(t *testing.T) {
 			s    fkSubscription
 			want string
 		}{
-			{fkSubscription{version: 1, hash: &h, instruction: c.instr, pk: []byte("o1"), partition: 3}, c.withHash},
+			{fkSubscription{version: 1, hash: h, hasHash: true, instruction: c.instr, pk: []byte("o1"), partition: 3}, c.withHash},
 			{fkSubscription{version: 1, instruction: c.instr, pk: []byte("o1"), partition: 0}, c.noHash},
 		} {
 			got, err := encodeFKSubscription(v.s)
@@ -76,7 +76,7 @@ func TestFKSubscriptionWireMatchesJava(t *testing.T) {
 				t.Fatal(err)
 			}
 			if back.instruction != c.instr || back.version != 1 || !bytes.Equal(back.pk, []byte("o1")) || back.partition != v.s.partition ||
-				(back.hash == nil) != (v.s.hash == nil) || (back.hash != nil && *back.hash != h) {
+				back.hasHash != v.s.hasHash || (back.hasHash && back.hash != h) {
 				t.Errorf("%s: decoded %+v, want %+v", c.instr, back, v.s)
 			}
 		}
@@ -106,8 +106,8 @@ func TestFKResponseWireMatchesJava(t *testing.T) {
 		r    fkResponse
 		want string
 	}{
-		{fkResponse{hash: &h, value: []byte("c1")}, "00e327d8b0491e9b371a7d2fccc941a9f66331"},
-		{fkResponse{hash: &h}, "00e327d8b0491e9b371a7d2fccc941a9f6"},
+		{fkResponse{hash: h, hasHash: true, value: []byte("c1")}, "00e327d8b0491e9b371a7d2fccc941a9f66331"},
+		{fkResponse{hash: h, hasHash: true}, "00e327d8b0491e9b371a7d2fccc941a9f6"},
 		{fkResponse{value: []byte("c1")}, "806331"},
 		{fkResponse{}, "80"},
 	} {
@@ -119,7 +119,7 @@ func TestFKResponseWireMatchesJava(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(back.value, c.r.value) || (back.value == nil) != (c.r.value == nil) || (back.hash == nil) != (c.r.hash == nil) {
+		if !bytes.Equal(back.value, c.r.value) || (back.value == nil) != (c.r.value == nil) || back.hasHash != c.r.hasHash || back.hash != c.r.hash {
 			t.Errorf("decoded %+v, want %+v", back, c.r)
 		}
 	}

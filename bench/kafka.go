@@ -418,6 +418,18 @@ func (k *kafka) drainedBehind(ctx context.Context, group string, inputEnds map[s
 	if err != nil {
 		return "", err
 	}
+	// The committed offsets are read before the internal topics' ends: a record written to
+	// an internal topic is flushed before the commit of the offset of the record that
+	// caused it, so ends listed afterwards include everything the committed work wrote
+	// (listed before, they could miss the last records of a chain of internal topics, and
+	// the run would end before they are processed).
+	offs, err := k.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return "", err
+	}
+	if err := offs.Error(); err != nil {
+		return "", err
+	}
 	ends := map[string]map[int32]kadm.ListedOffset{}
 	for t, o := range inputEnds {
 		ends[t] = o
@@ -434,13 +446,6 @@ func (k *kafka) drainedBehind(ctx context.Context, group string, inputEnds map[s
 			return "", err
 		}
 		ends[t] = o[t]
-	}
-	offs, err := k.adm.FetchOffsets(ctx, group)
-	if err != nil {
-		return "", err
-	}
-	if err := offs.Error(); err != nil {
-		return "", err
 	}
 	for t, o := range ends {
 		var end, committed int64
