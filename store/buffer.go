@@ -620,6 +620,19 @@ func (b *Buffer) getPending(key []byte) (value []byte, ok, known bool) {
 	return nil, false, false
 }
 
+// ascendPending calls fn for each pending value whose key is in [from, to), in key order,
+// until fn returns false; deletion markers are skipped. The slices are valid only during the
+// call, and fn must not write to the Buffer. A window store reads its recent windows this
+// way when it knows that the underlying backend holds none of them (see flushIndex).
+func (b *Buffer) ascendPending(from, to []byte, fn func(key string, val []byte) bool) {
+	b.tree.AscendGreaterOrEqual(&entry{key: string(from)}, func(e *entry) bool {
+		if e.key >= string(to) {
+			return false
+		}
+		return e.del || fn(e.key, e.val)
+	})
+}
+
 // Pending calls fn for every pending entry in key order: its key, its value, and whether it
 // is a deletion. The slices are valid only during the call. Pending range deletions are not
 // reported: they are a store's housekeeping (a window store's expired segments), which a

@@ -173,6 +173,12 @@ func NewWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serd
 	if o.ReadsAtRetentionEdge {
 		edge = 0
 	}
+	if buf, ok := unwrap(b).(*Buffer); ok && o.RetainDuplicates {
+		// Every put of a store that retains duplicates is a new key, which no Get reads
+		// again (scans do not use the read cache): caching the flushed entries would only
+		// cost their copies and the heap.
+		buf.WithReadCache(0)
+	}
 	return &WindowStore[K, V]{s: newWindowSegmented(name, b, retention, interval), ks: ks, vs: vs, size: size, dups: o.RetainDuplicates, edge: edge}, nil
 }
 
@@ -247,6 +253,9 @@ func (w *WindowStore[K, V]) put(kb, vb []byte, ts int64) error {
 	if w.dups {
 		st.seq = (st.seq + 1) & math.MaxInt32 // Kafka Streams' seqnum: never negative
 		seq = st.seq
+	}
+	if vb != nil {
+		w.s.notePut(kb, ts, st.streamTime)
 	}
 	dk := appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval)), kb, ts, seq)
 	kept, err := w.s.write(w.s.b, &st, dk, ts, vb, w.dups)
@@ -380,7 +389,15 @@ func (w *WindowStore[K, V]) rangeScan(kb []byte, from, to int64, reverse bool) *
 		t := w.s.segTime(sk)
 		return t >= lo && t <= hi
 	}
-	return w.s.scan(segmentID(lo, iv), segmentID(hi, iv), reverse, span, accept)
+	sc := w.s.scan(segmentID(lo, iv), segmentID(hi, iv), reverse, span, accept)
+	if sc.s != nil {
+		// The key's windows from lo on may all be pending writes, read without the
+		// storage engine.
+		if sc.pend, err = w.s.recentOnly(kb, lo); err != nil {
+			return &segScan{done: true, err: err}
+		}
+	}
+	return sc
 }
 
 // keyRangeScan scans the windows of serialized keys in [kFrom, kTo] starting in [from, to].

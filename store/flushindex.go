@@ -1,0 +1,92 @@
+package store
+
+import "hash/maphash"
+
+// flushIndexKeys is the number of keys a flushIndex remembers per generation: it keeps two
+// generations, about 40 bytes a key, so at most about 1.3 MiB a store.
+const flushIndexKeys = 1 << 14
+
+// flushIndex bounds, for each key, the segment timestamps (window starts) of the entries
+// that a segmented store over a [Buffer] holds in the Buffer's underlying backend, so that
+// a scan of a key's recent windows that the bound shows to be newer than anything flushed
+// reads the Buffer's pending writes alone instead of seeking the storage engine (a
+// stream-stream join fetches the other side's windows of every record's key, usually
+// around the present; the key's previous records, if any, are often older than the join
+// window).
+//
+// Keys are remembered by a 64-bit hash: keys whose hashes collide share one bound, the
+// larger, which is still a bound of each. The index is an upper bound, never exact: a put
+// raises its key's pending bound, which becomes the flushed bound once the Buffer has
+// flushed since (a Buffer's flush count tells); the entries written before the index
+// started (other processes, restoration) are bounded by the stream time then (floor),
+// and when a generation of keys is dropped to bound the memory, floor rises to the largest
+// bound it held. Discarded writes, deletions and expired segments only leave the bounds
+// larger than needed.
+type flushIndex struct {
+	ok       bool
+	seed     maphash.Seed
+	floor    int64
+	cur, old map[uint64]flushMark
+	// curMax and oldMax are the largest timestamps noted in cur and old.
+	curMax, oldMax int64
+}
+
+// flushMark is the bound of the keys of one hash: the largest timestamp put before the
+// Buffer's flush number gen (flushed, or discarded), and the largest put since (pending).
+type flushMark struct {
+	flushed, pending int64
+	gen              uint64
+}
+
+// start starts the index at stream time st: every entry already written has a timestamp
+// of at most st.
+func (x *flushIndex) start(st int64) {
+	x.ok, x.seed, x.floor = true, maphash.MakeSeed(), st
+	x.cur, x.old = make(map[uint64]flushMark), nil
+	x.curMax, x.oldMax = NoTimestamp, NoTimestamp
+}
+
+func (x *flushIndex) hash(kb []byte) uint64 { return maphash.Bytes(x.seed, kb) }
+
+// note records a put of serialized key kb at timestamp ts while the Buffer's flush count is
+// gen.
+func (x *flushIndex) note(kb []byte, ts int64, gen uint64) {
+	h := x.hash(kb)
+	m, ok := x.cur[h]
+	if !ok {
+		if m, ok = x.old[h]; ok {
+			x.curMax = max(x.curMax, m.flushed, m.pending)
+		} else {
+			m = flushMark{flushed: NoTimestamp, pending: NoTimestamp}
+		}
+	}
+	if m.gen != gen {
+		m.flushed, m.pending = max(m.flushed, m.pending), NoTimestamp
+	}
+	m.pending, m.gen = max(m.pending, ts), gen
+	x.curMax = max(x.curMax, ts)
+	if !ok && len(x.cur) >= flushIndexKeys {
+		// Drop the older generation: its keys are bounded by floor from now on.
+		x.floor = max(x.floor, x.oldMax)
+		x.old, x.oldMax = x.cur, x.curMax
+		x.cur, x.curMax = make(map[uint64]flushMark, flushIndexKeys), max(m.flushed, m.pending)
+	}
+	x.cur[h] = m
+}
+
+// bound returns a timestamp that no flushed entry of serialized key kb exceeds, the
+// Buffer's flush count being gen.
+func (x *flushIndex) bound(kb []byte, gen uint64) int64 {
+	h := x.hash(kb)
+	m, ok := x.cur[h]
+	if !ok {
+		if m, ok = x.old[h]; !ok {
+			return x.floor
+		}
+	}
+	b := m.flushed
+	if m.gen != gen {
+		b = max(b, m.pending)
+	}
+	return max(b, x.floor)
+}
