@@ -1,6 +1,9 @@
 package store
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // flushIndexKeys is the number of keys a flushIndex remembers per generation: it keeps two
 // generations, about 40 bytes a key, so at most about 1.3 MiB a store.
@@ -24,6 +27,7 @@ const flushIndexKeys = 1 << 14
 // larger than needed.
 type flushIndex struct {
 	ok       bool
+	keys     int // keys per generation: flushIndexKeys
 	seed     maphash.Seed
 	floor    int64
 	cur, old map[uint64]flushMark
@@ -41,7 +45,7 @@ type flushMark struct {
 // start starts the index at stream time st: every entry already written has a timestamp
 // of at most st.
 func (x *flushIndex) start(st int64) {
-	x.ok, x.seed, x.floor = true, maphash.MakeSeed(), st
+	x.ok, x.keys, x.seed, x.floor = true, flushIndexKeys, maphash.MakeSeed(), st
 	x.cur, x.old = make(map[uint64]flushMark), nil
 	x.curMax, x.oldMax = NoTimestamp, NoTimestamp
 }
@@ -65,11 +69,11 @@ func (x *flushIndex) note(kb []byte, ts int64, gen uint64) {
 	}
 	m.pending, m.gen = max(m.pending, ts), gen
 	x.curMax = max(x.curMax, ts)
-	if !ok && len(x.cur) >= flushIndexKeys {
+	if !ok && len(x.cur) >= x.keys {
 		// Drop the older generation: its keys are bounded by floor from now on.
 		x.floor = max(x.floor, x.oldMax)
 		x.old, x.oldMax = x.cur, x.curMax
-		x.cur, x.curMax = make(map[uint64]flushMark, flushIndexKeys), max(m.flushed, m.pending)
+		x.cur, x.curMax = make(map[uint64]flushMark, x.keys), max(m.flushed, m.pending)
 	}
 	x.cur[h] = m
 }
@@ -90,3 +94,6 @@ func (x *flushIndex) bound(kb []byte, gen uint64) int64 {
 	}
 	return max(b, x.floor)
 }
+
+// unsafeBytes returns the bytes of s without a copy, for reading only.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -151,6 +151,8 @@ type segmented struct {
 	// fidx bounds the timestamps of each key's flushed entries (window stores over a
 	// Buffer): see recentOnly.
 	fidx flushIndex
+	// spanFrom and spanTo hold the bounds of a span being read (AppendFetchRange).
+	spanFrom, spanTo []byte
 }
 
 // segState is the persisted state of a segmented store.

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFlushIndexBound checks that a flushIndex's bound of a key is never below the
+// timestamp of a put of it that a flush has written (a put is flushed once the flush count
+// has moved past the count it was made at), through the generations it drops to bound
+// its memory, and that a key it never saw is bounded by the stream time it started at.
+func TestFlushIndexBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var idx flushIndex
+	idx.start(50) // the entries written before the index: timestamps up to 50
+	idx.keys = 8
+	type put struct {
+		ts  int64
+		gen uint64
+	}
+	puts := map[string][]put{}
+	gen := uint64(0)
+	now := int64(50)
+	tight := 0
+	for step := range 20_000 {
+		k := fmt.Sprintf("k%d", r.IntN(40))
+		switch op := r.IntN(10); {
+		case op < 5:
+			now += r.Int64N(5)
+			at := max(0, now-r.Int64N(30)) // out of order too
+			puts[k] = append(puts[k], put{at, gen})
+			idx.note([]byte(k), at, gen)
+		case op < 6:
+			gen++ // a flush (or a discard: the index cannot tell)
+		default:
+			want := int64(50)
+			for _, p := range puts[k] {
+				if p.gen < gen {
+					want = max(want, p.ts)
+				}
+			}
+			got := idx.bound([]byte(k), gen)
+			if got < want {
+				t.Fatalf("step %d: bound(%s) = %d; a flushed put has %d", step, k, got, want)
+			}
+			if got == want {
+				tight++
+			}
+		}
+	}
+	if idx.bound([]byte("never"), gen) != idx.floor {
+		t.Errorf("bound of an unseen key = %d; want the floor %d", idx.bound([]byte("never"), gen), idx.floor)
+	}
+	if idx.floor <= 50 {
+		t.Errorf("floor = %d: no generation was dropped", idx.floor)
+	}
+	if tight == 0 {
+		t.Error("no bound was exact")
+	}
+}
