@@ -33,6 +33,10 @@ type flushIndex struct {
 	cur, old map[uint64]flushMark
 	// curMax and oldMax are the largest timestamps noted in cur and old.
 	curMax, oldMax int64
+	// unknownGen is the Buffer's flush count when the index started or last dropped a
+	// generation: until the next flush, a key it does not hold may have pending writes
+	// it does not know, bounded by floor.
+	unknownGen uint64
 }
 
 // flushMark is the bound of the keys of one hash: the largest timestamp put before the
@@ -42,10 +46,10 @@ type flushMark struct {
 	gen              uint64
 }
 
-// start starts the index at stream time st: every entry already written has a timestamp
-// of at most st.
-func (x *flushIndex) start(st int64) {
-	x.ok, x.keys, x.seed, x.floor = true, flushIndexKeys, maphash.MakeSeed(), st
+// start starts the index at stream time st, the Buffer's flush count being gen: every
+// entry already written has a timestamp of at most st.
+func (x *flushIndex) start(st int64, gen uint64) {
+	x.ok, x.keys, x.seed, x.floor, x.unknownGen = true, flushIndexKeys, maphash.MakeSeed(), st, gen
 	x.cur, x.old = make(map[uint64]flushMark), nil
 	x.curMax, x.oldMax = NoTimestamp, NoTimestamp
 }
@@ -61,7 +65,12 @@ func (x *flushIndex) note(kb []byte, ts int64, gen uint64) {
 		if m, ok = x.old[h]; ok {
 			x.curMax = max(x.curMax, m.flushed, m.pending)
 		} else {
-			m = flushMark{flushed: NoTimestamp, pending: NoTimestamp}
+			m = flushMark{flushed: NoTimestamp, pending: NoTimestamp, gen: gen}
+			if gen == x.unknownGen {
+				// The key may have pending writes from before the index started or
+				// from a generation dropped since the last flush: floor bounds them.
+				m.pending = x.floor
+			}
 		}
 	}
 	if m.gen != gen {
@@ -71,7 +80,7 @@ func (x *flushIndex) note(kb []byte, ts int64, gen uint64) {
 	x.curMax = max(x.curMax, ts)
 	if !ok && len(x.cur) >= x.keys {
 		// Drop the older generation: its keys are bounded by floor from now on.
-		x.floor = max(x.floor, x.oldMax)
+		x.floor, x.unknownGen = max(x.floor, x.oldMax), gen
 		x.old, x.oldMax = x.cur, x.curMax
 		x.cur, x.curMax = make(map[uint64]flushMark, x.keys), max(m.flushed, m.pending)
 	}
@@ -97,3 +106,21 @@ func (x *flushIndex) bound(kb []byte, gen uint64) int64 {
 
 // unsafeBytes returns the bytes of s without a copy, for reading only.
 func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// pendingBound returns a timestamp that no pending write of serialized key kb exceeds
+// (NoTimestamp if it has none), the Buffer's flush count being gen, assuming that the
+// Buffer is written through the store only.
+func (x *flushIndex) pendingBound(kb []byte, gen uint64) int64 {
+	h := x.hash(kb)
+	m, ok := x.cur[h]
+	if !ok {
+		m, ok = x.old[h]
+	}
+	switch {
+	case ok && m.gen == gen:
+		return m.pending
+	case !ok && gen == x.unknownGen:
+		return x.floor // written before the index started or in a dropped generation
+	}
+	return NoTimestamp
+}

@@ -645,27 +645,27 @@ func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
 // recentOnly returns the Buffer that s writes through when its pending writes alone hold
 // every entry of serialized key kb with a segment timestamp of at least lo: nothing flushed
 // to the data under it is that recent, by the stream time of the last flush (see
-// pendingOnly) or by the key's flushed bound (flushIndex). nil otherwise.
-func (s *segmented) recentOnly(kb []byte, lo int64) (*Buffer, error) {
-	buf, err := s.pendingOnly(lo)
-	if buf != nil || err != nil {
-		return buf, err
-	}
+// pendingOnly) or by the key's flushed bound (flushIndex); none is then set if no pending
+// write of the key is that recent either. buf is nil otherwise.
+func (s *segmented) recentOnly(kb []byte, lo int64) (buf *Buffer, none bool, err error) {
 	buf, ok := unwrap(s.b).(*Buffer)
 	if !ok {
-		return nil, nil
+		return nil, false, nil
 	}
+	gen := buf.flushes
 	if !s.fidx.ok {
 		st, err := s.state()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		s.fidx.start(st.streamTime)
+		s.fidx.start(st.streamTime, gen)
 	}
-	if lo > s.fidx.bound(kb, buf.flushes) {
-		return buf, nil
+	if lo <= s.fidx.bound(kb, gen) {
+		if b, err := s.pendingOnly(lo); b == nil || err != nil {
+			return nil, false, err
+		}
 	}
-	return nil, nil
+	return buf, lo > s.fidx.pendingBound(kb, gen), nil
 }
 
 // notePut records in the flush index a put of serialized key kb at segment timestamp ts,
@@ -676,7 +676,7 @@ func (s *segmented) notePut(kb []byte, ts, st int64) {
 		return
 	}
 	if !s.fidx.ok {
-		s.fidx.start(st)
+		s.fidx.start(st, buf.flushes)
 	}
 	s.fidx.note(kb, ts, buf.flushes)
 }

@@ -393,9 +393,14 @@ func (w *WindowStore[K, V]) rangeScan(kb []byte, from, to int64, reverse bool) *
 	if sc.s != nil {
 		// The key's windows from lo on may all be pending writes, read without the
 		// storage engine.
-		if sc.pend, err = w.s.recentOnly(kb, lo); err != nil {
+		pend, none, err := w.s.recentOnly(kb, lo)
+		switch {
+		case err != nil:
 			return &segScan{done: true, err: err}
+		case none:
+			return emptyScan()
 		}
+		sc.pend = pend
 	}
 	return sc
 }
@@ -465,8 +470,8 @@ func (w *WindowStore[K, V]) AppendFetchRange(dst []WindowValue[V], k K, from, to
 	if err != nil || !ok {
 		return dst, err
 	}
-	pend, err := w.s.recentOnly(kb, lo)
-	if err != nil {
+	pend, none, err := w.s.recentOnly(kb, lo)
+	if err != nil || none {
 		return dst, err
 	}
 	n := len(kb) + windowSuffixLen
