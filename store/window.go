@@ -159,7 +159,8 @@ type WindowStore[K, V any] struct {
 	expired int64
 	// edge is 0 for ReadsAtRetentionEdge, else 1: reads return windows from observed stream
 	// time minus retention plus edge.
-	edge int64
+	edge  int64
+	fetch windowFetch[V] // AppendFetchRange's
 }
 
 // NewWindowStore returns a typed window store over b. name appears in errors. It fails only
@@ -474,54 +475,70 @@ func (w *WindowStore[K, V]) AppendFetchRange(dst []WindowValue[V], k K, from, to
 	if err != nil || none {
 		return dst, err
 	}
-	n := len(kb) + windowSuffixLen
-	// add decodes the entry of data key dk, if it is one of the fetched windows.
-	var derr error
-	add := func(dk, vb []byte) bool {
-		sk, ok := schemaKeyOf(dk)
-		if !ok || len(sk) != n || !bytes.Equal(sk[:len(kb)], kb) {
-			return true
-		}
-		t := w.s.segTime(sk)
-		if t < lo || t > hi {
-			return true
-		}
-		v, err := w.vs.Deserialize(vb)
-		if err != nil {
-			derr = w.s.errorf("deserializing value: %w", err)
-			return false
-		}
-		dst = append(dst, WindowValue[V]{Start: t, Value: v})
-		return true
+	f := &w.fetch
+	if f.pendFn == nil {
+		f.pendFn = func(k string, v []byte) bool { return f.add(unsafeBytes(k), v) }
 	}
+	f.s, f.vs, f.kb, f.lo, f.hi, f.dst, f.err = &w.s, w.vs, kb, lo, hi, dst, nil
+	defer func() { f.kb, f.dst = nil, nil }()
 	iv := w.s.interval
 	for seg := segmentID(lo, iv); seg <= segmentID(hi, iv); seg++ {
 		a, b := max(lo, segmentStart(seg, iv)), min(hi, segmentEnd(seg, iv)-1)
 		w.s.spanFrom = appendWindowKey(appendSegPrefix(w.s.spanFrom[:0], seg), kb, a, 0)
 		w.s.spanTo = append(appendWindowKey(appendSegPrefix(w.s.spanTo[:0], seg), kb, b, -1), 0x00)
 		if pend != nil {
-			pend.ascendPending(w.s.spanFrom, w.s.spanTo, func(k string, v []byte) bool {
-				return add(unsafeBytes(k), v)
-			})
-			if derr != nil {
-				return dst, derr
+			pend.ascendPending(w.s.spanFrom, w.s.spanTo, f.pendFn)
+			if f.err != nil {
+				return f.dst, f.err
 			}
 			continue
 		}
 		it, err := w.s.b.Range(w.s.spanFrom, w.s.spanTo)
 		if err != nil {
-			return dst, w.s.errorf("%w", err)
+			return f.dst, w.s.errorf("%w", err)
 		}
-		for it.Next() && add(it.Key(), it.Value()) {
+		for it.Next() && f.add(it.Key(), it.Value()) {
 		}
 		if err := errors.Join(it.Err(), it.Close()); err != nil {
-			return dst, w.s.errorf("%w", err)
+			return f.dst, w.s.errorf("%w", err)
 		}
-		if derr != nil {
-			return dst, derr
+		if f.err != nil {
+			return f.dst, f.err
 		}
 	}
-	return dst, nil
+	return f.dst, nil
+}
+
+// windowFetch is the state of an AppendFetchRange, kept in its store so that a fetch
+// allocates nothing but the values it returns.
+type windowFetch[V any] struct {
+	s      *segmented
+	vs     serde.Serde[V]
+	kb     []byte // the serialized key
+	lo, hi int64  // the window starts fetched
+	dst    []WindowValue[V]
+	err    error
+	pendFn func(k string, v []byte) bool // add of a Buffer's pending entry
+}
+
+// add appends the value of data key dk to f.dst if it is one of the fetched windows; it
+// returns false on a deserialization error (in f.err).
+func (f *windowFetch[V]) add(dk, vb []byte) bool {
+	sk, ok := schemaKeyOf(dk)
+	if !ok || len(sk) != len(f.kb)+windowSuffixLen || !bytes.Equal(sk[:len(f.kb)], f.kb) {
+		return true
+	}
+	t := f.s.segTime(sk)
+	if t < f.lo || t > f.hi {
+		return true
+	}
+	v, err := f.vs.Deserialize(vb)
+	if err != nil {
+		f.err = f.s.errorf("deserializing value: %w", err)
+		return false
+	}
+	f.dst = append(f.dst, WindowValue[V]{Start: t, Value: v})
+	return true
 }
 
 // BackwardFetchRange is FetchRange in descending order of start time.
