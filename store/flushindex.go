@@ -87,21 +87,26 @@ func (x *flushIndex) note(kb []byte, ts int64, gen uint64) {
 	x.cur[h] = m
 }
 
-// bound returns a timestamp that no flushed entry of serialized key kb exceeds, the
-// Buffer's flush count being gen.
-func (x *flushIndex) bound(kb []byte, gen uint64) int64 {
+// bounds returns, for serialized key kb, a timestamp that no flushed entry of the key
+// exceeds and one that no pending write of it exceeds (NoTimestamp if it has none), the
+// Buffer's flush count being gen. The pending bound assumes that the Buffer is written
+// through the store only.
+func (x *flushIndex) bounds(kb []byte, gen uint64) (flushed, pending int64) {
 	h := x.hash(kb)
 	m, ok := x.cur[h]
 	if !ok {
-		if m, ok = x.old[h]; !ok {
-			return x.floor
-		}
+		m, ok = x.old[h]
 	}
-	b := m.flushed
-	if m.gen != gen {
-		b = max(b, m.pending)
+	switch {
+	case !ok && gen == x.unknownGen:
+		// Written before the index started or in a dropped generation, if at all.
+		return x.floor, x.floor
+	case !ok:
+		return x.floor, NoTimestamp
+	case m.gen == gen:
+		return max(m.flushed, x.floor), m.pending
 	}
-	return max(b, x.floor)
+	return max(m.flushed, m.pending, x.floor), NoTimestamp
 }
 
 // unsafeBytes returns the bytes of s without a copy, for reading only.

@@ -45,7 +45,7 @@ func TestFlushIndexBound(t *testing.T) {
 					want = max(want, p.ts)
 				}
 			}
-			got := idx.bound([]byte(k), gen)
+			got, _ := idx.bounds([]byte(k), gen)
 			if got < want {
 				t.Fatalf("step %d: bound(%s) = %d; a flushed put has %d", step, k, got, want)
 			}
@@ -58,13 +58,13 @@ func TestFlushIndexBound(t *testing.T) {
 					pending = max(pending, p.ts)
 				}
 			}
-			if got := idx.pendingBound([]byte(k), gen); got < pending {
+			if _, got := idx.bounds([]byte(k), gen); got < pending {
 				t.Fatalf("step %d: pendingBound(%s) = %d; a pending put has %d", step, k, got, pending)
 			}
 		}
 	}
-	if idx.bound([]byte("never"), gen) != idx.floor {
-		t.Errorf("bound of an unseen key = %d; want the floor %d", idx.bound([]byte("never"), gen), idx.floor)
+	if got, _ := idx.bounds([]byte("never"), gen); got != idx.floor {
+		t.Errorf("bound of an unseen key = %d; want the floor %d", got, idx.floor)
 	}
 	if idx.floor <= 50 {
 		t.Errorf("floor = %d: no generation was dropped", idx.floor)

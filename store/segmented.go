@@ -660,12 +660,13 @@ func (s *segmented) recentOnly(kb []byte, lo int64) (buf *Buffer, none bool, err
 		}
 		s.fidx.start(st.streamTime, gen)
 	}
-	if lo <= s.fidx.bound(kb, gen) {
+	flushed, pending := s.fidx.bounds(kb, gen)
+	if lo <= flushed {
 		if b, err := s.pendingOnly(lo); b == nil || err != nil {
 			return nil, false, err
 		}
 	}
-	return buf, lo > s.fidx.pendingBound(kb, gen), nil
+	return buf, lo > pending, nil
 }
 
 // notePut records in the flush index a put of serialized key kb at segment timestamp ts,
