@@ -549,6 +549,7 @@ type joinSide[K, VT, VO, V1, V2, VR any] struct {
 	shared     *joinShared[K, V1, V2] // nil for an inner join
 	clock      *joinClock
 	call       func(k K, v VT, o VO, found bool) VR
+	matches    []store.WindowValue[VO] // reused by process
 }
 
 func newJoinSide[K, VT, VO, V1, V2, VR any](t *task, n *node, def *streamJoinDef[K, V1, V2, VR], left, outer bool, otherStore string, call func(K, VT, VO, bool) VR) (*joinSide[K, VT, VO, V1, V2, VR], error) {
@@ -646,27 +647,18 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) process(ctx ProcessorContext[K, VR], r
 		}
 	}
 	from, to := max(0, ts-p.joinBefore), max(0, ts+p.joinAfter)
-	it, err := p.other.FetchRange(r.Key, time.UnixMilli(from), time.UnixMilli(to))
-	if err != nil {
-		return err
-	}
-	type match struct {
-		ts int64
-		v  VO
-	}
-	var matches []match
-	for it.Next() {
-		matches = append(matches, match{it.Key().StartMs(), it.Value()})
-	}
-	err = it.Err()
-	it.Close()
+	// The matches are read at once into the processor's slice (taken while in use, in case
+	// a forward comes back to this processor), then joined.
+	matches, err := p.other.AppendFetchRange(p.matches[:0], r.Key, time.UnixMilli(from), time.UnixMilli(to))
+	p.matches = nil
+	defer func() { clear(matches); p.matches = matches[:0] }()
 	if err != nil {
 		return err
 	}
 	for _, m := range matches {
 		if p.shared != nil {
 			// The other side's record is matched: it is no longer a pending non-match.
-			k := joinKey[K]{ts: m.ts, left: !p.left, key: r.Key}
+			k := joinKey[K]{ts: m.Start, left: !p.left, key: r.Key}
 			if _, ok, err := p.shared.Get(k); err != nil {
 				return err
 			} else if ok {
@@ -675,7 +667,7 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) process(ctx ProcessorContext[K, VR], r
 				}
 			}
 		}
-		ctx.Forward(Record[K, VR]{Key: r.Key, Value: p.call(r.Key, r.Value, m.v, true), Timestamp: time.UnixMilli(max(ts, m.ts)), Headers: r.Headers})
+		ctx.Forward(Record[K, VR]{Key: r.Key, Value: p.call(r.Key, r.Value, m.Value, true), Timestamp: time.UnixMilli(max(ts, m.Start)), Headers: r.Headers})
 	}
 	if !p.outer || len(matches) > 0 {
 		return nil
@@ -795,38 +787,27 @@ func (p *selfJoinProcessor[K, V1, V2, VR]) process(ctx ProcessorContext[K, VR], 
 	p.streamTime = max(p.streamTime, ts)
 	retention := max(def.before+def.after, 0) + def.grace
 	emitSelf := ts > p.streamTime-retention+1
-	fetch := func(before, after int64) ([]int64, []V1, error) {
-		it, err := p.st.FetchRange(r.Key, time.UnixMilli(max(0, ts-before)), time.UnixMilli(max(0, ts+after)))
-		if err != nil {
-			return nil, nil, err
-		}
-		defer it.Close()
-		var tss []int64
-		var vs []V1
-		for it.Next() {
-			tss = append(tss, it.Key().StartMs())
-			vs = append(vs, it.Value())
-		}
-		return tss, vs, it.Err()
+	fetch := func(before, after int64) ([]store.WindowValue[V1], error) {
+		return p.st.AppendFetchRange(nil, r.Key, time.UnixMilli(max(0, ts-before)), time.UnixMilli(max(0, ts+after)))
 	}
-	tss, vs, err := fetch(def.before, def.after)
+	ms, err := fetch(def.before, def.after)
 	if err != nil {
 		return err
 	}
-	for i, v := range vs {
-		out(def.join(r.Key, r.Value, true, asV2(v), true), max(ts, tss[i]))
+	for _, m := range ms {
+		out(def.join(r.Key, r.Value, true, asV2(m.Value), true), max(ts, m.Start))
 	}
-	tss, vs, err = fetch(def.after, def.before)
+	ms, err = fetch(def.after, def.before)
 	if err != nil {
 		return err
 	}
 	emitted := false
-	for i, v := range vs {
-		if ts < max(ts, tss[i]) && !emitted && emitSelf {
+	for _, m := range ms {
+		if ts < max(ts, m.Start) && !emitted && emitSelf {
 			emitted = true
 			out(def.join(r.Key, r.Value, true, asV2(r.Value), true), ts)
 		}
-		out(def.join(r.Key, v, true, asV2(r.Value), true), max(ts, tss[i]))
+		out(def.join(r.Key, m.Value, true, asV2(r.Value), true), max(ts, m.Start))
 	}
 	if !emitted && emitSelf {
 		out(def.join(r.Key, r.Value, true, asV2(r.Value), true), ts)

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"unsafe"
 
 	"github.com/google/btree"
 )
@@ -72,6 +73,7 @@ type Buffer struct {
 	cp         int64 // pending checkpoint, if hasCP
 	hasCP      bool
 
+	pivot      *entry // ascendPending's search key
 	flushBatch Batch  // the underlying batch Flush reuses, created on the first flush
 	scratch    []byte // Flush's key buffer
 
@@ -618,6 +620,25 @@ func (b *Buffer) getPending(key []byte) (value []byte, ok, known bool) {
 		return nil, false, true
 	}
 	return nil, false, false
+}
+
+// ascendPending calls fn for each pending value whose key is in [from, to), in key order,
+// until fn returns false; deletion markers are skipped. The slices are valid only during the
+// call, and fn must not write to the Buffer. A window store reads its recent windows this
+// way when it knows that the underlying backend holds none of them (see flushIndex).
+func (b *Buffer) ascendPending(from, to []byte, fn func(key string, val []byte) bool) {
+	if b.pivot == nil {
+		b.pivot = new(entry)
+	}
+	// The pivot's key only lives during the call: from's bytes, without a copy.
+	b.pivot.key = unsafe.String(unsafe.SliceData(from), len(from))
+	b.tree.AscendGreaterOrEqual(b.pivot, func(e *entry) bool {
+		if e.key >= string(to) {
+			return false
+		}
+		return e.del || fn(e.key, e.val)
+	})
+	b.pivot.key = ""
 }
 
 // Pending calls fn for every pending entry in key order: its key, its value, and whether it

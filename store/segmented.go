@@ -148,6 +148,11 @@ type segmented struct {
 	flushedGen uint64
 	flushedOK  bool
 	scratch    []byte // a data key being built
+	// fidx bounds the timestamps of each key's flushed entries (window stores over a
+	// Buffer): see recentOnly.
+	fidx flushIndex
+	// spanFrom and spanTo hold the bounds of a span being read (AppendFetchRange).
+	spanFrom, spanTo []byte
 }
 
 // segState is the persisted state of a segmented store.
@@ -395,13 +400,22 @@ type segSpan struct{ from, to []byte }
 // segment's iterator is opened when the scan gets to it (as Kafka Streams' SegmentIterator
 // does), so it reads the segment as of that moment.
 type segScan struct {
-	s        *segmented
-	seg      int64 // the next segment to open
-	last     int64
-	reverse  bool
-	span     func(seg int64) (segSpan, bool)
-	accept   func(sk []byte) bool
-	cur      Iterator
+	s       *segmented
+	seg     int64 // the next segment to open
+	last    int64
+	reverse bool
+	span    func(seg int64) (segSpan, bool)
+	accept  func(sk []byte) bool
+	cur     Iterator
+	// pend, if set, is the Buffer whose pending writes alone hold the entries scanned
+	// (recentOnly): each segment's span is copied from them into ents (keys and values in
+	// arena) instead of read through an iterator; inPend is set while ents holds a
+	// segment's, ei the next of them.
+	pend     *Buffer
+	inPend   bool
+	ents     []pendEnt
+	ei       int
+	arena    []byte
 	done     bool
 	closed   bool
 	err      error
@@ -411,12 +425,54 @@ type segScan struct {
 // emptyScan is a scan that yields nothing.
 func emptyScan() *segScan { return &segScan{done: true} }
 
+// pendEnt is an entry copied from a Buffer's pending writes: its data key and value in a
+// segScan's arena.
+type pendEnt struct{ k0, k1, v1 int }
+
+// loadPending copies the pending values of span sp into it.ents, in the scan's order.
+func (it *segScan) loadPending(sp segSpan) {
+	it.ents, it.arena, it.ei, it.inPend = it.ents[:0], it.arena[:0], 0, true
+	it.pend.ascendPending(sp.from, sp.to, func(k string, v []byte) bool {
+		k0 := len(it.arena)
+		it.arena = append(append(it.arena, k...), v...)
+		it.ents = append(it.ents, pendEnt{k0, k0 + len(k), len(it.arena)})
+		return true
+	})
+	if it.reverse {
+		for i, j := 0, len(it.ents)-1; i < j; i, j = i+1, j-1 {
+			it.ents[i], it.ents[j] = it.ents[j], it.ents[i]
+		}
+	}
+}
+
+// nextPending moves to the next accepted entry of it.ents, if any.
+func (it *segScan) nextPending() bool {
+	for it.ei < len(it.ents) {
+		e := it.ents[it.ei]
+		it.ei++
+		sk, ok := schemaKeyOf(it.arena[e.k0:e.k1])
+		if !ok || len(sk) < it.s.suffixLen || !it.accept(sk) {
+			continue
+		}
+		it.key, it.val = sk, it.arena[e.k1:e.v1]
+		return true
+	}
+	it.inPend = false
+	return false
+}
+
 func (it *segScan) Next() bool {
 	it.key, it.val = nil, nil
 	if it.done || it.closed {
 		return false
 	}
 	for {
+		if it.inPend {
+			if it.nextPending() {
+				return true
+			}
+			continue
+		}
 		if it.cur == nil {
 			if (!it.reverse && it.seg > it.last) || (it.reverse && it.seg < it.last) {
 				it.done = true
@@ -430,6 +486,10 @@ func (it *segScan) Next() bool {
 			}
 			sp, ok := it.span(seg)
 			if !ok {
+				continue
+			}
+			if it.pend != nil {
+				it.loadPending(sp)
 				continue
 			}
 			var err error
@@ -464,7 +524,7 @@ func (it *segScan) Next() bool {
 func (it *segScan) Err() error { return it.err }
 
 func (it *segScan) Close() error {
-	it.closed = true
+	it.closed, it.inPend = true, false
 	if it.cur == nil {
 		return nil
 	}
@@ -580,4 +640,44 @@ func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
 		return buf, nil
 	}
 	return nil, nil
+}
+
+// recentOnly returns the Buffer that s writes through when its pending writes alone hold
+// every entry of serialized key kb with a segment timestamp of at least lo: nothing flushed
+// to the data under it is that recent, by the stream time of the last flush (see
+// pendingOnly) or by the key's flushed bound (flushIndex); none is then set if no pending
+// write of the key is that recent either. buf is nil otherwise.
+func (s *segmented) recentOnly(kb []byte, lo int64) (buf *Buffer, none bool, err error) {
+	buf, ok := unwrap(s.b).(*Buffer)
+	if !ok {
+		return nil, false, nil
+	}
+	gen := buf.flushes
+	if !s.fidx.ok {
+		st, err := s.state()
+		if err != nil {
+			return nil, false, err
+		}
+		s.fidx.start(st.streamTime, gen)
+	}
+	flushed, pending := s.fidx.bounds(kb, gen)
+	if lo <= flushed {
+		if b, err := s.pendingOnly(lo); b == nil || err != nil {
+			return nil, false, err
+		}
+	}
+	return buf, lo > pending, nil
+}
+
+// notePut records in the flush index a put of serialized key kb at segment timestamp ts,
+// st being the stream time before it (which starts the index).
+func (s *segmented) notePut(kb []byte, ts, st int64) {
+	buf, ok := unwrap(s.b).(*Buffer)
+	if !ok {
+		return
+	}
+	if !s.fidx.ok {
+		s.fidx.start(st, buf.flushes)
+	}
+	s.fidx.note(kb, ts, buf.flushes)
 }

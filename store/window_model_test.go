@@ -408,6 +408,24 @@ func checkWindowQueries(t *testing.T, r *rand.Rand, w *store.WindowStore[string,
 		}
 		check(fmt.Sprintf("All reverse=%v", rev), it(i, err), m.sorted(func(modelEntry) bool { return true }, rev))
 	}
+	// Fetches of recent windows, which the store may answer from its Buffer's pending
+	// writes alone, and AppendFetchRange, which must return what FetchRange iterates over.
+	recent := max(0, m.st-r.Int64N(3_000))
+	for _, q := range [][2]int64{{from, to}, {recent, recent + r.Int64N(3_000)}} {
+		what := fmt.Sprintf("FetchRange(%q, %d, %d)", key, q[0], q[1])
+		want := m.sorted(func(e modelEntry) bool { return e.key == key && e.start >= q[0] && e.start <= q[1] }, false)
+		i, err := w.FetchRange(key, time.UnixMilli(q[0]), time.UnixMilli(q[1]))
+		check(what, it(i, err), want)
+		vs, err := w.AppendFetchRange(nil, key, time.UnixMilli(q[0]), time.UnixMilli(q[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []string{}
+		for _, v := range vs {
+			got = append(got, fmt.Sprintf("%q@%d/%d=%s", key, v.Start, serde.TimeWindowEnd(v.Start, time.Duration(m.size)*time.Millisecond), *v.Value))
+		}
+		check("Append"+what, got, want)
+	}
 	// Fetch of one window: the lowest sequence number with duplicates.
 	ts := from
 	if es := m.sorted(func(e modelEntry) bool { return e.key == key }, false); len(es) > 0 && r.IntN(2) == 0 {

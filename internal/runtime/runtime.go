@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -1033,6 +1034,51 @@ func (t *taskRun) maybeFlush() error {
 	return nil
 }
 
+// storesLocked returns the stores of every task.
+func (r *Runtime) storesLocked() []*loggedStore {
+	var out []*loggedStore
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			out = append(out, ls)
+		}
+	}
+	return out
+}
+
+// eachStore calls fn for every store of a commit, on up to GOMAXPROCS goroutines (each
+// store on one), and returns the first error in the order of stores. The tasks are at
+// rest, and the stores are independent: their logging (each store's changelog records in
+// order) and their flushes to the engine, the bulk of a commit of a stateful topology,
+// then use every core instead of the loop's alone.
+func eachStore(stores []*loggedStore, fn func(*loggedStore) error) error {
+	workers := min(len(stores), goruntime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for _, ls := range stores {
+			if err := fn(ls); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(stores))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(stores); i = int(next.Add(1) - 1) {
+				errs[i] = fn(stores[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // commitLocked waits until every produced record is acknowledged and then commits the
 // processed positions: an offset is committed only after all outputs it covers are durable.
 func (r *Runtime) commitLocked(ctx context.Context) error {
@@ -1062,11 +1108,8 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	if err := r.preCommitLocked(ctx); err != nil {
 		return err
 	}
-	for _, t := range r.tasks {
-		for _, ls := range t.stores {
-			ls.logPending()
-		}
-	}
+	stores := r.storesLocked()
+	_ = eachStore(stores, func(ls *loggedStore) error { ls.logPending(); return nil })
 	if err := r.flush(ctx); err != nil {
 		return err
 	}
@@ -1107,12 +1150,8 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		pos.count = 0
 	}
 	r.committedLocked()
-	for _, t := range r.tasks {
-		for _, ls := range t.stores {
-			if err := ls.checkpoint(offsets); err != nil {
-				return err
-			}
-		}
+	if err := eachStore(stores, func(ls *loggedStore) error { return ls.checkpoint(offsets) }); err != nil {
+		return err
 	}
 	if err := r.stores.sync(); err != nil {
 		return err

@@ -132,6 +132,7 @@ func (s *stores) close() error {
 // store is logged, to its changelog partition.
 type loggedStore struct {
 	spec      StoreSpec
+	op        string // the Operator of its changelog records
 	partition int32
 	raw       store.Backend
 	// buf holds the writes of a persistent store between commits: a write costs a map
@@ -272,6 +273,15 @@ func (s *loggedStore) maybeFlush() error {
 	return nil
 }
 
+// operator names the store's changelog as the operator of its records (for errors): made
+// once, when the store opens, rather than for every record.
+func (s *loggedStore) operator() string {
+	if s.op == "" { // a loggedStore made elsewhere (tests)
+		return "changelog of " + s.spec.Name
+	}
+	return s.op
+}
+
 // log writes one change to the changelog partition of the task.
 func (s *loggedStore) log(key, value []byte) {
 	if rc, ok := s.spec.Codec.(store.ChangelogRecordCodec); ok {
@@ -284,7 +294,7 @@ func (s *loggedStore) log(key, value []byte) {
 		s.r.stats.changelog.Add(1)
 		o := &OutRecord{
 			Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: append([]byte(nil), k...), Timestamp: time.UnixMilli(ts)},
-			Operator:  "changelog of " + s.spec.Name,
+			Operator:  s.operator(),
 			changelog: s,
 		}
 		if v != nil {
@@ -304,7 +314,7 @@ func (s *loggedStore) log(key, value []byte) {
 	s.r.stats.changelog.Add(1)
 	o := &OutRecord{
 		Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: append([]byte(nil), key...), Value: value},
-		Operator:  "changelog of " + s.spec.Name,
+		Operator:  s.operator(),
 		changelog: s,
 	}
 	if value != nil {
@@ -365,7 +375,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		if err != nil {
 			return nil, fmt.Errorf("kstream: opening store %s partition %d: %w", spec.Name, id.Partition, err)
 		}
-		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r}
+		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r, op: "changelog of " + spec.Name}
 		ls.acked.Store(-1)
 		if spec.Changelog != "" {
 			if err := r.restore(ctx, id, db, ls); err != nil {

@@ -23,14 +23,28 @@ type backend struct {
 	prefix    [dataPrefixLen]byte
 	end       []byte // successor(prefix): the exclusive upper bound of the namespace
 	cpKey     []byte
-	cp        *atomic.Int64 // the namespace's cached checkpoint (db.checkpointCell)
-	scratch   []byte        // buffer for prefixed keys
+	cp        *atomic.Int64  // the namespace's cached checkpoint (db.checkpointCell)
+	gen       *atomic.Uint64 // the namespace's write count (db.genCell)
+	scratch   []byte         // buffer for prefixed keys
+	// lower and upper hold the bounds of the iterator being created (Pebble copies them).
+	lower, upper []byte
+
+	// idle is a Pebble iterator that the last iterator of this backend left for the next
+	// one, with the namespace's write count idleGen when it was created: Pebble iterators
+	// read the database as of their creation, so it is reused (with new bounds) only
+	// while the namespace has not been written since, which saves creating an iterator
+	// and opening its levels for every scan of a store that is read between commits.
+	// Guarded by db.iters, which lists the backends that hold one (Close closes it).
+	idle    *pebble.Iterator
+	idleGen uint64
+	// spareKey and spareValue are the buffers of the last iterator, for the next one.
+	spareKey, spareValue []byte
 }
 
 var _ store.Backend = (*backend)(nil)
 
 func newBackend(d *db, name string, partition int32, id uint32) *backend {
-	b := &backend{db: d, name: name, partition: partition, prefix: dataKeyPrefix(id), cpKey: checkpointKey(id), cp: d.checkpointCell(id)}
+	b := &backend{db: d, name: name, partition: partition, prefix: dataKeyPrefix(id), cpKey: checkpointKey(id), cp: d.checkpointCell(id), gen: d.genCell(id)}
 	b.end, _ = successor(b.prefix[:]) // the prefix starts with dataPrefix, so it has one
 	return b
 }
@@ -78,7 +92,9 @@ func (b *backend) Set(key, value []byte) error {
 		return b.closedError("set")
 	}
 	defer b.db.mu.RUnlock()
-	if err := b.db.pdb.Set(b.key(key), value, b.db.wo); err != nil {
+	err := b.db.pdb.Set(b.key(key), value, b.db.wo)
+	b.written()
+	if err != nil {
 		return b.errorf("set", err)
 	}
 	return nil
@@ -90,7 +106,9 @@ func (b *backend) Delete(key []byte) error {
 		return b.closedError("delete")
 	}
 	defer b.db.mu.RUnlock()
-	if err := b.db.pdb.Delete(b.key(key), b.db.wo); err != nil {
+	err := b.db.pdb.Delete(b.key(key), b.db.wo)
+	b.written()
+	if err != nil {
 		return b.errorf("delete", err)
 	}
 	return nil
@@ -107,7 +125,9 @@ func (b *backend) DeleteRange(from, to []byte) error {
 	if !ok {
 		return nil
 	}
-	if err := b.db.pdb.DeleteRange(lower, upper, b.db.wo); err != nil {
+	err := b.db.pdb.DeleteRange(lower, upper, b.db.wo)
+	b.written()
+	if err != nil {
 		return b.errorf("delete range", err)
 	}
 	return nil
@@ -143,14 +163,30 @@ func (b *backend) ReverseRange(from, to []byte) (store.Iterator, error) {
 }
 
 func (b *backend) rangeIter(op string, from, to []byte, reverse bool) (store.Iterator, error) {
-	lower, upper, ok := b.rangeBounds(from, to)
-	if !ok {
-		if b.db.isClosed() {
-			return nil, b.closedError(op)
-		}
-		return &iterator{b: b, done: true}, nil // empty range
+	if from != nil && to != nil && bytes.Compare(from, to) >= 0 {
+		return b.emptyIter(op)
+	}
+	lower, upper := b.prefix[:], b.end
+	if from != nil {
+		b.lower = append(append(b.lower[:0], b.prefix[:]...), from...)
+		lower = b.lower
+	}
+	if to != nil {
+		b.upper = append(append(b.upper[:0], b.prefix[:]...), to...)
+		upper = b.upper
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return b.emptyIter(op)
 	}
 	return b.newIter(op, lower, upper, reverse)
+}
+
+// emptyIter returns an iterator of an empty range.
+func (b *backend) emptyIter(op string) (store.Iterator, error) {
+	if b.db.isClosed() {
+		return nil, b.closedError(op)
+	}
+	return &iterator{b: b, done: true}, nil
 }
 
 // PrefixScan implements [store.Backend].
@@ -170,21 +206,60 @@ func (d *db) isClosed() bool {
 }
 
 // newIter returns an iterator over the Pebble keys in [lower, upper), which must be within
-// the namespace and stay unmodified while the iterator lives.
+// the namespace (Pebble copies them). It reuses the backend's idle Pebble iterator if the
+// namespace has not been written since that one was created.
 func (b *backend) newIter(op string, lower, upper []byte, reverse bool) (store.Iterator, error) {
 	if !b.db.rlock() {
 		return nil, b.closedError(op)
 	}
 	defer b.db.mu.RUnlock()
-	pit, err := b.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return nil, b.errorf(op, err)
+	gen := b.gen.Load()
+	it := &iterator{b: b, reverse: reverse, gen: gen}
+	var stale *pebble.Iterator
+	b.db.iters.Lock()
+	if b.idle != nil {
+		if b.idleGen == gen {
+			it.pit = b.idle
+		} else {
+			stale = b.idle
+		}
+		b.idle = nil
+		delete(b.db.iters.idle, b)
 	}
-	it := &iterator{b: b, pit: pit, reverse: reverse}
+	it.key, it.value, b.spareKey, b.spareValue = b.spareKey, b.spareValue, nil, nil
+	b.db.iters.Unlock()
+	if stale != nil {
+		if err := stale.Close(); err != nil {
+			return nil, b.errorf(op, err)
+		}
+	}
+	if it.pit != nil {
+		it.pit.SetBounds(lower, upper)
+	} else {
+		pit, err := b.db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return nil, b.errorf(op, err)
+		}
+		it.pit = pit
+	}
 	b.db.iters.Lock()
 	b.db.iters.m[it] = struct{}{}
 	b.db.iters.Unlock()
 	return it, nil
+}
+
+// written notes a write to the namespace, after Pebble applied it: the idle iterator, if
+// any, no longer reads the namespace as it is, and is closed.
+func (b *backend) written() {
+	b.gen.Add(1)
+	b.db.iters.Lock()
+	stale := b.idle
+	b.idle = nil
+	delete(b.db.iters.idle, b)
+	b.db.iters.Unlock()
+	if stale != nil {
+		_ = stale.Close() // an iterator that only read; its error is of no use to the write
+	}
 }
 
 // NewBatch implements [store.Backend].
@@ -358,7 +433,11 @@ func (bt *batch) Commit() error {
 			return b.errorf("commit", err)
 		}
 	}
-	if err := b.db.pdb.Apply(pb, b.db.wo); err != nil {
+	err := b.db.pdb.Apply(pb, b.db.wo)
+	if bt.n > 0 {
+		b.written()
+	}
+	if err != nil {
 		return b.errorf("commit", err)
 	}
 	if bt.hasCP {

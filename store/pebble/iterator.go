@@ -13,6 +13,7 @@ import (
 type iterator struct {
 	b       *backend
 	reverse bool
+	gen     uint64 // the namespace's write count when pit was created or reused
 
 	// mu serializes the iterator's use by its goroutine with DB.Close, which closes the
 	// iterators still open.
@@ -58,13 +59,13 @@ func (it *iterator) Next() bool {
 	it.started = true
 	if !ok {
 		it.setErr(it.pit.Error())
-		it.setErr(it.releaseLocked())
+		it.setErr(it.releaseLocked(it.err == nil))
 		return false
 	}
 	v, err := it.pit.ValueAndErr()
 	if err != nil {
 		it.setErr(err)
-		it.setErr(it.releaseLocked())
+		it.setErr(it.releaseLocked(false))
 		return false
 	}
 	it.key = append(it.key[:0], it.pit.Key()[dataPrefixLen:]...)
@@ -79,19 +80,28 @@ func (it *iterator) setErr(err error) {
 	}
 }
 
-// releaseLocked closes the Pebble iterator, if any, and stops tracking it. it.mu must be
-// held.
-func (it *iterator) releaseLocked() error {
+// releaseLocked stops tracking the Pebble iterator, if any, and closes it, or, if reuse
+// is set, leaves it to the backend for its next iterator (backend.idle) when the
+// namespace has not been written since it was created and the backend has none. it.mu
+// must be held.
+func (it *iterator) releaseLocked(reuse bool) error {
 	it.done = true
 	if it.pit == nil {
 		return nil
 	}
-	err := it.pit.Close()
+	pit, b := it.pit, it.b
 	it.pit = nil
-	it.b.db.iters.Lock()
-	delete(it.b.db.iters.m, it)
-	it.b.db.iters.Unlock()
-	return err
+	b.db.iters.Lock()
+	delete(b.db.iters.m, it)
+	if reuse && !b.db.iters.closed && b.idle == nil && b.gen.Load() == it.gen {
+		b.idle, b.idleGen, pit = pit, it.gen, nil
+		b.db.iters.idle[b] = struct{}{}
+	}
+	b.db.iters.Unlock()
+	if pit == nil {
+		return nil
+	}
+	return pit.Close()
 }
 
 // closeByDB is called by DB.Close for an iterator still open: later calls of Next return
@@ -102,7 +112,7 @@ func (it *iterator) closeByDB() error {
 	if it.pit == nil {
 		return nil
 	}
-	err := it.releaseLocked()
+	err := it.releaseLocked(false)
 	it.valid = false
 	if it.err == nil {
 		it.err = it.b.closedError("iterator")
@@ -151,8 +161,17 @@ func (it *iterator) Close() error {
 		return nil
 	}
 	it.closed, it.valid = true, false
+	err := it.releaseLocked(it.err == nil)
+	// The buffers go to the backend's next iterator: the key and value are no longer
+	// valid.
+	b := it.b
+	b.db.iters.Lock()
+	if b.spareKey == nil && b.spareValue == nil {
+		b.spareKey, b.spareValue = it.key[:0], it.value[:0]
+	}
+	b.db.iters.Unlock()
 	it.key, it.value = nil, nil
-	if err := it.releaseLocked(); err != nil {
+	if err != nil {
 		return it.b.errorf("closing iterator", err)
 	}
 	return nil

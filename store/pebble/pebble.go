@@ -134,7 +134,9 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 	d.ns.ids = make(map[nsKey]uint32)
 	d.ns.nextID = 1
 	d.ns.cps = make(map[uint32]*atomic.Int64)
+	d.ns.gens = make(map[uint32]*atomic.Uint64)
 	d.iters.m = make(map[*iterator]struct{})
+	d.iters.idle = make(map[*backend]struct{})
 	if err := d.load(); err != nil {
 		_ = pdb.Close()
 		return nil, fmt.Errorf("pebble store: open %s: %w", dir, err)
@@ -167,12 +169,19 @@ type db struct {
 		nextID uint32
 		// cps caches each namespace's checkpoint (see checkpointCell).
 		cps map[uint32]*atomic.Int64
+		// gens counts each namespace's writes (see genCell).
+		gens map[uint32]*atomic.Uint64
 	}
 	// iters tracks the iterators holding a Pebble iterator, which Close must close
 	// before it closes Pebble.
 	iters struct {
 		sync.Mutex
 		m map[*iterator]struct{}
+		// idle are the backends holding an idle Pebble iterator for reuse
+		// (backend.idle), which Close closes too; closed is set by Close, after which
+		// no iterator is kept for reuse.
+		idle   map[*backend]struct{}
+		closed bool
 	}
 }
 
@@ -318,6 +327,7 @@ func (d *db) Drop(name string, partition int32) error {
 		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, err)
 	}
 	d.checkpointCell(id).Store(store.NoCheckpoint)
+	d.genCell(id).Add(1)
 	return nil
 }
 
@@ -342,6 +352,21 @@ func (d *db) checkpointCell(id uint32) *atomic.Int64 {
 	return c
 }
 
+// genCell returns the write count of namespace id, shared by every backend of the
+// namespace: each write to the namespace's data adds one after Pebble applied it, so that
+// an iterator kept for reuse (backend.idle) is known to read the namespace as it is when
+// the count has not changed since the iterator was created.
+func (d *db) genCell(id uint32) *atomic.Uint64 {
+	d.ns.Lock()
+	defer d.ns.Unlock()
+	c := d.ns.gens[id]
+	if c == nil {
+		c = new(atomic.Uint64)
+		d.ns.gens[id] = c
+	}
+	return c
+}
+
 // Close implements [store.DB]. It closes the iterators still open (their Next then
 // returns false and Err an error wrapping [store.ErrClosed]), then Pebble, which flushes
 // and syncs its log. It waits for calls in progress on other goroutines. Later calls on the
@@ -358,8 +383,14 @@ func (d *db) Close() error {
 	for it := range d.iters.m {
 		open = append(open, it)
 	}
-	d.iters.Unlock()
+	d.iters.closed = true
 	var err error
+	for b := range d.iters.idle {
+		err = errors.Join(err, b.idle.Close())
+		b.idle = nil
+	}
+	clear(d.iters.idle)
+	d.iters.Unlock()
 	for _, it := range open {
 		err = errors.Join(err, it.closeByDB())
 	}
