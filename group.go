@@ -127,10 +127,12 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 			t.dropRecord(n, "key or value")
 			return nil
 		}
-		if drop, err := nullKeyDropped(t, n, ks, r); drop || err != nil {
+		kb, drop, err := nullKeyBytes(t, n, ks, r)
+		if drop || err != nil {
 			return err
 		}
-		acc, ts, had, err := st.get(r.Key)
+		// The key is serialized once, for the check, the read and the write.
+		acc, ts, had, err := st.getSerialized(r.Key, kb)
 		if err != nil {
 			return err
 		}
@@ -144,7 +146,7 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 		}
 		var res change[VA]
 		res.setNew(agg(r.Key, r.Value, acc, had))
-		code, err := st.put(r.Key, res.new, res.hasNew, newTs)
+		code, err := st.putSerialized(r.Key, kb, res.new, res.hasNew, newTs)
 		if err != nil {
 			return err
 		}
@@ -164,17 +166,24 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 // nil bytes, and then counts it as a record dropped by n (the tables and aggregations of
 // Kafka Streams skip such records with a warning). It fails when ks cannot serialize the key.
 func nullKeyDropped[K, V any](t *task, n *node, ks serde.Serde[K], r Record[K, V]) (bool, error) {
+	_, drop, err := nullKeyBytes(t, n, ks, r)
+	return drop, err
+}
+
+// nullKeyBytes is nullKeyDropped returning the serialized key too, for a caller that
+// reads or writes a store with it.
+func nullKeyBytes[K, V any](t *task, n *node, ks serde.Serde[K], r Record[K, V]) ([]byte, bool, error) {
 	if r.HasNullKey() {
 		t.dropRecord(n, "key")
-		return true, nil
+		return nil, true, nil
 	}
 	kb, err := ks.Serialize(r.Key)
 	if err != nil {
-		return false, fmt.Errorf("serializing the key: %w", err)
+		return nil, false, fmt.Errorf("serializing the key: %w", err)
 	}
 	if kb == nil {
 		t.dropRecord(n, "key")
-		return true, nil
+		return nil, true, nil
 	}
-	return false, nil
+	return kb, false, nil
 }
