@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
 )
 
 // KGroupedStream is a stream grouped by key, ready for an aggregation ([Count], [Reduce],
@@ -120,16 +121,32 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 	if err != nil {
 		return nil, err
 	}
-	return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) error {
+	kapp, _ := ks.(store.AppendSerializer[K])
+	var kbuf []byte
+	return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) (err error) {
 		// KStreamAggregate and KStreamReduce skip null keys and values, with a warning
 		// and a dropped record.
 		if r.HasNullKey() || nullValue(r) {
 			t.dropRecord(n, "key or value")
 			return nil
 		}
-		kb, drop, err := nullKeyBytes(t, n, ks, r)
-		if drop || err != nil {
-			return err
+		var kb []byte
+		if kapp != nil {
+			// Serialized into a buffer of the processor: the store copies what it keeps.
+			out, isNull, err := kapp.AppendSerialize(kbuf[:0], r.Key)
+			if err != nil {
+				return fmt.Errorf("serializing the key: %w", err)
+			}
+			if isNull {
+				t.dropRecord(n, "key")
+				return nil
+			}
+			kbuf, kb = out, out
+		} else {
+			var drop bool
+			if kb, drop, err = nullKeyBytes(t, n, ks, r); drop || err != nil {
+				return err
+			}
 		}
 		// The key is serialized once, for the check, the read and the write.
 		acc, ts, had, err := st.getSerialized(r.Key, kb)

@@ -78,6 +78,11 @@ type Buffer struct {
 	// slots holds slots not yet used at its end, used while there is no read cache (the
 	// slots then all leave at the next Flush or Discard, so the slab is reused).
 	slots []slot
+	// vals is the arena the values of new entries are carved from, so that a commit
+	// interval's writes cost few allocations; valsGen is gen when it was allocated (it is
+	// reused after a flush only if no clone can hold an entry whose value it holds).
+	vals    []byte
+	valsGen uint64
 
 	// ranges are the pending range deletions, oldest first. A pending entry is always
 	// younger than the ranges covering it (a range deletion drops the entries it covers).
@@ -544,12 +549,35 @@ func (b *Buffer) write(key, value []byte, del bool) {
 		b.pendCur++ // find moved s to m
 	}
 	if !del {
-		e.val = append([]byte(nil), value...)
+		e.val = b.copyValue(value)
 	}
 	e.del = del
 	b.count(e)
 	s.p = e
 	b.tree.ReplaceOrInsert(e)
+}
+
+// Sizes of the value arena's chunks, and of the largest value carved from it.
+const (
+	valChunk    = 32 << 10
+	maxArenaVal = 1 << 10
+)
+
+// copyValue returns a copy of v (nil if v is empty), carved from the value arena when small.
+// The copy has no spare capacity: an update in place that does not fit allocates.
+func (b *Buffer) copyValue(v []byte) []byte {
+	n := len(v)
+	switch {
+	case n == 0:
+		return nil
+	case n > maxArenaVal:
+		return append([]byte(nil), v...)
+	case cap(b.vals)-len(b.vals) < n:
+		b.vals, b.valsGen = make([]byte, 0, valChunk), b.gen
+	}
+	start := len(b.vals)
+	b.vals = append(b.vals, v...)
+	return b.vals[start:len(b.vals):len(b.vals)]
 }
 
 // newEntry returns an empty entry of the current generation.
@@ -748,17 +776,8 @@ func (b *Buffer) Flush(checkpoint int64) error {
 	if b.cacheMax > 0 {
 		// The written values become the cache's: the slots are at hand, no lookup.
 		b.tree.Ascend(func(e *entry) bool {
-			s := e.s
-			b.unpend(s)
-			if e.gen == b.gen && !e.del && cap(e.val) > len(e.val)+len(e.val)/4+8 {
-				b.setCached(s, e.val, false, false) // copy: too much spare room to keep
-			} else if e.gen == b.gen && !e.del {
-				val := e.val
-				e.val = nil // the entry is in no clone: its value storage moves to the cache
-				b.setCached(s, val, false, true)
-			} else {
-				b.setCached(s, e.val, e.del, false)
-			}
+			b.unpend(e.s)
+			b.setCached(e.s, e.val, e.del, false)
 			return true
 		})
 	}
@@ -837,6 +856,12 @@ func (b *Buffer) clear() {
 		b.slab = b.slab[:0]
 	} else {
 		b.slab = nil
+	}
+	if b.valsGen == b.gen {
+		// Nor can a value of the arena's current chunk be: reuse it.
+		b.vals = b.vals[:0]
+	} else {
+		b.vals = nil
 	}
 	b.size, b.sets, b.dels = 0, 0, 0
 	b.ranges = nil // iterators may hold a prefix of the old slice

@@ -434,8 +434,14 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			// Exactly-once: writes must wait for their transaction to commit. A logged
 			// memory store is buffered too, so that a key updated many times between
 			// commits is logged once per commit (as Kafka Streams' caching and its
-			// in-memory suppression buffer do), not once per update.
+			// in-memory suppression buffer do), not once per update. Its read cache, as
+			// Kafka Streams' record cache over an in-memory store, makes the read of a key
+			// written or read recently a map lookup instead of a search of the engine's
+			// B-tree.
 			ls.buf = store.NewBuffer(raw)
+			if r.cfg.StoreCacheBytes >= 0 {
+				ls.buf.WithReadCache(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes))
+			}
 		}
 		cp, err := raw.Checkpoint()
 		if err != nil {
