@@ -209,6 +209,9 @@ func (b *Buffer) Get(key []byte) ([]byte, bool, error) {
 // not be modified.
 func (b *Buffer) getView(key []byte) ([]byte, bool, error) {
 	v, ok, _, err := b.view(key)
+	if ok && v == nil {
+		v = []byte{} // a present empty value is not a Kafka null
+	}
 	return v, ok, err
 }
 
