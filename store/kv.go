@@ -23,12 +23,13 @@ type KeyValueStore[K, V any] struct {
 	vbuf []byte
 }
 
-// AppendSerializer is implemented by a value serde that can append a value's bytes to a
-// buffer, so that a store writing them (and copying them, as a [Backend] does) needs no
-// allocation of its own. A nil result of AppendSerialize stands for a Kafka null, as a nil
-// result of Serialize does; otherwise the result holds exactly Serialize's bytes after dst.
+// AppendSerializer is implemented by a serde that can append a value's bytes to a buffer,
+// so that a store writing them (and copying them, as a [Backend] does) needs no allocation
+// of its own. The built-in serdes of package serde for strings and integers implement it.
+// A [KeyValueStore] uses it for its values; kstream's aggregations use it for their keys.
 type AppendSerializer[T any] interface {
-	// AppendSerialize appends the bytes of v to dst. isNull reports a Kafka null, which
+	// AppendSerialize appends the bytes Serialize would return for v to dst and returns
+	// the extended slice; isNull reports a Kafka null (Serialize returning nil), which
 	// appends nothing.
 	AppendSerialize(dst []byte, v T) (out []byte, isNull bool, err error)
 }
