@@ -163,6 +163,18 @@ func (s tsSerde[V]) Serialize(v tsValue[V]) ([]byte, error) {
 	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(b)), uint64(v.ts)), b...), nil
 }
 
+// AppendSerialize implements store.AppendSerializer: Serialize appended to dst, without
+// allocating when the inner serde appends too.
+func (s tsSerde[V]) AppendSerialize(dst []byte, v tsValue[V]) ([]byte, bool, error) {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(v.ts))
+	if app, ok := s.inner.(store.AppendSerializer[V]); ok {
+		out, _, err := app.AppendSerialize(dst, v.v)
+		return out, false, err
+	}
+	b, err := s.inner.Serialize(v.v)
+	return append(dst, b...), false, err
+}
+
 func (s tsSerde[V]) Deserialize(b []byte) (tsValue[V], error) {
 	if len(b) < 8 {
 		return tsValue[V]{}, fmt.Errorf("kstream: a table store value has %d bytes, fewer than its 8-byte timestamp", len(b))

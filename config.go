@@ -65,9 +65,10 @@ type Config struct {
 	// is the engine's memory budget (Kafka Streams' rocksdb.config.setter with a shared cache).
 	BlockCacheBytes int64
 	MemTableBytes   uint64
-	// StoreCacheBytes bounds the read cache that each persistent store partition keeps of
-	// recently read and written keys, overriding the default 8 MiB; negative disables it.
-	// The bound is on heap: keys, values and about 80 bytes of bookkeeping per entry.
+	// StoreCacheBytes bounds the read cache that each persistent store partition, and each
+	// logged (or exactly-once) in-memory one, keeps of recently read and written keys,
+	// overriding the default 8 MiB; negative disables it. The bound is on heap: keys,
+	// values and about 110 bytes of bookkeeping per entry.
 	StoreCacheBytes int
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.

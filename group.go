@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
 )
 
 // KGroupedStream is a stream grouped by key, ready for an aggregation ([Count], [Reduce],
@@ -120,17 +121,35 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 	if err != nil {
 		return nil, err
 	}
-	return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) error {
+	kapp, _ := ks.(store.AppendSerializer[K])
+	var kbuf []byte
+	return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) (err error) {
 		// KStreamAggregate and KStreamReduce skip null keys and values, with a warning
 		// and a dropped record.
 		if r.HasNullKey() || nullValue(r) {
 			t.dropRecord(n, "key or value")
 			return nil
 		}
-		if drop, err := nullKeyDropped(t, n, ks, r); drop || err != nil {
-			return err
+		var kb []byte
+		if kapp != nil {
+			// Serialized into a buffer of the processor: the store copies what it keeps.
+			out, isNull, err := kapp.AppendSerialize(kbuf[:0], r.Key)
+			if err != nil {
+				return fmt.Errorf("serializing the key: %w", err)
+			}
+			if isNull {
+				t.dropRecord(n, "key")
+				return nil
+			}
+			kbuf, kb = out, out
+		} else {
+			var drop bool
+			if kb, drop, err = nullKeyBytes(t, n, ks, r); drop || err != nil {
+				return err
+			}
 		}
-		acc, ts, had, err := st.get(r.Key)
+		// The key is serialized once, for the check, the read and the write.
+		acc, ts, had, err := st.getSerialized(r.Key, kb)
 		if err != nil {
 			return err
 		}
@@ -144,7 +163,7 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 		}
 		var res change[VA]
 		res.setNew(agg(r.Key, r.Value, acc, had))
-		code, err := st.put(r.Key, res.new, res.hasNew, newTs)
+		code, err := st.putSerialized(r.Key, kb, res.new, res.hasNew, newTs)
 		if err != nil {
 			return err
 		}
@@ -164,17 +183,24 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 // nil bytes, and then counts it as a record dropped by n (the tables and aggregations of
 // Kafka Streams skip such records with a warning). It fails when ks cannot serialize the key.
 func nullKeyDropped[K, V any](t *task, n *node, ks serde.Serde[K], r Record[K, V]) (bool, error) {
+	_, drop, err := nullKeyBytes(t, n, ks, r)
+	return drop, err
+}
+
+// nullKeyBytes is nullKeyDropped returning the serialized key too, for a caller that
+// reads or writes a store with it.
+func nullKeyBytes[K, V any](t *task, n *node, ks serde.Serde[K], r Record[K, V]) ([]byte, bool, error) {
 	if r.HasNullKey() {
 		t.dropRecord(n, "key")
-		return true, nil
+		return nil, true, nil
 	}
 	kb, err := ks.Serialize(r.Key)
 	if err != nil {
-		return false, fmt.Errorf("serializing the key: %w", err)
+		return nil, false, fmt.Errorf("serializing the key: %w", err)
 	}
 	if kb == nil {
 		t.dropRecord(n, "key")
-		return true, nil
+		return nil, true, nil
 	}
-	return false, nil
+	return kb, false, nil
 }

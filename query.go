@@ -566,11 +566,11 @@ func (s *RawStore) Get(key []byte) (RawValue, bool, error) {
 	if err != nil {
 		return RawValue{}, false, err
 	}
-	v, release, err := s.view(p)
+	// A view by value, given back at once: a get allocates no view.
+	v, err := s.a.rt.AcquireView(s.d.name, p, s.opts.standby, s.opts.maxLag)
 	if err != nil {
-		return RawValue{}, false, err
+		return RawValue{}, false, toStoreError(err)
 	}
-	defer release()
 	var b []byte
 	var ok bool
 	var versioned store.VersionedRecord[[]byte]
@@ -580,10 +580,11 @@ func (s *RawStore) Get(key []byte) (RawValue, bool, error) {
 	} else {
 		b, ok, err = v.Backend.Get(key)
 	}
+	s.a.rt.ReleaseView(&v)
 	if err != nil {
 		return RawValue{}, false, fmt.Errorf("kstream: store %q partition %d: get: %w", s.d.name, p, err)
 	}
-	if err := s.check(v); err != nil {
+	if err := s.check(&v); err != nil {
 		return RawValue{}, false, err
 	}
 	if !ok {
@@ -592,7 +593,7 @@ func (s *RawStore) Get(key []byte) (RawValue, bool, error) {
 	if s.d.query.kind == VersionedKind {
 		return RawValue{Value: versioned.Value, Timestamp: versioned.Timestamp, Partition: p, Standby: v.Standby, Position: v.Position}, true, nil
 	}
-	rv, err := s.rawValue(v, b)
+	rv, err := s.rawValue(&v, b)
 	return rv, err == nil, err
 }
 

@@ -358,6 +358,26 @@ func (o *ownStore[K, V]) get(k K) (V, int64, bool, error) {
 	return getTS(o.ts, k)
 }
 
+// getSerialized is get of k, whose serialized form is kb.
+func (o *ownStore[K, V]) getSerialized(k K, kb []byte) (V, int64, bool, error) {
+	if o.ver != nil {
+		return o.get(k)
+	}
+	tv, ok, err := o.ts.GetSerialized(kb)
+	return tv.v, tv.ts, ok, err
+}
+
+// putSerialized is put of k, whose serialized form is kb.
+func (o *ownStore[K, V]) putSerialized(k K, kb []byte, v V, present bool, ts int64) (int64, error) {
+	if o.ver != nil {
+		return o.put(k, v, present, ts)
+	}
+	if !present {
+		return store.PutValidToUndefined, o.ts.DeleteSerialized(kb)
+	}
+	return store.PutValidToUndefined, o.ts.PutSerialized(kb, tsValue[V]{v: v, ts: ts})
+}
+
 // put writes k = v at time ts (a delete when !present) and returns Java's put return code:
 // store.PutNotPut when a versioned store refused the write, store.PutValidToUndefined when
 // it is the latest (always, for a timestamped store), else the version's validTo.

@@ -61,6 +61,13 @@ func String() Serde[string] { return stringSerde{} }
 type stringSerde struct{}
 
 func (stringSerde) Serialize(v string) ([]byte, error) { return []byte(v), nil }
+
+// AppendSerialize appends Serialize's bytes to dst (kstream's stores and aggregations
+// serialize so, into buffers they reuse).
+func (stringSerde) AppendSerialize(dst []byte, v string) ([]byte, bool, error) {
+	return append(dst, v...), false, nil
+}
+
 func (stringSerde) Deserialize(b []byte) (string, error) {
 	if !utf8.Valid(b) {
 		return "", fmt.Errorf("serde: string: %d bytes are not valid UTF-8", len(b))
@@ -90,6 +97,12 @@ type int32Serde struct{}
 func (int32Serde) Serialize(v int32) ([]byte, error) {
 	return binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(v)), nil
 }
+
+// AppendSerialize appends Serialize's bytes to dst.
+func (int32Serde) AppendSerialize(dst []byte, v int32) ([]byte, bool, error) {
+	return binary.BigEndian.AppendUint32(dst, uint32(v)), false, nil
+}
+
 func (int32Serde) Deserialize(b []byte) (int32, error) {
 	if b == nil {
 		return 0, nil
@@ -108,6 +121,12 @@ type int64Serde struct{}
 func (int64Serde) Serialize(v int64) ([]byte, error) {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(v)), nil
 }
+
+// AppendSerialize appends Serialize's bytes to dst.
+func (int64Serde) AppendSerialize(dst []byte, v int64) ([]byte, bool, error) {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)), false, nil
+}
+
 func (int64Serde) Deserialize(b []byte) (int64, error) {
 	if b == nil {
 		return 0, nil

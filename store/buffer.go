@@ -38,9 +38,30 @@ import (
 // them.
 type Buffer struct {
 	under Backend
-	// m and tree index the same pending entries: m for Get and writes, tree for ordered
-	// iteration and Flush.
-	m    map[string]*entry
+	// m and old index the slots of the keys the Buffer knows: a slot holds a key's pending
+	// entry, if any, and the read cache's copy of its underlying value, if known. A key has
+	// at most one slot, in m or in old. Get and a write cost one map lookup (none for a
+	// write of the key the previous call looked up), and Flush moves a pending value into
+	// its slot's cache without any.
+	//
+	// With the read cache, m and old are its two generations (see cleanSize): slots go to
+	// m; when the cached values of m fill half of the cache, m becomes old, and the
+	// previous old is dropped whole, its pending slots moved to m first (uncached). A slot
+	// of old that is read or written moves to m. Dropping whole maps, rather than deleting
+	// entries from one, matters: a Go map never shrinks, and the slots deletions leave make
+	// it grow, so a map with entries evicted one by one holds far more heap than its
+	// entries. Without the read cache, m holds only the slots of pending entries and old
+	// is empty.
+	m, old map[string]*slot
+	// cgen is the generation of m; the slots of old have cgen-1.
+	cgen uint32
+	// pendCur and pendOld count the slots with a pending entry in m and in old.
+	pendCur, pendOld int
+	// last is the slot the last lookup found or created, so that a write following a Get
+	// of the same key (an aggregation's read-modify-write) needs no map lookup. It is
+	// reset whenever a slot may leave the maps.
+	last *slot
+
 	tree *btree.BTreeG[*entry]
 	// snap is a clone of tree shared by the iterators created since the last write, or
 	// nil.
@@ -55,6 +76,14 @@ type Buffer struct {
 	// allocates; slabGen is gen when slab was allocated.
 	slab    []entry
 	slabGen uint64
+	// slots holds slots not yet used at its end, used while there is no read cache (the
+	// slots then all leave at the next Flush or Discard, so the slab is reused).
+	slots []slot
+	// vals is the arena the values of new entries are carved from, so that a commit
+	// interval's writes cost few allocations; valsGen is gen when it was allocated (it is
+	// reused after a flush only if no clone can hold an entry whose value it holds).
+	vals    []byte
+	valsGen uint64
 
 	// ranges are the pending range deletions, oldest first. A pending entry is always
 	// younger than the ranges covering it (a range deletion drops the entries it covers).
@@ -77,25 +106,28 @@ type Buffer struct {
 	flushBatch Batch  // the underlying batch Flush reuses, created on the first flush
 	scratch    []byte // Flush's key buffer
 
-	// clean and cleanOld are a read cache of the underlying backend: values (or absences)
-	// read by Get or written by Flush, at most cacheMax bytes of heap (keys, values and the
-	// overhead of each entry, see cleanCost). They are two generations of at most
-	// cacheMax/2 each: entries go to clean; when clean is full, it becomes cleanOld, and the
-	// previous cleanOld is dropped whole. An entry of cleanOld that is read or written again
-	// moves to clean, so that recently used keys stay. Dropping whole maps, rather than
-	// deleting entries from one, matters: a Go map never shrinks, and the slots deletions
-	// leave make it grow, so a map with entries evicted one by one holds far more heap than
-	// its entries. The cache mirrors the underlying backend as long as every write goes
-	// through the Buffer, so Discard keeps it.
-	clean, cleanOld    map[string]*cleanEntry
+	// The read cache of the underlying backend: values (or absences) read by Get or
+	// written by Flush, kept in the slots, at most cacheMax bytes of heap (keys, values and
+	// the overhead of each slot, see slotCost); cleanSize is the part of it in m, oldSize
+	// the part in old, each at most cacheMax/2. The cache mirrors the underlying backend as
+	// long as every write goes through the Buffer, so Discard keeps it.
 	cleanSize, oldSize int
 	cacheMax           int
 }
 
-// cleanEntry is a cached value of the underlying backend; absent records a missing key.
-type cleanEntry struct {
-	val    []byte
-	absent bool
+// slot is the Buffer's state of one key: its pending entry and its cached underlying value.
+type slot struct {
+	key string // also the key of the map holding it, and of its entries, sharing its bytes
+	// val is the cached underlying value, if known and not absent.
+	val []byte
+	// p is the pending entry of the key, or nil.
+	p *entry
+	// cost is the heap accounted to the read cache for the slot: 0 unless known.
+	cost int
+	// cgen is the generation of the map holding the slot (Buffer.cgen for m).
+	cgen uint32
+	// known: the read cache knows the underlying value (val), or its absence (absent).
+	known, absent bool
 }
 
 var _ Backend = (*Buffer)(nil)
@@ -103,10 +135,11 @@ var _ Backend = (*Buffer)(nil)
 // entry is one pending write. An entry that may be in a clone of the tree (its gen is
 // below the Buffer's) is never modified.
 type entry struct {
-	key string // also the key of the Buffer's map, sharing its bytes
+	key string // the key, sharing the bytes of its slot's
 	val []byte // the value, empty (or with spare capacity) for a deletion
 	del bool
 	gen uint64
+	s   *slot // the key's slot; read only by the Buffer, never by iterators
 }
 
 func entryLess(a, b *entry) bool { return a.key < b.key }
@@ -149,7 +182,7 @@ func coveredBy(rs []keyRange, k []byte) bool {
 // bufferDegree is the degree of the pending entries' B-tree: nodes hold 15 to 31 entries.
 const bufferDegree = 16
 
-// slabSize is the number of entries allocated at once.
+// slabSize is the number of entries (or slots) allocated at once.
 const slabSize = 128
 
 // NewBuffer returns an empty write buffer over b. Writes should go through the Buffer
@@ -158,7 +191,7 @@ const slabSize = 128
 func NewBuffer(b Backend) *Buffer {
 	return &Buffer{
 		under: b,
-		m:     make(map[string]*entry),
+		m:     make(map[string]*slot),
 		tree:  btree.NewG(bufferDegree, entryLess),
 	}
 }
@@ -166,76 +199,223 @@ func NewBuffer(b Backend) *Buffer {
 // Get implements [Backend]: a pending value or deletion of key answers without reading
 // the underlying backend. The value is a copy owned by the caller.
 func (b *Buffer) Get(key []byte) ([]byte, bool, error) {
-	if e, ok := b.m[string(key)]; ok {
-		if e.del {
-			return nil, false, nil
-		}
-		v := make([]byte, len(e.val))
-		copy(v, e.val)
-		return v, true, nil
+	v, ok, owned, err := b.view(key)
+	if !ok || owned {
+		return v, ok, err
 	}
-	if coveredBy(b.ranges, key) {
-		return nil, false, nil
-	}
-	if b.cacheMax <= 0 {
-		return b.under.Get(key)
-	}
-	if c := b.cached(key); c != nil {
-		if c.absent {
-			return nil, false, nil
-		}
-		return append([]byte(nil), c.val...), true, nil
-	}
-	v, ok, err := b.under.Get(key)
-	if err == nil {
-		b.cache(string(key), v, !ok)
+	return append(make([]byte, 0, len(v)), v...), true, nil
+}
+
+// getView implements viewGetter: Get without the copy. The value is the Buffer's (owned
+// false) or the caller's (owned true); the Buffer's is valid until its next call and must
+// not be modified.
+func (b *Buffer) getView(key []byte) ([]byte, bool, error) {
+	v, ok, _, err := b.view(key)
+	if ok && v == nil {
+		v = []byte{} // a present empty value is not a Kafka null
 	}
 	return v, ok, err
 }
 
-// WithReadCache makes Get keep up to maxBytes of keys and values read from or flushed to
-// the underlying backend, so that reading a key again costs a map lookup; it returns b.
-// The cache assumes that the underlying backend is written only through the Buffer.
-func (b *Buffer) WithReadCache(maxBytes int) *Buffer {
-	b.cacheMax = maxBytes
-	if b.clean == nil {
-		b.clean = make(map[string]*cleanEntry)
-	}
-	return b
+// viewGetter is implemented by a backend that can return a value without copying it: the
+// value is valid until the next call on the backend and must not be modified. A typed store
+// that deserializes at once uses it (serde.Serde's Deserialize keeps no reference to its
+// input).
+type viewGetter interface {
+	getView(key []byte) ([]byte, bool, error)
 }
 
-// cached returns the read cache's entry of key, or nil. An entry of the old generation
-// moves to the new one.
-func (b *Buffer) cached(key []byte) *cleanEntry {
-	if c, ok := b.clean[string(key)]; ok {
-		return c
+// view is Get returning the Buffer's own storage when it can (owned false).
+func (b *Buffer) view(key []byte) (v []byte, ok, owned bool, err error) {
+	s := b.find(key)
+	if s != nil && s.p != nil {
+		if s.p.del {
+			return nil, false, false, nil
+		}
+		return s.p.val, true, false, nil
 	}
-	c, ok := b.cleanOld[string(key)]
+	if len(b.ranges) > 0 && coveredBy(b.ranges, key) {
+		return nil, false, false, nil
+	}
+	if s != nil && s.known {
+		if s.absent {
+			return nil, false, false, nil
+		}
+		return s.val, true, false, nil
+	}
+	v, ok, err = b.under.Get(key)
+	if err != nil || b.cacheMax <= 0 {
+		return v, ok, true, err
+	}
+	if s == nil {
+		s = b.newSlot(key)
+	}
+	// The underlying value is the caller's: the cache takes it.
+	kept := b.setCached(s, v, !ok, true)
+	return v, ok, !kept, nil
+}
+
+// find returns the slot of key, or nil. A slot of old moves to m.
+func (b *Buffer) find(key []byte) *slot {
+	if s := b.last; s != nil && s.key == string(key) {
+		return s
+	}
+	s, ok := b.m[string(key)]
 	if !ok {
-		return nil
+		if len(b.old) == 0 {
+			return nil
+		}
+		if s, ok = b.old[string(key)]; !ok {
+			return nil
+		}
+		b.promote(s)
 	}
-	k := string(key)
-	delete(b.cleanOld, k)
-	cost := cleanCost(k, c.val)
-	b.oldSize -= cost
-	b.admit(k, c, cost)
-	return c
+	b.last = s
+	return s
+}
+
+// newSlot creates the slot of key, in m.
+func (b *Buffer) newSlot(key []byte) *slot {
+	var s *slot
+	if b.cacheMax <= 0 {
+		if len(b.slots) == cap(b.slots) {
+			b.slots = make([]slot, 0, slabSize)
+		}
+		b.slots = b.slots[:len(b.slots)+1]
+		s = &b.slots[len(b.slots)-1]
+	} else {
+		s = new(slot)
+	}
+	s.key, s.cgen = string(key), b.cgen
+	b.m[s.key] = s
+	b.last = s
+	return s
+}
+
+// promote moves s from old to m, turning the generations first if its cached value does
+// not fit in m.
+func (b *Buffer) promote(s *slot) {
+	delete(b.old, s.key)
+	b.oldSize -= s.cost
+	if s.p != nil {
+		b.pendOld--
+	}
+	if s.cost > 0 && b.cleanSize+s.cost > b.cacheMax/2 {
+		b.rotate()
+	}
+	s.cgen = b.cgen
+	b.m[s.key] = s
+	b.cleanSize += s.cost
+	if s.p != nil {
+		b.pendCur++
+	}
+}
+
+// rotate turns the cache's generations: m becomes old, old is dropped, and the slots of
+// the dropped map with a pending entry move to the new m, uncached.
+func (b *Buffer) rotate() {
+	dropped := b.old
+	b.old, b.oldSize = b.m, b.cleanSize
+	b.m, b.cleanSize = make(map[string]*slot, len(b.old)), 0
+	b.cgen++
+	rescued := 0
+	if b.pendOld > 0 {
+		for _, s := range dropped {
+			if s.p == nil {
+				continue
+			}
+			s.val, s.cost, s.known, s.absent = nil, 0, false, false
+			s.cgen = b.cgen
+			b.m[s.key] = s
+			rescued++
+		}
+	}
+	b.pendCur, b.pendOld = rescued, b.pendCur
+	b.last = nil
+}
+
+// remove takes s, which has no pending entry, out of its map.
+func (b *Buffer) remove(s *slot) {
+	b.uncache(s)
+	if s.cgen == b.cgen {
+		delete(b.m, s.key)
+	} else {
+		delete(b.old, s.key)
+	}
+	if b.last == s {
+		b.last = nil
+	}
+}
+
+// uncache forgets the cached value of s.
+func (b *Buffer) uncache(s *slot) {
+	if s.cgen == b.cgen {
+		b.cleanSize -= s.cost
+	} else {
+		b.oldSize -= s.cost
+	}
+	s.val, s.cost, s.known, s.absent = nil, 0, false, false
+}
+
+// setCached records v (absent: no value) as the underlying value of s's key; with own, s
+// takes v rather than a copy. It reports whether the cache kept v itself. A value above
+// half the cache is not cached; s then leaves the maps unless it has a pending entry.
+func (b *Buffer) setCached(s *slot, v []byte, absent, own bool) (kept bool) {
+	if s.cgen != b.cgen {
+		b.promote(s) // a slot written or read again moves to the new generation
+	}
+	b.cleanSize -= s.cost
+	s.cost = 0
+	switch {
+	case absent:
+		s.val = s.val[:0]
+	case own:
+		s.val, kept = v, true
+	default:
+		s.val = append(s.val[:0], v...) // reuses the cached value's storage when it fits
+	}
+	s.known, s.absent = true, absent
+	cost := slotCost(s.key, s.val)
+	half := b.cacheMax / 2
+	if cost > half {
+		s.val, s.known, s.absent = nil, false, false
+		if s.p == nil {
+			b.remove(s)
+		}
+		return false
+	}
+	if b.cleanSize+cost > half {
+		b.rotate() // s moves to old with m
+		b.promote(s)
+	}
+	s.cost = cost
+	b.cleanSize += cost
+	return kept
+}
+
+// WithReadCache makes Get keep up to maxBytes of keys and values read from or flushed to
+// the underlying backend, so that reading a key again costs a map lookup; it returns b.
+// The cache assumes that the underlying backend is written only through the Buffer. It
+// must be called before the Buffer is used.
+func (b *Buffer) WithReadCache(maxBytes int) *Buffer {
+	b.cacheMax = maxBytes
+	return b
 }
 
 // CacheSize returns the heap the read cache is accounted to hold: its keys and values and
 // the per-entry overhead of its index.
 func (b *Buffer) CacheSize() int { return b.cleanSize + b.oldSize }
 
-// cleanEntryOverhead is the heap a read cache entry costs beyond its key and value bytes:
-// the cleanEntry (32 bytes) and its share of the map (a 24-byte slot and a control byte,
-// at the map's load factor, which is between 7/16 and 7/8), measured with
+// slotOverhead is the heap a read cache entry costs beyond its key and value bytes: the
+// slot (64 bytes) and its share of the map (a 24-byte slot and a control byte, at the
+// map's load factor, which is between 7/16 and 7/8), measured with
 // TestBufferReadCacheHeapWithinBound.
-const cleanEntryOverhead = 80
+const slotOverhead = 112
 
-// cleanCost is the heap that a read cache entry of key with value storage val costs: the
+// slotCost is the heap that a read cache entry of key with value storage val costs: the
 // allocations of key and value, rounded up as the allocator does, and the overhead.
-func cleanCost(key string, val []byte) int {
-	return allocSize(len(key)) + cap(val) + cleanEntryOverhead
+func slotCost(key string, val []byte) int {
+	return allocSize(len(key)) + cap(val) + slotOverhead
 }
 
 // allocSize approximates the size of a heap allocation of n bytes (Go's small size classes
@@ -249,44 +429,6 @@ func allocSize(n int) int {
 	default:
 		return (n + 15) &^ 15
 	}
-}
-
-// cache records the underlying value of key (a copy of v) in the read cache.
-func (b *Buffer) cache(key string, v []byte, absent bool) {
-	c, ok := b.clean[key]
-	if ok {
-		b.cleanSize -= cleanCost(key, c.val)
-	} else if c, ok = b.cleanOld[key]; ok {
-		delete(b.cleanOld, key)
-		b.oldSize -= cleanCost(key, c.val)
-	} else {
-		c = &cleanEntry{}
-	}
-	c.absent = absent
-	if absent {
-		c.val = c.val[:0]
-	} else {
-		c.val = append(c.val[:0], v...) // reuses the cached value's storage when it fits
-	}
-	if ok && b.clean[key] == c {
-		delete(b.clean, key) // admit puts it back, turning the generations if needed
-	}
-	b.admit(key, c, cleanCost(key, c.val))
-}
-
-// admit adds c, of the given cost, to the new generation as key's entry, turning the
-// generations first if it would not fit. An entry above half the bound is not cached.
-func (b *Buffer) admit(key string, c *cleanEntry, cost int) {
-	half := b.cacheMax / 2
-	if cost > half {
-		return
-	}
-	if b.cleanSize+cost > half {
-		b.cleanOld, b.oldSize = b.clean, b.cleanSize
-		b.clean, b.cleanSize = make(map[string]*cleanEntry), 0
-	}
-	b.clean[key] = c
-	b.cleanSize += cost
 }
 
 // Set implements [Backend]: key = value becomes pending. It never fails.
@@ -336,25 +478,36 @@ func (b *Buffer) deleteRange(from, to []byte) {
 		b.snap = nil
 		for _, e := range doomed {
 			b.tree.Delete(e)
-			delete(b.m, e.key)
 			b.forget(e)
+			b.unpend(e.s)
+			if !e.s.known {
+				b.remove(e.s)
+			}
 		}
 	}
 	b.ranges = append(b.ranges, r)
 	// The read cache must not answer for the keys the range deletes. Range deletions are
 	// rare (a window store makes one per expired segment), so a pass over the cache is
 	// affordable.
-	for k, c := range b.clean {
-		if r.coversString(k) {
-			delete(b.clean, k)
-			b.cleanSize -= cleanCost(k, c.val)
+	if b.cacheMax > 0 {
+		for _, mp := range [2]map[string]*slot{b.m, b.old} {
+			for k, s := range mp {
+				if s.known && r.coversString(k) {
+					b.remove(s) // no pending entry: those in the range were dropped
+				}
+			}
 		}
 	}
-	for k, c := range b.cleanOld {
-		if r.coversString(k) {
-			delete(b.cleanOld, k)
-			b.oldSize -= cleanCost(k, c.val)
-		}
+	b.last = nil
+}
+
+// unpend detaches the pending entry of s.
+func (b *Buffer) unpend(s *slot) {
+	s.p = nil
+	if s.cgen == b.cgen {
+		b.pendCur--
+	} else {
+		b.pendOld--
 	}
 }
 
@@ -371,11 +524,15 @@ func (b *Buffer) rangesIn(from, to []byte) []keyRange {
 
 // write records a pending value of key (a deletion marker if del is set), copying key and
 // value. It allocates at most a copy of each: none for a key that is already pending with
-// room for the value, none for the key if it is pending.
+// room for the value, none for the key if it is pending or cached.
 func (b *Buffer) write(key, value []byte, del bool) {
 	b.snap = nil
-	old, ok := b.m[string(key)]
-	if ok && old.gen == b.gen {
+	s := b.find(key)
+	if s == nil {
+		s = b.newSlot(key)
+	}
+	old := s.p
+	if old != nil && old.gen == b.gen {
 		// In no snapshot: update in place, reusing the value's storage if it fits.
 		b.forget(old)
 		if del {
@@ -390,19 +547,42 @@ func (b *Buffer) write(key, value []byte, del bool) {
 		return
 	}
 	e := b.newEntry()
-	if ok {
+	e.key, e.s = s.key, s
+	if old != nil {
 		b.forget(old)
-		e.key = old.key
 	} else {
-		e.key = string(key)
+		b.pendCur++ // find moved s to m
 	}
 	if !del {
-		e.val = append([]byte(nil), value...)
+		e.val = b.copyValue(value)
 	}
 	e.del = del
 	b.count(e)
-	b.m[e.key] = e
+	s.p = e
 	b.tree.ReplaceOrInsert(e)
+}
+
+// Sizes of the value arena's chunks, and of the largest value carved from it.
+const (
+	valChunk    = 32 << 10
+	maxArenaVal = 1 << 10
+)
+
+// copyValue returns a copy of v (nil if v is empty), carved from the value arena when small.
+// The copy has no spare capacity: an update in place that does not fit allocates.
+func (b *Buffer) copyValue(v []byte) []byte {
+	n := len(v)
+	switch {
+	case n == 0:
+		return nil
+	case n > maxArenaVal:
+		return append([]byte(nil), v...)
+	case cap(b.vals)-len(b.vals) < n:
+		b.vals, b.valsGen = make([]byte, 0, valChunk), b.gen
+	}
+	start := len(b.vals)
+	b.vals = append(b.vals, v...)
+	return b.vals[start:len(b.vals):len(b.vals)]
 }
 
 // newEntry returns an empty entry of the current generation.
@@ -549,11 +729,11 @@ func (b *Buffer) ApproximateCount() (int64, error) {
 func (b *Buffer) Checkpoint() (int64, error) { return b.under.Checkpoint() }
 
 // Len returns the number of pending writes: values, deletion markers and range deletions.
-func (b *Buffer) Len() int { return len(b.m) + len(b.ranges) }
+func (b *Buffer) Len() int { return b.pendCur + b.pendOld + len(b.ranges) }
 
 // Size returns the number of bytes of the pending keys and values. The memory the Buffer
-// holds is this plus roughly 100 bytes an entry (the entry, its map slot and its share of
-// the B-tree).
+// holds is this plus roughly 150 bytes an entry (the entry, its slot, their map slot and
+// their share of the B-tree).
 func (b *Buffer) Size() int { return b.size }
 
 // Flush writes every pending range deletion, then every pending entry, to the underlying
@@ -570,7 +750,8 @@ func (b *Buffer) Flush(checkpoint int64) error {
 	if !hasCP && b.hasCP {
 		cp, hasCP = b.cp, true
 	}
-	if len(b.m) == 0 && len(b.ranges) == 0 && !hasCP {
+	pending := b.pendCur + b.pendOld
+	if pending == 0 && len(b.ranges) == 0 && !hasCP {
 		return nil
 	}
 	if b.flushBatch == nil {
@@ -595,12 +776,15 @@ func (b *Buffer) Flush(checkpoint int64) error {
 	}
 	if err := bt.Commit(); err != nil {
 		bt.Reset()
-		return fmt.Errorf("store: buffer: flush of %d entries and %d range deletions: %w", len(b.m), len(b.ranges), err)
+		return fmt.Errorf("store: buffer: flush of %d entries and %d range deletions: %w", pending, len(b.ranges), err)
 	}
 	if b.cacheMax > 0 {
-		for k, e := range b.m {
-			b.cache(k, e.val, e.del)
-		}
+		// The written values become the cache's: the slots are at hand, no lookup.
+		b.tree.Ascend(func(e *entry) bool {
+			b.unpend(e.s)
+			b.setCached(e.s, e.val, e.del, false)
+			return true
+		})
 	}
 	b.clear()
 	b.flushes++
@@ -610,11 +794,11 @@ func (b *Buffer) Flush(checkpoint int64) error {
 // getPending reads key from the pending writes alone: its pending value (ok) or deletion,
 // known false if no pending write covers it. The value is a copy owned by the caller.
 func (b *Buffer) getPending(key []byte) (value []byte, ok, known bool) {
-	if e, found := b.m[string(key)]; found {
-		if e.del {
+	if s := b.find(key); s != nil && s.p != nil {
+		if s.p.del {
 			return nil, false, true
 		}
-		return append([]byte(nil), e.val...), true, true
+		return append([]byte(nil), s.p.val...), true, true
 	}
 	if coveredBy(b.ranges, key) {
 		return nil, false, true
@@ -656,6 +840,15 @@ func (b *Buffer) Pending(fn func(key, value []byte, deleted bool)) {
 // Discard drops the pending entries, range deletions and checkpoint, leaving the underlying
 // backend as of the last Flush. Iterators already open keep their snapshot.
 func (b *Buffer) Discard() {
+	if b.cacheMax > 0 {
+		b.tree.Ascend(func(e *entry) bool {
+			b.unpend(e.s)
+			if !e.s.known {
+				b.remove(e.s)
+			}
+			return true
+		})
+	}
 	b.clear()
 	b.discards++
 }
@@ -667,9 +860,17 @@ func (b *Buffer) discardCount() uint64 { return b.discards }
 // state (a Buffer's Discard); discardCount changes when they do.
 type discardCounter interface{ discardCount() uint64 }
 
-// clear empties the pending entries and checkpoint.
+// clear empties the pending entries and checkpoint. With the read cache, the slots of the
+// pending entries must have been detached from them (Flush, Discard); without it, every
+// slot goes.
 func (b *Buffer) clear() {
-	clear(b.m)
+	if b.cacheMax <= 0 {
+		clear(b.m)
+		clear(b.slots)
+		b.slots = b.slots[:0]
+		b.last = nil
+	}
+	b.pendCur, b.pendOld = 0, 0
 	// Nodes a clone may share are not the tree's to free; Clear only reuses the others.
 	b.tree.Clear(true)
 	b.snap = nil
@@ -679,6 +880,12 @@ func (b *Buffer) clear() {
 		b.slab = b.slab[:0]
 	} else {
 		b.slab = nil
+	}
+	if b.valsGen == b.gen {
+		// Nor can a value of the arena's current chunk be: reuse it.
+		b.vals = b.vals[:0]
+	} else {
+		b.vals = nil
 	}
 	b.size, b.sets, b.dels = 0, 0, 0
 	b.ranges = nil // iterators may hold a prefix of the old slice

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kstream-go/kstream/serde"
 	"github.com/kstream-go/kstream/store"
 	"github.com/kstream-go/kstream/store/memory"
 	"github.com/kstream-go/kstream/store/pebble"
@@ -1050,7 +1051,9 @@ func TestBufferAllocs(t *testing.T) {
 // thousands of random writes, batches, flushes, discards and iterations.
 func TestBufferRandomModel(t *testing.T) {
 	// Without a read cache, and with one small enough to evict all the time.
-	for _, cache := range []int{0, 48} {
+	// 600 and 4096 bytes hold a few and a few tens of entries: generations turn often,
+	// with pending entries in both and in dropped ones.
+	for _, cache := range []int{0, 48, 600, 4096} {
 		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache) })
 	}
 }
@@ -1079,6 +1082,7 @@ func testBufferRandomModel(t *testing.T, cache int) {
 		if cache > 0 {
 			buf.WithReadCache(cache)
 		}
+		typed := store.NewKeyValueStore("model", buf, serde.String(), serde.String())
 		flushed, view := model{}, model{} // the underlying backend's data; the buffer's
 		flushedCP, pendingCP := store.NoCheckpoint, store.NoCheckpoint
 		hasPendingCP := false
@@ -1214,7 +1218,11 @@ func testBufferRandomModel(t *testing.T, cache int) {
 				wantPairs(t, fmt.Sprintf("step %d: %s", step, o.what), drain(t, o.it, nil), o.want)
 			}
 
-			// After every step: Gets and full scans both ways.
+			// After every step: Gets (of bytes, and typed ones, which read without a
+			// copy) and full scans both ways.
+			if err := buf.CheckInvariants(); err != nil {
+				t.Fatalf("step %d (%s): %v", step, op, err)
+			}
 			for range 8 {
 				k := randKey()
 				v, ok, err := buf.Get([]byte(k))
@@ -1222,6 +1230,15 @@ func testBufferRandomModel(t *testing.T, cache int) {
 				if err != nil || ok != mok || string(v) != mv {
 					t.Fatalf("step %d (%s): Get(%x) = %q, %v, %v; want %q, %v", step, op, k, v, ok, err, mv, mok)
 				}
+				k = randKey()
+				tv, ok, err := typed.Get(k)
+				mv, mok = view[k]
+				if err != nil || ok != mok || tv != mv {
+					t.Fatalf("step %d (%s): typed Get(%x) = %q, %v, %v; want %q, %v", step, op, k, tv, ok, err, mv, mok)
+				}
+			}
+			if err := buf.CheckInvariants(); err != nil {
+				t.Fatalf("step %d (%s) after Gets: %v", step, op, err)
 			}
 			asc := view.rangeOf(nil, nil, false)
 			desc := slices.Clone(asc)

@@ -14,11 +14,32 @@ type KeyValueStore[K, V any] struct {
 	b    Backend
 	ks   serde.Serde[K]
 	vs   serde.Serde[V]
+	// view is b when it can return values without copying them (a Buffer): Get
+	// deserializes at once, and a serde keeps no reference to its input.
+	view viewGetter
+	// app is vs when it appends its bytes to a buffer: Put then serializes into vbuf,
+	// which the backend copies.
+	app  AppendSerializer[V]
+	vbuf []byte
+}
+
+// AppendSerializer is implemented by a serde that can append a value's bytes to a buffer,
+// so that a store writing them (and copying them, as a [Backend] does) needs no allocation
+// of its own. The built-in serdes of package serde for strings and integers implement it.
+// A [KeyValueStore] uses it for its values; kstream's aggregations use it for their keys.
+type AppendSerializer[T any] interface {
+	// AppendSerialize appends the bytes Serialize would return for v to dst and returns
+	// the extended slice; isNull reports a Kafka null (Serialize returning nil), which
+	// appends nothing.
+	AppendSerialize(dst []byte, v T) (out []byte, isNull bool, err error)
 }
 
 // NewKeyValueStore returns a typed view of b. name appears in errors.
 func NewKeyValueStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serde.Serde[V]) *KeyValueStore[K, V] {
-	return &KeyValueStore[K, V]{name: name, b: b, ks: ks, vs: vs}
+	s := &KeyValueStore[K, V]{name: name, b: b, ks: ks, vs: vs}
+	s.view, _ = b.(viewGetter)
+	s.app, _ = vs.(AppendSerializer[V])
+	return s
 }
 
 // Name returns the store's name.
@@ -38,7 +59,19 @@ func (s *KeyValueStore[K, V]) Get(k K) (v V, ok bool, err error) {
 	if err != nil {
 		return v, false, err
 	}
-	vb, ok, err := s.b.Get(kb)
+	return s.GetSerialized(kb)
+}
+
+// GetSerialized is [KeyValueStore.Get] of the key whose serialized form is kb: a caller
+// that already serialized the key (to check it, or to read and then write it) saves doing
+// it again.
+func (s *KeyValueStore[K, V]) GetSerialized(kb []byte) (v V, ok bool, err error) {
+	var vb []byte
+	if s.view != nil {
+		vb, ok, err = s.view.getView(kb)
+	} else {
+		vb, ok, err = s.b.Get(kb)
+	}
 	if err != nil || !ok {
 		return v, false, err
 	}
@@ -55,9 +88,26 @@ func (s *KeyValueStore[K, V]) Put(k K, v V) error {
 	if err != nil {
 		return err
 	}
-	vb, err := s.vs.Serialize(v)
-	if err != nil {
-		return fmt.Errorf("store %s: serializing value: %w", s.name, err)
+	return s.PutSerialized(kb, v)
+}
+
+// PutSerialized is [KeyValueStore.Put] to the key whose serialized form is kb (see
+// [KeyValueStore.GetSerialized]).
+func (s *KeyValueStore[K, V]) PutSerialized(kb []byte, v V) error {
+	var vb []byte
+	if s.app != nil {
+		out, isNull, err := s.app.AppendSerialize(s.vbuf[:0], v)
+		if err != nil {
+			return fmt.Errorf("store %s: serializing value: %w", s.name, err)
+		}
+		if !isNull {
+			s.vbuf, vb = out, out
+		}
+	} else {
+		var err error
+		if vb, err = s.vs.Serialize(v); err != nil {
+			return fmt.Errorf("store %s: serializing value: %w", s.name, err)
+		}
 	}
 	if vb == nil {
 		vb = []byte{}
@@ -82,6 +132,10 @@ func (s *KeyValueStore[K, V]) Delete(k K) error {
 	}
 	return s.b.Delete(kb)
 }
+
+// DeleteSerialized is [KeyValueStore.Delete] of the key whose serialized form is kb (see
+// [KeyValueStore.GetSerialized]).
+func (s *KeyValueStore[K, V]) DeleteSerialized(kb []byte) error { return s.b.Delete(kb) }
 
 // Range iterates over keys in [from, to) in the order of their serialized bytes.
 func (s *KeyValueStore[K, V]) Range(from, to K) (*KeyValueIterator[K, V], error) {

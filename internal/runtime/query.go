@@ -98,6 +98,7 @@ type StoreView struct {
 	run     *taskRun     // the active task, or nil
 	standby *standbyTask // the standby task, or nil
 	global  bool         // a global store's view
+	pool    *sync.Pool   // where Backend goes back (ReleaseView), nil if nowhere
 }
 
 // storePart names one store partition.
@@ -209,34 +210,34 @@ func (r *Runtime) globalSpec(name string) int {
 }
 
 // globalView returns a read view of global store i, once it has bootstrapped.
-func (r *Runtime) globalView(i int) (*StoreView, func(), error) {
+func (r *Runtime) globalView(i int) (StoreView, error) {
 	gs := r.topo.GlobalStores[i]
 	st := r.query.state.Load()
 	if st == nil || !st.running || r.global == nil {
-		return nil, nil, &QueryError{Store: gs.Name, Partition: -1, Reason: QueryNotRunning}
+		return StoreView{}, &QueryError{Store: gs.Name, Partition: -1, Reason: QueryNotRunning}
 	}
 	if !isClosed(r.global.boot) {
-		return nil, nil, &QueryError{Store: gs.Name, Partition: -1, Reason: QueryRestoring}
+		return StoreView{}, &QueryError{Store: gs.Name, Partition: -1, Reason: QueryRestoring}
 	}
 	spec := StoreSpec{Name: gs.Name, Persistent: gs.Persistent, Changelog: gs.Topic, SourceTopic: true}
-	b, release, err := r.backend(spec, GlobalDataPartition)
+	b, pool, err := r.backend(spec, GlobalDataPartition)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kstream: global store %q: %w", gs.Name, err)
+		return StoreView{}, fmt.Errorf("kstream: global store %q: %w", gs.Name, err)
 	}
-	return &StoreView{Spec: spec, Partition: GlobalDataPartition, Backend: b, Position: -1, global: true}, release, nil
+	return StoreView{Spec: spec, Partition: GlobalDataPartition, Backend: b, Position: -1, global: true, pool: pool}, nil
 }
 
 // backend returns a backend of (spec, partition) for the caller's goroutine: Pebble's
 // backends keep a key buffer, so each reader takes one from a pool and gives it back with
-// release.
-func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, func(), error) {
+// it to the pool returned (nil: no pool).
+func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, *sync.Pool, error) {
 	db, err := r.stores.db(spec.Persistent)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !spec.Persistent {
 		b, err := db.Open(spec.Name, partition)
-		return b, func() {}, err
+		return b, nil, err
 	}
 	k := storePart{spec.Name, partition}
 	pv, ok := r.query.pools.Load(k) // Load first: LoadOrStore would allocate a pool per call
@@ -245,13 +246,13 @@ func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, func(
 	}
 	pool := pv.(*sync.Pool)
 	if b, ok := pool.Get().(store.Backend); ok {
-		return b, func() { pool.Put(b) }, nil
+		return b, pool, nil
 	}
 	b, err := db.Open(spec.Name, partition)
 	if err != nil {
 		return nil, nil, err
 	}
-	return b, func() { pool.Put(b) }, nil
+	return b, pool, nil
 }
 
 // StoreView returns a read view of partition p of the store named name: the active task's
@@ -259,54 +260,73 @@ func (r *Runtime) backend(spec StoreSpec, partition int32) (store.Backend, func(
 // standby's store when its lag is at most maxLag (a negative maxLag is no bound). The
 // returned release must be called when the view is no longer used.
 func (r *Runtime) StoreView(name string, p int32, allowStandby bool, maxLag int64) (*StoreView, func(), error) {
+	v, err := r.AcquireView(name, p, allowStandby, maxLag)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &v, func() { r.ReleaseView(&v) }, nil
+}
+
+// AcquireView is StoreView without allocating: the view is returned by value, and
+// ReleaseView must be called when it is no longer used (a point read takes one per get).
+func (r *Runtime) AcquireView(name string, p int32, allowStandby bool, maxLag int64) (StoreView, error) {
 	spec, ok := r.qindex.spec[name]
 	if !ok {
 		if i := r.globalSpec(name); i >= 0 {
 			return r.globalView(i)
 		}
-		return nil, nil, &QueryError{Store: name, Partition: -1, Reason: QueryUnknownStore}
+		return StoreView{}, &QueryError{Store: name, Partition: -1, Reason: QueryUnknownStore}
 	}
 	st := r.query.state.Load()
 	if st == nil || !st.running {
-		return nil, nil, &QueryError{Store: name, Partition: p, Reason: QueryNotRunning}
+		return StoreView{}, &QueryError{Store: name, Partition: p, Reason: QueryNotRunning}
 	}
 	if e := st.active[storePart{name, p}]; e != nil {
 		if e.restoring {
-			return nil, nil, &QueryError{Store: name, Partition: p, Reason: QueryRestoring}
+			return StoreView{}, &QueryError{Store: name, Partition: p, Reason: QueryRestoring}
 		}
-		b, release, err := r.backend(spec, p)
+		b, pool, err := r.backend(spec, p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("kstream: store %q partition %d: %w", name, p, err)
+			return StoreView{}, fmt.Errorf("kstream: store %q partition %d: %w", name, p, err)
 		}
 		pos := int64(-1)
 		if ls := e.run.stores[name]; ls != nil {
 			pos = ls.position.Load()
 		}
-		return &StoreView{Spec: spec, Partition: p, Backend: b, Position: pos, Lag: 0, run: e.run}, release, nil
+		return StoreView{Spec: spec, Partition: p, Backend: b, Position: pos, Lag: 0, run: e.run, pool: pool}, nil
 	}
 	if !allowStandby {
-		return nil, nil, r.notOwned(name, p)
+		return StoreView{}, r.notOwned(name, p)
 	}
 	id := TaskID{r.qindex.sub[name], p}
 	pos, end, t, following := r.standby.position(id, name)
 	switch {
 	case t == nil:
-		return nil, nil, r.notOwned(name, p)
+		return StoreView{}, r.notOwned(name, p)
 	case !following:
-		return nil, nil, &QueryError{Store: name, Partition: p, Reason: QueryRestoring}
+		return StoreView{}, &QueryError{Store: name, Partition: p, Reason: QueryRestoring}
 	}
 	lag := int64(-1)
 	if end >= 0 {
 		lag = max(end-pos, 0)
 	}
 	if maxLag >= 0 && (lag < 0 || lag > maxLag) {
-		return nil, nil, &QueryError{Store: name, Partition: p, Reason: QueryStale, Lag: lag, MaxLag: maxLag}
+		return StoreView{}, &QueryError{Store: name, Partition: p, Reason: QueryStale, Lag: lag, MaxLag: maxLag}
 	}
-	b, release, err := r.backend(spec, p)
+	b, pool, err := r.backend(spec, p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kstream: standby store %q partition %d: %w", name, p, err)
+		return StoreView{}, fmt.Errorf("kstream: standby store %q partition %d: %w", name, p, err)
 	}
-	return &StoreView{Spec: spec, Partition: p, Standby: true, Backend: b, Position: pos, Lag: lag, standby: t}, release, nil
+	return StoreView{Spec: spec, Partition: p, Standby: true, Backend: b, Position: pos, Lag: lag, standby: t, pool: pool}, nil
+}
+
+// ReleaseView gives back the backend of a view taken with AcquireView; v.Backend must
+// not be used afterwards.
+func (r *Runtime) ReleaseView(v *StoreView) {
+	if v.pool != nil && v.Backend != nil {
+		v.pool.Put(v.Backend)
+	}
+	v.Backend, v.pool = nil, nil
 }
 
 // notOwned is the error for partition p of store name, not hosted here.

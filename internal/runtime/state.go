@@ -243,14 +243,51 @@ func (s *loggedStore) logPending() {
 	if s.buf == nil || s.spec.Changelog == "" || s.spec.SourceTopic {
 		return
 	}
+	// The records and their bytes are allocated for all the changes at once: Size is the
+	// bytes of the pending keys and values, Len bounds their number.
+	lb := logBatch{recs: make([]OutRecord, 0, s.buf.Len()), arena: make([]byte, 0, s.buf.Size())}
 	s.buf.Pending(func(k, v []byte, deleted bool) {
 		if deleted {
 			v = nil
 		} else if v == nil {
 			v = []byte{}
 		}
-		s.log(k, v)
+		s.logTo(&lb, k, v)
 	})
+}
+
+// logBatch holds the storage of the changelog records of one logPending.
+type logBatch struct {
+	recs  []OutRecord
+	arena []byte
+}
+
+// record returns a new record of the batch.
+func (lb *logBatch) record() *OutRecord {
+	if lb == nil || len(lb.recs) == cap(lb.recs) {
+		return new(OutRecord)
+	}
+	lb.recs = lb.recs[:len(lb.recs)+1]
+	return &lb.recs[len(lb.recs)-1]
+}
+
+// copyKey returns a copy of a record key: nil (a null key) for an empty one, as the
+// changelog has always written it.
+func (lb *logBatch) copyKey(k []byte) []byte {
+	if len(k) == 0 {
+		return nil
+	}
+	return lb.copyBytes(k)
+}
+
+// copyBytes returns a copy of b (never nil; empty for an empty b), from the batch's arena.
+func (lb *logBatch) copyBytes(b []byte) []byte {
+	if lb == nil {
+		return append([]byte{}, b...)
+	}
+	n := len(lb.arena)
+	lb.arena = append(lb.arena, b...) // a reallocation leaves the earlier copies valid
+	return lb.arena[n:len(lb.arena):len(lb.arena)]
 }
 
 // maybeFlush writes the buffered changes to the changelog and the engine early when they
@@ -283,7 +320,10 @@ func (s *loggedStore) operator() string {
 }
 
 // log writes one change to the changelog partition of the task.
-func (s *loggedStore) log(key, value []byte) {
+func (s *loggedStore) log(key, value []byte) { s.logTo(nil, key, value) }
+
+// logTo is log taking the record and its bytes from lb, if not nil.
+func (s *loggedStore) logTo(lb *logBatch, key, value []byte) {
 	if rc, ok := s.spec.Codec.(store.ChangelogRecordCodec); ok {
 		// A versioned store: the codec makes the whole record (key, value, timestamp).
 		k, v, ts, logged := rc.ChangelogRecord(key, value)
@@ -292,13 +332,14 @@ func (s *loggedStore) log(key, value []byte) {
 		}
 		s.written.Store(true)
 		s.r.stats.changelog.Add(1)
-		o := &OutRecord{
-			Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: append([]byte(nil), k...), Timestamp: time.UnixMilli(ts)},
+		o := lb.record()
+		*o = OutRecord{
+			Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: lb.copyKey(k), Timestamp: time.UnixMilli(ts)},
 			Operator:  s.operator(),
 			changelog: s,
 		}
 		if v != nil {
-			o.Record.Value = append([]byte{}, v...)
+			o.Record.Value = lb.copyBytes(v)
 		}
 		s.r.Produce(o)
 		return
@@ -312,8 +353,9 @@ func (s *loggedStore) log(key, value []byte) {
 	}
 	s.written.Store(true)
 	s.r.stats.changelog.Add(1)
-	o := &OutRecord{
-		Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: append([]byte(nil), key...), Value: value},
+	o := lb.record()
+	*o = OutRecord{
+		Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: lb.copyKey(key), Value: value},
 		Operator:  s.operator(),
 		changelog: s,
 	}
@@ -322,7 +364,7 @@ func (s *loggedStore) log(key, value []byte) {
 			o.Record.Timestamp = time.UnixMilli(int64(binary.BigEndian.Uint64(value)))
 			value = value[tsLen:]
 		}
-		o.Record.Value = append([]byte{}, value...)
+		o.Record.Value = lb.copyBytes(value)
 	}
 	s.r.Produce(o)
 }
@@ -392,8 +434,14 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			// Exactly-once: writes must wait for their transaction to commit. A logged
 			// memory store is buffered too, so that a key updated many times between
 			// commits is logged once per commit (as Kafka Streams' caching and its
-			// in-memory suppression buffer do), not once per update.
+			// in-memory suppression buffer do), not once per update. Its read cache, as
+			// Kafka Streams' record cache over an in-memory store, makes the read of a key
+			// written or read recently a map lookup instead of a search of the engine's
+			// B-tree.
 			ls.buf = store.NewBuffer(raw)
+			if r.cfg.StoreCacheBytes >= 0 {
+				ls.buf.WithReadCache(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes))
+			}
 		}
 		cp, err := raw.Checkpoint()
 		if err != nil {

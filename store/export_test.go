@@ -1,0 +1,69 @@
+package store
+
+import "fmt"
+
+// CheckInvariants checks the Buffer's bookkeeping of its slots against its pending entries
+// and read cache (tests only).
+func (b *Buffer) CheckInvariants() error {
+	pending := b.tree.Len()
+	if b.pendCur+b.pendOld != pending {
+		return fmt.Errorf("pending counters %d+%d, %d pending entries", b.pendCur, b.pendOld, pending)
+	}
+	var err error
+	b.tree.Ascend(func(e *entry) bool {
+		s := e.s
+		switch {
+		case s == nil || s.p != e:
+			err = fmt.Errorf("pending entry %q: its slot does not point back to it", e.key)
+		case s.key != e.key:
+			err = fmt.Errorf("pending entry %q: slot of key %q", e.key, s.key)
+		case s.cgen == b.cgen && b.m[s.key] != s, s.cgen == b.cgen-1 && b.old[s.key] != s:
+			err = fmt.Errorf("pending entry %q: slot not in the map of its generation", e.key)
+		case s.cgen != b.cgen && s.cgen != b.cgen-1:
+			err = fmt.Errorf("pending entry %q: slot of generation %d, buffer at %d", e.key, s.cgen, b.cgen)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	cur, old, pc, po := 0, 0, 0, 0
+	for gen, mp := range []map[string]*slot{b.m, b.old} {
+		for k, s := range mp {
+			switch {
+			case s.key != k:
+				return fmt.Errorf("slot of key %q under %q", s.key, k)
+			case gen == 0 && s.cgen != b.cgen, gen == 1 && s.cgen != b.cgen-1:
+				return fmt.Errorf("slot %q: generation %d in map of generation %d", k, s.cgen, b.cgen-uint32(gen))
+			case !s.known && s.p == nil:
+				return fmt.Errorf("slot %q: neither cached nor pending", k)
+			case !s.known && s.cost != 0, s.known && s.cost != slotCost(s.key, s.val):
+				return fmt.Errorf("slot %q: cost %d, want %d", k, s.cost, slotCost(s.key, s.val))
+			}
+			if gen == 0 {
+				cur += s.cost
+				if s.p != nil {
+					pc++
+				}
+			} else {
+				old += s.cost
+				if s.p != nil {
+					po++
+				}
+			}
+		}
+	}
+	if cur != b.cleanSize || old != b.oldSize {
+		return fmt.Errorf("cache sizes %d and %d, slots cost %d and %d", b.cleanSize, b.oldSize, cur, old)
+	}
+	if pc != b.pendCur || po != b.pendOld {
+		return fmt.Errorf("pending counters %d and %d, slots %d and %d", b.pendCur, b.pendOld, pc, po)
+	}
+	if b.cacheMax > 0 && (cur > b.cacheMax/2 || old > b.cacheMax/2) {
+		return fmt.Errorf("cache generations of %d and %d bytes, bound %d", cur, old, b.cacheMax)
+	}
+	if b.last != nil && b.m[b.last.key] != b.last {
+		return fmt.Errorf("last slot %q not in the current generation", b.last.key)
+	}
+	return nil
+}
