@@ -58,6 +58,10 @@ type options struct {
 	rssMemTableMiB   int
 	rssStoreCacheMiB int
 	memProfile       string
+	// rss-*: the consumer's fetch limits in KiB (0: the library's defaults), to show their
+	// effect on memory
+	rssFetchKiB     int
+	rssPartFetchKiB int
 }
 
 // scenario is one way of copying the input topic to the output topic.
@@ -175,6 +179,7 @@ var scenarios = []scenario{
 	{name: "latency-pass", run: runPassthroughNoLinger, latency: true},
 	{name: "latency-eos-20ms", run: runCountEOS20ms, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
+	{name: "rss-count", rss: true, countKeys: true},
 	{name: "count-pebble-queries", keep: keepAll, run: runCountPebbleQueries, countKeys: true, stateful: true},
 	{name: "gets-memory", gets: true},
 	{name: "gets-pebble", gets: true},
@@ -256,6 +261,8 @@ func main() {
 	flag.IntVar(&o.rssBlockCacheMiB, "rss-block-cache", 0, "rss-pebble: Config.BlockCacheBytes in MiB (default: the library's 64)")
 	flag.IntVar(&o.rssMemTableMiB, "rss-memtable", 0, "rss-pebble: Config.MemTableBytes in MiB (default: the library's 32)")
 	flag.IntVar(&o.rssStoreCacheMiB, "rss-store-cache", 0, "rss-pebble: Config.StoreCacheBytes in MiB (default: the library's 8; -1 disables the store read cache)")
+	flag.IntVar(&o.rssFetchKiB, "rss-fetch-max", 0, "rss-pebble, rss-count: the consumer's FetchMaxBytes in KiB (default: the library's)")
+	flag.IntVar(&o.rssPartFetchKiB, "rss-partition-fetch-max", 0, "rss-pebble, rss-count: the consumer's FetchMaxPartitionBytes in KiB (default: the library's)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "rss-pebble: write a heap profile at the end of its timed phase (state still open) to this file")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -439,12 +446,12 @@ func run(o options, selected []scenario) error {
 				if r == 0 {
 					profile = o.memProfile
 				}
-				rr, err := runRSS(o, newEnv(s, fmt.Sprint(r)), profile)
+				rr, err := runRSS(o, newEnv(s, fmt.Sprint(r)), profile, s.countKeys)
 				if err != nil {
 					return fmt.Errorf("scenario %s (run %d): %w", s.name, r+1, err)
 				}
 				printRSS(rr)
-				results[s.name] = append(results[s.name], result{seconds: rr.seconds, outRecords: int64(rr.keys), peakRSS: rr.peakKB})
+				results[s.name] = append(results[s.name], result{seconds: rr.seconds, outRecords: int64(rr.records), peakRSS: rr.peakKB})
 				continue
 			}
 			if s.own != nil {
