@@ -151,23 +151,23 @@ type rssSample struct {
 
 // rssResult is what an rss-pebble run measured.
 type rssResult struct {
-	name        string // rss-pebble or rss-count
-	keys        int
-	records     int
-	seconds     float64
-	budget      int64 // bytes
-	blockCache  int64
-	memTable    uint64
-	storeCache  int
-	partitions  int
-	baselineKB  int64 // VmRSS before the app started (harness, Go runtime, after the fill's memory was released)
+	name       string // rss-pebble or rss-count
+	keys       int
+	records    int
+	seconds    float64
+	budget     int64 // bytes
+	blockCache int64
+	memTable   uint64
+	storeCache int
+	partitions int
+	baselineKB int64 // VmRSS before the app started (harness, Go runtime, after the fill's memory was released)
 	// baselineOutsideKB is the baseline's RSS outside the Go runtime's memory (the binary,
 	// the C libraries): what is outside Go beyond it during the run is Pebble's (cgo).
 	baselineOutsideKB int64
-	peakKB      int64 // VmHWM of the timed phase (0 if it could not be reset)
-	samples     []rssSample
-	brokerPeak  int64 // the broker child's VmHWM (kB), 0 if it ran elsewhere
-	heapProfile string
+	peakKB            int64 // VmHWM of the timed phase (0 if it could not be reset)
+	samples           []rssSample
+	brokerPeak        int64 // the broker child's VmHWM (kB), 0 if it ran elsewhere
+	heapProfile       string
 	// batches and batchBytes: the record batches the app's consumer fetched, and their bytes
 	// (how much each record in flight keeps alive: a fetched record pins its batch)
 	batches, batchBytes int64
