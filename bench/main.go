@@ -238,6 +238,7 @@ func main() {
 	if os.Getenv(envBrokerChild) != "" {
 		runBrokerChild() // a broker child process of rss-pebble; does not return
 	}
+	startRSSKB = currentRSS()
 	var o options
 	var only, brokers string
 	flag.IntVar(&o.records, "records", 1_000_000, "input records per scenario")

@@ -35,6 +35,11 @@ import (
 // timed phase) and the RSS sampled every 100ms against the configured memory budget:
 // BlockCacheBytes + MemTableBytes + StoreCacheBytes x store partitions.
 
+// startRSSKB is the VmRSS of this process when main started (the binary and the Go runtime,
+// nothing else): with an app's share of a run, an estimate of the peak RSS of a process that
+// runs only the app (as bench/compare's contestants do).
+var startRSSKB int64
+
 // envBrokerChild makes the bench binary run only an embedded broker (see runBrokerChild).
 const envBrokerChild = "KSTREAM_BENCH_BROKER_CHILD"
 
@@ -471,6 +476,9 @@ func printRSS(r rssResult) {
 		peak = fmt.Sprintf("%s (app: %s over the baseline = %.2fx budget)", mb(r.peakKB), mb(r.peakKB-r.baselineKB), float64(r.peakKB-r.baselineKB)/float64(budgetKB))
 	}
 	fmt.Printf("    RSS before the app (harness and Go runtime): %s; peak RSS (VmHWM) of the run: %s\n", mb(r.baselineKB), peak)
+	if r.peakKB > 0 && startRSSKB > 0 {
+		fmt.Printf("    this process's RSS at its start: %s; a process running only the app would peak at about %s (start + app)\n", mb(startRSSKB), mb(startRSSKB+r.peakKB-r.baselineKB))
+	}
 	outside := max(0, m.rssKB-(m.goSysKB-m.released))
 	fmt.Printf("    sampled RSS (every 100ms, %d samples): max %s at %v (app: %s = %.2fx budget; Go heap in use %s, Go runtime total %s, outside the Go runtime ~%s)\n",
 		len(r.samples), mb(m.rssKB), m.at.Round(100*time.Millisecond), mb(m.rssKB-r.baselineKB), float64(m.rssKB-r.baselineKB)/float64(budgetKB),
