@@ -58,6 +58,10 @@ type options struct {
 	rssMemTableMiB   int
 	rssStoreCacheMiB int
 	memProfile       string
+	// rss-*: the consumer's fetch limits in KiB (0: the library's defaults), to show their
+	// effect on memory
+	rssFetchKiB     int
+	rssPartFetchKiB int
 }
 
 // scenario is one way of copying the input topic to the output topic.
@@ -175,6 +179,7 @@ var scenarios = []scenario{
 	{name: "latency-pass", run: runPassthroughNoLinger, latency: true},
 	{name: "latency-eos-20ms", run: runCountEOS20ms, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
+	{name: "rss-count", rss: true, countKeys: true},
 	{name: "count-pebble-queries", keep: keepAll, run: runCountPebbleQueries, countKeys: true, stateful: true},
 	{name: "gets-memory", gets: true},
 	{name: "gets-pebble", gets: true},
@@ -233,6 +238,7 @@ func main() {
 	if os.Getenv(envBrokerChild) != "" {
 		runBrokerChild() // a broker child process of rss-pebble; does not return
 	}
+	startRSSKB = currentRSS()
 	var o options
 	var only, brokers string
 	flag.IntVar(&o.records, "records", 1_000_000, "input records per scenario")
@@ -253,10 +259,12 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 10000, "latency-*: input records/s (a batch every 10ms)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "latency-*: how long the input is produced")
 	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency-*: outputs of inputs produced in this first part of the run are not measured")
-	flag.IntVar(&o.rssBlockCacheMiB, "rss-block-cache", 0, "rss-pebble: Config.BlockCacheBytes in MiB (default: the library's 64)")
-	flag.IntVar(&o.rssMemTableMiB, "rss-memtable", 0, "rss-pebble: Config.MemTableBytes in MiB (default: the library's 32)")
-	flag.IntVar(&o.rssStoreCacheMiB, "rss-store-cache", 0, "rss-pebble: Config.StoreCacheBytes in MiB (default: the library's 8; -1 disables the store read cache)")
-	flag.StringVar(&o.memProfile, "memprofile", "", "rss-pebble: write a heap profile at the end of its timed phase (state still open) to this file")
+	flag.IntVar(&o.rssBlockCacheMiB, "rss-block-cache", 0, "rss-pebble, rss-count: Config.BlockCacheBytes in MiB (default: the library's 64)")
+	flag.IntVar(&o.rssMemTableMiB, "rss-memtable", 0, "rss-pebble, rss-count: Config.MemTableBytes in MiB (default: the library's 16)")
+	flag.IntVar(&o.rssStoreCacheMiB, "rss-store-cache", 0, "rss-pebble, rss-count: Config.StoreCacheBytes in MiB (default: the library's 8; -1 disables the store read cache)")
+	flag.IntVar(&o.rssFetchKiB, "rss-fetch-max", 0, "rss-pebble, rss-count: the consumer's FetchMaxBytes in KiB (default: the library's)")
+	flag.IntVar(&o.rssPartFetchKiB, "rss-partition-fetch-max", 0, "rss-pebble, rss-count: the consumer's FetchMaxPartitionBytes in KiB (default: the library's)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "rss-pebble, rss-count: write a heap profile at the end of its timed phase (state still open) to this file, and one at the highest live heap to this file.peak")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fatalf("unexpected arguments: %v", flag.Args())
@@ -439,12 +447,12 @@ func run(o options, selected []scenario) error {
 				if r == 0 {
 					profile = o.memProfile
 				}
-				rr, err := runRSS(o, newEnv(s, fmt.Sprint(r)), profile)
+				rr, err := runRSS(o, newEnv(s, fmt.Sprint(r)), profile, s.countKeys)
 				if err != nil {
 					return fmt.Errorf("scenario %s (run %d): %w", s.name, r+1, err)
 				}
 				printRSS(rr)
-				results[s.name] = append(results[s.name], result{seconds: rr.seconds, outRecords: int64(rr.keys), peakRSS: rr.peakKB})
+				results[s.name] = append(results[s.name], result{seconds: rr.seconds, outRecords: int64(rr.records), peakRSS: rr.peakKB})
 				continue
 			}
 			if s.own != nil {

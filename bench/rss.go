@@ -13,15 +13,18 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/embedded"
+	pebblestore "github.com/kstream-go/kstream/store/pebble"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -31,6 +34,11 @@ import (
 // admin client), not the broker's copy of the topics. It prints the peak RSS (VmHWM of the
 // timed phase) and the RSS sampled every 100ms against the configured memory budget:
 // BlockCacheBytes + MemTableBytes + StoreCacheBytes x store partitions.
+
+// startRSSKB is the VmRSS of this process when main started (the binary and the Go runtime,
+// nothing else): with an app's share of a run, an estimate of the peak RSS of a process that
+// runs only the app (as bench/compare's contestants do).
+var startRSSKB int64
 
 // envBrokerChild makes the bench binary run only an embedded broker (see runBrokerChild).
 const envBrokerChild = "KSTREAM_BENCH_BROKER_CHILD"
@@ -141,22 +149,42 @@ type rssSample struct {
 	heapKB   int64 // Go heap in use (HeapInuse)
 	goSysKB  int64 // memory the Go runtime obtained from the OS (Sys)
 	released int64 // kB of Go heap returned to the OS (HeapReleased)
+	liveKB   int64 // Go heap live at the last GC (runtime/metrics /gc/heap/live:bytes)
+	idleKB   int64 // Go heap free but kept from the OS (HeapIdle - HeapReleased)
+	heapSys  int64 // HeapSys
 }
 
 // rssResult is what an rss-pebble run measured.
 type rssResult struct {
-	keys        int
-	seconds     float64
-	budget      int64 // bytes
-	blockCache  int64
-	memTable    uint64
-	storeCache  int
-	partitions  int
-	baselineKB  int64 // VmRSS before the app started (harness, Go runtime, after the fill's memory was released)
-	peakKB      int64 // VmHWM of the timed phase (0 if it could not be reset)
-	samples     []rssSample
-	brokerPeak  int64 // the broker child's VmHWM (kB), 0 if it ran elsewhere
-	heapProfile string
+	name       string // rss-pebble or rss-count
+	keys       int
+	records    int
+	seconds    float64
+	budget     int64 // bytes
+	blockCache int64
+	memTable   uint64
+	storeCache int
+	partitions int
+	baselineKB int64 // VmRSS before the app started (harness, Go runtime, after the fill's memory was released)
+	// baselineOutsideKB is the baseline's RSS outside the Go runtime's memory (the binary,
+	// the C libraries): what is outside Go beyond it during the run is Pebble's (cgo).
+	baselineOutsideKB int64
+	peakKB            int64 // VmHWM of the timed phase (0 if it could not be reset)
+	samples           []rssSample
+	brokerPeak        int64 // the broker child's VmHWM (kB), 0 if it ran elsewhere
+	heapProfile       string
+	// batches and batchBytes: the record batches the app's consumer fetched, and their bytes
+	// (how much each record in flight keeps alive: a fetched record pins its batch)
+	batches, batchBytes int64
+}
+
+// batchCounter counts the record batches a consumer reads (kgo.HookFetchBatchRead).
+type batchCounter struct{ n, bytes atomic.Int64 }
+
+// OnFetchBatchRead implements kgo.HookFetchBatchRead.
+func (c *batchCounter) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	c.n.Add(1)
+	c.bytes.Add(int64(m.CompressedBytes))
 }
 
 func (r *rssResult) maxSample() rssSample {
@@ -171,7 +199,7 @@ func (r *rssResult) maxSample() rssSample {
 
 // rssBudget returns the configured budget and its parts, the library's defaults filled in.
 func rssBudget(o options) (blockCache int64, memTable uint64, storeCache int, total int64) {
-	blockCache, memTable, storeCache = 64<<20, 32<<20, 8<<20
+	blockCache, memTable, storeCache = pebblestore.DefaultCacheSize, pebblestore.DefaultMemTableSize, 8<<20
 	if o.rssBlockCacheMiB > 0 {
 		blockCache = int64(o.rssBlockCacheMiB) << 20
 	}
@@ -191,7 +219,10 @@ func rssBudget(o options) (blockCache int64, memTable uint64, storeCache int, to
 // The input (o.records distinct keys) is written and the harness's memory released before
 // the clock starts; the peak RSS is reset then, and the RSS is sampled every 100ms until the
 // app has counted every key and stopped.
-func runRSS(o options, env *runEnv, heapProfile string) (res rssResult, err error) {
+//
+// With countKeyed (rss-count) the input is count-pebble's instead: -records records over
+// -count-keys keys "key%05d" (the input of go run ./bench/compare's count scenario).
+func runRSS(o options, env *runEnv, heapProfile string, countKeyed bool) (res rssResult, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap)
 	defer cancel()
 	brokers := o.brokers
@@ -217,16 +248,24 @@ func runRSS(o options, env *runEnv, heapProfile string) (res rssResult, err erro
 			err = derr
 		}
 	}()
-	if err := fillDistinct(ctx, k, env.in, o); err != nil {
+	res.name, res.keys = "rss-pebble", o.records
+	if countKeyed {
+		res.name, res.keys = "rss-count", countKeys
+		if _, err := k.fill(ctx, env.in, o, keepAll, true, false); err != nil {
+			return res, fmt.Errorf("filling input topic %s: %w", env.in, err)
+		}
+	} else if err := fillDistinct(ctx, k, env.in, o); err != nil {
 		return res, fmt.Errorf("filling input topic %s: %w", env.in, err)
 	}
-
-	res.keys, res.partitions = o.records, o.partitions
+	res.records, res.partitions = o.records, o.partitions
 	res.blockCache, res.memTable, res.storeCache, res.budget = rssBudget(o)
 	// The fill's buffers are garbage now: give them back, then start a new peak period.
 	runtime.GC()
 	debug.FreeOSMemory()
 	res.baselineKB = currentRSS()
+	var bms runtime.MemStats
+	runtime.ReadMemStats(&bms)
+	res.baselineOutsideKB = max(0, res.baselineKB-int64((bms.Sys-bms.HeapReleased)>>10))
 	resetPeakRSS()
 
 	began := time.Now()
@@ -234,13 +273,29 @@ func runRSS(o options, env *runEnv, heapProfile string) (res rssResult, err erro
 		smu     sync.Mutex
 		samples []rssSample
 	)
+	var peakLiveKB int64 // guarded by smu
 	sample := func() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		s := rssSample{at: time.Since(began), rssKB: currentRSS(), heapKB: int64(ms.HeapInuse >> 10), goSysKB: int64(ms.Sys >> 10), released: int64(ms.HeapReleased >> 10)}
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(live)
+		s := rssSample{at: time.Since(began), rssKB: currentRSS(), heapKB: int64(ms.HeapInuse >> 10), goSysKB: int64(ms.Sys >> 10), released: int64(ms.HeapReleased >> 10),
+			idleKB: int64((ms.HeapIdle - ms.HeapReleased) >> 10), heapSys: int64(ms.HeapSys >> 10)}
+		if live[0].Value.Kind() == metrics.KindUint64 {
+			s.liveKB = int64(live[0].Value.Uint64() >> 10)
+		}
 		smu.Lock()
+		defer smu.Unlock()
 		samples = append(samples, s)
-		smu.Unlock()
+		if heapProfile != "" && s.liveKB > peakLiveKB+1024 {
+			// A new high of the live heap: keep its profile (<file>.peak), which shows
+			// what the heap holds at its fullest, records in flight included.
+			peakLiveKB = s.liveKB
+			if f, err := os.Create(heapProfile + ".peak"); err == nil {
+				_ = pprof.WriteHeapProfile(f)
+				_ = f.Close()
+			}
+		}
 	}
 	sctx, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
@@ -272,8 +327,16 @@ func runRSS(o options, env *runEnv, heapProfile string) (res rssResult, err erro
 		MemTableBytes:   res.memTable,
 		StoreCacheBytes: res.storeCache,
 	}
+	if o.rssFetchKiB > 0 {
+		cfg.ConsumerOptions = append(cfg.ConsumerOptions, kgo.FetchMaxBytes(int32(o.rssFetchKiB)<<10))
+	}
+	if o.rssPartFetchKiB > 0 {
+		cfg.ConsumerOptions = append(cfg.ConsumerOptions, kgo.FetchMaxPartitionBytes(int32(o.rssPartFetchKiB)<<10))
+	}
+	var batches batchCounter
+	cfg.ConsumerOptions = append(cfg.ConsumerOptions, kgo.WithHooks(&batches))
 	go func() { done <- runConfiguredApp(appCtx, countTopology(env), cfg) }()
-	if _, err := k.waitForOutput(ctx, env.out, int64(o.records), began, done); err != nil {
+	if _, err := k.waitForOutput(ctx, env.out, int64(res.records), began, done); err != nil {
 		return res, err
 	}
 	res.seconds = time.Since(began).Seconds()
@@ -306,10 +369,11 @@ func runRSS(o options, env *runEnv, heapProfile string) (res rssResult, err erro
 	stopSampling()
 	<-sampled
 	res.peakKB = readPeakRSS()
+	res.batches, res.batchBytes = batches.n.Load(), batches.bytes.Load()
 	if got, err := k.countOutput(ctx, env.out); err != nil {
 		return res, err
-	} else if got != int64(o.records) {
-		return res, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, o.records)
+	} else if got != int64(res.records) {
+		return res, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d", env.out, got, res.records)
 	}
 	smu.Lock()
 	res.samples = slices.Clone(samples)
@@ -395,11 +459,11 @@ func fillDistinct(ctx context.Context, k *kafka, topic string, o options) error 
 	return nil
 }
 
-// printRSS prints an rss-pebble run.
+// printRSS prints an rss-pebble or rss-count run.
 func printRSS(r rssResult) {
 	mb := func(kb int64) string { return fmt.Sprintf("%.0f MiB", float64(kb)/1024) }
 	budgetKB := r.budget >> 10
-	fmt.Printf("  rss-pebble: %d distinct keys counted in %.3fs (%.0f keys/s)\n", r.keys, r.seconds, float64(r.keys)/r.seconds)
+	fmt.Printf("  %s: %d records over %d keys counted in %.3fs (%.0f records/s)\n", r.name, r.records, r.keys, r.seconds, float64(r.records)/r.seconds)
 	storeCache := mb(int64(r.storeCache) >> 10)
 	if r.storeCache < 0 {
 		storeCache = "0 (disabled)"
@@ -412,9 +476,15 @@ func printRSS(r rssResult) {
 		peak = fmt.Sprintf("%s (app: %s over the baseline = %.2fx budget)", mb(r.peakKB), mb(r.peakKB-r.baselineKB), float64(r.peakKB-r.baselineKB)/float64(budgetKB))
 	}
 	fmt.Printf("    RSS before the app (harness and Go runtime): %s; peak RSS (VmHWM) of the run: %s\n", mb(r.baselineKB), peak)
+	if r.peakKB > 0 && startRSSKB > 0 {
+		fmt.Printf("    this process's RSS at its start: %s; a process running only the app would peak at about %s (start + app)\n", mb(startRSSKB), mb(startRSSKB+r.peakKB-r.baselineKB))
+	}
+	outside := max(0, m.rssKB-(m.goSysKB-m.released))
 	fmt.Printf("    sampled RSS (every 100ms, %d samples): max %s at %v (app: %s = %.2fx budget; Go heap in use %s, Go runtime total %s, outside the Go runtime ~%s)\n",
 		len(r.samples), mb(m.rssKB), m.at.Round(100*time.Millisecond), mb(m.rssKB-r.baselineKB), float64(m.rssKB-r.baselineKB)/float64(budgetKB),
-		mb(m.heapKB), mb(m.goSysKB), mb(max(0, m.rssKB-(m.goSysKB-m.released))))
+		mb(m.heapKB), mb(m.goSysKB-m.released), mb(outside))
+	fmt.Printf("    breakdown at that sample: Go heap live at the last GC %s, garbage since %s, free heap kept from the OS %s, other Go runtime %s; outside Go %s = baseline %s + Pebble (cgo: memtables, block cache) ~%s\n",
+		mb(m.liveKB), mb(max(0, m.heapKB-m.liveKB)), mb(m.idleKB), mb(max(0, m.goSysKB-m.heapSys)), mb(outside), mb(r.baselineOutsideKB), mb(max(0, outside-r.baselineOutsideKB)))
 	var series []string
 	step := max(1, len(r.samples)/20)
 	for i := 0; i < len(r.samples); i += step {
@@ -426,11 +496,14 @@ func printRSS(r rssResult) {
 		series = append(series, fmt.Sprintf("%.1fs:%d", s.at.Seconds(), s.rssKB>>10))
 	}
 	fmt.Printf("    RSS over time (s:MiB): %s\n", strings.Join(series, " "))
+	if r.batches > 0 {
+		fmt.Printf("    the app fetched %d record batches of %.0f KiB on average\n", r.batches, float64(r.batchBytes)/float64(r.batches)/1024)
+	}
 	if r.brokerPeak > 0 {
 		fmt.Printf("    the broker (a child process, not counted above) peaked at %s\n", mb(r.brokerPeak))
 	}
 	if r.heapProfile != "" {
-		fmt.Printf("    heap profile at the end of the timed phase (state still open): %s (go tool pprof -sample_index=inuse_space -top %s)\n", r.heapProfile, r.heapProfile)
+		fmt.Printf("    heap profile at the end of the timed phase (state still open): %s (go tool pprof -sample_index=inuse_space -top %s); at the highest live heap: %s.peak\n", r.heapProfile, r.heapProfile, r.heapProfile)
 	}
 	fmt.Println()
 }

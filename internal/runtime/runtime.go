@@ -498,6 +498,10 @@ func (r *Runtime) openProducer() error {
 	return nil
 }
 
+// fetchMaxPartitionBytes is the consumer's FetchMaxPartitionBytes (max.partition.fetch.bytes):
+// see openConsumer. Config.ConsumerOptions may override it.
+const fetchMaxPartitionBytes = 256 << 10
+
 func (r *Runtime) openConsumer() error {
 	var topics []string
 	for t := range r.topicSub {
@@ -521,6 +525,14 @@ func (r *Runtime) openConsumer() error {
 		// as long as staleLag and then run ahead of it, which made a stream-stream left join
 		// emit non-matches before their match arrived (a CI rehearsal on Apache Kafka).
 		kgo.FetchMaxWait(500*time.Millisecond),
+		// 256 KiB of each partition per fetch, not kgo's (and Java's) 1 MiB: a task holds
+		// records of several fetches at once (its partition group and inbox), and each
+		// record keeps its whole fetch response and decoded batch alive, so with 1 MiB per
+		// partition the records in flight were the largest part of the Go heap (about 35 MB
+		// of a count over 6 partitions, twice that in RSS with the GC's headroom); at 256 KiB
+		// they take 5 MB, at the same throughput (bench/README.md, memory). A batch larger
+		// than this still comes whole.
+		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
 		kgo.OnPartitionsAssigned(r.onAssigned),
 		kgo.OnPartitionsRevoked(r.onRevoked),
 		kgo.OnPartitionsLost(r.onLost),

@@ -165,7 +165,7 @@ func TestCloseSyncs(t *testing.T) {
 // TestApproximateCount checks the estimate: exact up to countSample keys, and within 25%
 // above it once the data is flushed. Unflushed data beyond the sample is counted by a scan.
 func TestApproximateCount(t *testing.T) {
-	d := mustOpenFS(t, vfs.NewMem(), Options{Logger: slog.New(slog.DiscardHandler)}) // 32 MiB memtables
+	d := mustOpenFS(t, vfs.NewMem(), Options{Logger: slog.New(slog.DiscardHandler)}) // 16 MiB memtables
 	defer d.Close()
 	a, _ := d.Open("a", 0)
 	b, _ := d.Open("b", 0)
