@@ -43,6 +43,9 @@ func testConfig(t testing.TB) kstream.Config {
 		SessionTimeout:    6 * time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
 		Logger:            testLogger(t),
+		// Not the default under os.TempDir(), which outlives the test: a test's stores
+		// (tens of MiB each with Pebble) would pile up there run after run.
+		StateDir: t.TempDir(),
 	}
 }
 
