@@ -141,17 +141,20 @@ func fixConsumerGroupDescribe(fx *fixer, resp kmsg.Response) {
 	}
 }
 
-// fixer holds what the fixes need from the broker: a client of its own,
-// created on first use, to look up topic names and to heartbeat for members
-// waiting in a rebalance (keepalive.go), and a way to read a group's generation.
+// fixer holds what the fixes need from the broker: a client of its own, to look
+// up topic names and to heartbeat for members waiting in a rebalance
+// (keepalive.go), and a way to read a group's state. The client lives only
+// while a fix or a keepalive uses it: an idle broker keeps no connection to
+// itself (nor its goroutines).
 type fixer struct {
 	addr string
 
-	mu         sync.Mutex
-	cl         *kgo.Client
-	closed     bool
-	generation func(group string) (int32, bool)
-	sessions   map[string]time.Duration // session timeouts by group and member, from their JoinGroups
+	mu       sync.Mutex
+	cl       *kgo.Client
+	clRefs   int // users of cl
+	closed   bool
+	info     func(group string) (*kfake.GroupInfo, bool)
+	sessions map[string]time.Duration // session timeouts by group and member, from their JoinGroups
 }
 
 // fixerTimeout bounds a fix's own request to the broker.
@@ -161,7 +164,8 @@ const fixerTimeout = 5 * time.Second
 // broker cannot be asked.
 func (fx *fixer) topicNames() map[[16]byte]string {
 	names := make(map[[16]byte]string)
-	cl := fx.client()
+	cl, release := fx.acquireClient()
+	defer release()
 	if cl == nil {
 		return names
 	}
@@ -180,20 +184,37 @@ func (fx *fixer) topicNames() map[[16]byte]string {
 	return names
 }
 
-func (fx *fixer) client() *kgo.Client {
+// acquireClient returns the fixer's client, created if no one uses it, and the function
+// to call when done with it, which closes the client once its last user is done. cl is
+// nil if the broker is closed; release must be called all the same.
+func (fx *fixer) acquireClient() (cl *kgo.Client, release func()) {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
 	if fx.closed || fx.addr == "" {
-		return nil
+		return nil, func() {}
 	}
 	if fx.cl == nil {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(fx.addr), kgo.ClientID("kstream-dev-broker"))
 		if err != nil {
-			return nil
+			return nil, func() {}
 		}
 		fx.cl = cl
 	}
-	return fx.cl
+	fx.clRefs++
+	return fx.cl, sync.OnceFunc(fx.releaseClient)
+}
+
+func (fx *fixer) releaseClient() {
+	fx.mu.Lock()
+	fx.clRefs--
+	var idle *kgo.Client
+	if fx.clRefs == 0 {
+		idle, fx.cl = fx.cl, nil
+	}
+	fx.mu.Unlock()
+	if idle != nil {
+		idle.Close()
+	}
 }
 
 // setAddr sets the broker address the fixer's client connects to.
@@ -249,7 +270,8 @@ type pendingReq struct {
 	key     int16
 	version int16
 
-	stopKeepAlive func() // ends the member's keepalive while the request is parked; may be nil
+	park          *parkedMember // a JoinGroup or SyncGroup that holds the read; nil if not one
+	stopKeepAlive func()        // ends the member's keepalive while the request is parked; may be nil
 }
 
 // compatConn follows the Kafka protocol frames on one client connection: it
@@ -338,24 +360,54 @@ func (c *compatConn) parkedRequests() int {
 	return c.parked
 }
 
-// awaitParked waits until no parked request is left unanswered, the connection is closed
-// (by kfake: its writer ended, or the broker stopped), or maxReadHold passed.
+// awaitParked waits until no parked request is left that kfake may still answer (each is
+// answered, or no longer waits: see fixer.waiting), the connection is closed (by kfake:
+// its writer ended, or the broker stopped), or maxReadHold passed. So the hold never
+// outlives the member's request: a request kfake dropped (the member left, was removed, or
+// rejoined on another connection) does not hold the dead client's connection open.
 func (c *compatConn) awaitParked() {
 	timer := time.NewTimer(maxReadHold)
 	defer timer.Stop()
+	check := time.NewTicker(awaitCheckInterval)
+	defer check.Stop()
 	for {
 		c.mu.Lock()
 		done, ch := c.parked == 0 || c.closed, c.changed
+		var parked []parkedMember
+		for _, pr := range c.pending {
+			if holdsRead[pr.key] && pr.park != nil {
+				parked = append(parked, *pr.park)
+			}
+		}
+		unknown := c.parked - len(parked) // requests that did not parse: held until answered
 		c.mu.Unlock()
 		if done {
 			return
 		}
+		if unknown == 0 && !c.fx.anyWaiting(parked) {
+			return
+		}
 		select {
 		case <-ch:
+		case <-check.C:
 		case <-timer.C:
 			return
 		}
 	}
+}
+
+// awaitCheckInterval is how often a held read checks whether its parked requests still
+// wait.
+const awaitCheckInterval = 50 * time.Millisecond
+
+// anyWaiting reports whether kfake may still answer one of the parked requests.
+func (fx *fixer) anyWaiting(parked []parkedMember) bool {
+	for _, p := range parked {
+		if fx.waiting(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // notifyLocked wakes awaitParked; c.mu must be held.
@@ -417,7 +469,10 @@ func (c *compatConn) track(b []byte) {
 			// does not).
 			if responseFixes[pr.key] != nil || holdsRead[pr.key] {
 				if holdsRead[pr.key] {
-					pr.stopKeepAlive = c.fx.keepAlive(c.full)
+					if p, ok := c.fx.parked(c.full); ok {
+						pr.park = &p
+						pr.stopKeepAlive = c.fx.keepAlive(p)
+					}
 				}
 				c.mu.Lock()
 				if c.closed && pr.stopKeepAlive != nil {

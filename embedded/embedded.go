@@ -267,7 +267,7 @@ func Start(opts ...Option) (*Broker, error) {
 	installRequestFixes(cluster)
 	b.addr = b.conns.firstAddr()
 	b.conns.fx.setAddr(b.addr)
-	b.conns.fx.setGeneration(b.groupGeneration)
+	b.conns.fx.setGroupInfo(b.groupInfo)
 
 	// kfake applies seed topics only to a fresh data directory; when it
 	// reloaded persisted state, create any seeded topic that is missing.
@@ -363,19 +363,19 @@ func (b *Broker) ApplyRetention() error {
 	return nil
 }
 
-// groupGeneration returns a classic group's current generation; false if the group does
-// not exist or the broker is closed.
-func (b *Broker) groupGeneration(group string) (int32, bool) {
-	b.mu.RLock()
+// groupInfo returns a snapshot of a group; false if the group does not exist or the broker
+// is closed or closing. It never waits for Close: the compatibility layer calls it from
+// connection goroutines that Close waits for.
+func (b *Broker) groupInfo(group string) (*kfake.GroupInfo, bool) {
+	if !b.mu.TryRLock() {
+		return nil, false // Close holds the lock
+	}
 	defer b.mu.RUnlock()
 	if b.closed {
-		return 0, false
+		return nil, false
 	}
 	gi := b.cluster.GroupInfo(group)
-	if gi == nil {
-		return 0, false
-	}
-	return gi.Epoch, true
+	return gi, gi != nil
 }
 
 // Cluster returns the underlying kfake cluster, for tests that need its

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -24,8 +26,11 @@ import (
 // rebalances once more. So while an existing member's JoinGroup or SyncGroup waits, the
 // broker heartbeats for it, as often as the member's session timeout requires; it stops
 // when the request is answered (the member's own heartbeats take over, or its session
-// timeout runs from there, as on Kafka), when the member is no longer in the group, or when
-// the connection or the broker closes. A member not in the group yet (its JoinGroup has
+// timeout runs from there, as on Kafka), when the request no longer waits (the member left
+// or was removed, or the rebalance it waited in completed: kfake then answered it or
+// dropped it), or when the connection or the broker closes. So a member of a dead client is
+// kept alive no longer than Kafka would: until the rebalance it waits in completes, at its
+// rebalance timeout at the latest. A member not in the group yet (its JoinGroup has
 // no member id, or kfake has not added it yet: the heartbeat is refused) is not kept alive;
 // kfake starts no session timer for a new member waiting in its join anyway, where Kafka
 // expires it after five minutes.
@@ -40,12 +45,13 @@ func keepAliveInterval(session time.Duration) time.Duration {
 // the broker's group.min.session.timeout.ms (100ms by default here).
 const keepAliveMinInterval = 30 * time.Millisecond
 
-// parkedMember is what the keepalive needs of a waiting JoinGroup or SyncGroup.
+// parkedMember is what the keepalive and the read hold need of a waiting JoinGroup or
+// SyncGroup.
 type parkedMember struct {
 	group, member string
 	instance      *string
-	join          bool          // a JoinGroup: the generation is the group's current one
-	generation    int32         // a SyncGroup's generation
+	join          bool          // a JoinGroup
+	generation    int32         // a SyncGroup's generation; a JoinGroup's: the group's when it was read
 	session       time.Duration // zero if not known
 }
 
@@ -79,16 +85,59 @@ func parseParked(body []byte) (parkedMember, bool) {
 	return parkedMember{}, false
 }
 
-// keepAlive starts heartbeating for the member whose JoinGroup or SyncGroup request body
-// is body, and returns the function that stops it (nil if there is nothing to keep alive).
-func (fx *fixer) keepAlive(body []byte) func() {
+// parked parses a JoinGroup or SyncGroup request body read from a client, before kfake
+// handles it, and notes what the request waits for: a JoinGroup the completion of the
+// group's current rebalance (the generation after the current one). ok is false if the
+// body does not parse.
+func (fx *fixer) parked(body []byte) (parkedMember, bool) {
 	p, ok := parseParked(body)
-	if !ok || p.member == "" {
+	if !ok {
+		return p, false
+	}
+	if p.join {
+		if gi, ok := fx.groupInfo(p.group); ok {
+			p.generation = gi.Epoch
+		}
+	}
+	return p, true
+}
+
+// waiting reports whether kfake may still answer p's request: the member is in the group
+// (for a JoinGroup without member id, which kfake parks only for old versions, the group's
+// rebalance is enough) and the rebalance it waits in has not completed. A JoinGroup waits
+// while the group's generation is the one it was read at (kfake increments it when the
+// rebalance completes); a SyncGroup while the group completes the rebalance of its
+// generation. Once the rebalance moved on, kfake has answered the request (the answer is
+// on its way to the client) or dropped it (the member was removed, or rejoined on another
+// connection). False too if the broker is closed or closing.
+func (fx *fixer) waiting(p parkedMember) bool {
+	gi, ok := fx.groupInfo(p.group)
+	if !ok || gi.Epoch != p.generation {
+		return false
+	}
+	if !p.join && gi.State != "CompletingRebalance" {
+		return false
+	}
+	if p.member == "" {
+		return p.join
+	}
+	for _, m := range gi.Members {
+		if m.MemberID == p.member {
+			return true
+		}
+	}
+	return false
+}
+
+// keepAlive starts heartbeating for the member of the JoinGroup or SyncGroup p, and
+// returns the function that stops it (nil if there is nothing to keep alive).
+func (fx *fixer) keepAlive(p parkedMember) func() {
+	if p.member == "" {
 		return nil
 	}
 	key := p.group + "\x00" + p.member
 	fx.mu.Lock()
-	if fx.closed || fx.generation == nil {
+	if fx.closed || fx.info == nil {
 		fx.mu.Unlock()
 		return nil
 	}
@@ -105,9 +154,14 @@ func (fx *fixer) keepAlive(body []byte) func() {
 
 	done := make(chan struct{})
 	go func() {
+		cl, release := fx.acquireClient()
+		defer release()
+		if cl == nil {
+			return
+		}
 		tick := time.NewTicker(keepAliveInterval(p.session))
 		defer tick.Stop()
-		for fx.heartbeatFor(done, p) {
+		for fx.heartbeatFor(cl, done, p) {
 			select {
 			case <-done:
 				return
@@ -118,19 +172,16 @@ func (fx *fixer) keepAlive(body []byte) func() {
 	return sync.OnceFunc(func() { close(done) })
 }
 
-// heartbeatFor sends one heartbeat for p and reports whether to go on.
-func (fx *fixer) heartbeatFor(done <-chan struct{}, p parkedMember) bool {
-	gen := p.generation
-	if p.join {
-		g, ok := fx.groupGeneration(p.group)
-		if !ok {
-			return false // the group is gone, or the broker is closing
-		}
-		gen = g
-	}
-	cl := fx.client()
-	if cl == nil {
+// heartbeatFor sends one heartbeat for p, if its request still waits, and reports whether
+// to go on.
+func (fx *fixer) heartbeatFor(cl *kgo.Client, done <-chan struct{}, p parkedMember) bool {
+	select {
+	case <-done:
 		return false
+	default:
+	}
+	if !fx.waiting(p) {
+		return false // answered, dropped, or the broker is closing: nothing to keep alive
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), fixerTimeout)
 	defer cancel()
@@ -142,7 +193,7 @@ func (fx *fixer) heartbeatFor(done <-chan struct{}, p parkedMember) bool {
 		}
 	}()
 	req := kmsg.NewPtrHeartbeatRequest()
-	req.Group, req.MemberID, req.InstanceID, req.Generation = p.group, p.member, p.instance, gen
+	req.Group, req.MemberID, req.InstanceID, req.Generation = p.group, p.member, p.instance, p.generation
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return !errors.Is(err, context.Canceled) // a failed request is tried again
@@ -154,25 +205,25 @@ func (fx *fixer) heartbeatFor(done <-chan struct{}, p parkedMember) bool {
 		fx.mu.Unlock()
 		return false // no longer in the group: nothing to keep alive
 	}
-	// Accepted (the group is rebalancing, or already past it), or a generation that
-	// moved meanwhile (IllegalGeneration): the next tick tries again.
+	// Accepted (the group is rebalancing), or a generation that moved meanwhile
+	// (IllegalGeneration): the next tick checks whether the request still waits.
 	return true
 }
 
-// groupGeneration returns the group's current generation from the broker.
-func (fx *fixer) groupGeneration(group string) (int32, bool) {
+// groupInfo returns a snapshot of the group from the broker; false if there is none.
+func (fx *fixer) groupInfo(group string) (*kfake.GroupInfo, bool) {
 	fx.mu.Lock()
-	fn := fx.generation
+	fn := fx.info
 	fx.mu.Unlock()
 	if fn == nil {
-		return 0, false
+		return nil, false
 	}
 	return fn(group)
 }
 
-// setGeneration sets how the fixer reads a group's generation from the broker.
-func (fx *fixer) setGeneration(fn func(group string) (int32, bool)) {
+// setGroupInfo sets how the fixer reads a group's state from the broker.
+func (fx *fixer) setGroupInfo(fn func(group string) (*kfake.GroupInfo, bool)) {
 	fx.mu.Lock()
-	fx.generation = fn
+	fx.info = fn
 	fx.mu.Unlock()
 }
