@@ -396,21 +396,7 @@ func TestUnansweredJoinOfDeadClientClosesWithBroker(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	defer b.Close()
-	// Two members, a leading.
-	a := dialRaw(t, b.Addr(), "a")
-	aj := joinNew(t, a, group, 10*time.Second, topic)
-	c := dialRaw(t, b.Addr(), "c")
-	first := c.do(joinReq(group, "", 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
-	ccorr := c.send(joinReq(group, first.MemberID, 10*time.Second, topic))
-	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
-	aj = a.do(joinReq(group, aj.MemberID, 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
-	cj := c.recv(joinReq(group, first.MemberID, 10*time.Second, topic), ccorr).(*kmsg.JoinGroupResponse)
-	if aj.ErrorCode != 0 || cj.ErrorCode != 0 || aj.LeaderID != aj.MemberID {
-		t.Fatalf("joins: %v %v, leader %s", kerr.ErrorForCode(aj.ErrorCode), kerr.ErrorForCode(cj.ErrorCode), aj.LeaderID)
-	}
-	if s := a.do(syncReq(group, aj.MemberID, aj.Generation, map[string][]int32{aj.MemberID: {0}}, topic)).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
-		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
-	}
+	a, aj := twoMembersALeading(t, b, group, topic)
 	// a rejoins and waits for c; a's process dies, and a leaves from another connection
 	// (as an operator's kafka-consumer-groups --delete-members would): kfake drops a's join,
 	// which nothing answers any more.
@@ -435,4 +421,26 @@ func TestUnansweredJoinOfDeadClientClosesWithBroker(t *testing.T) {
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("Close took %v", d)
 	}
+}
+
+// twoMembersALeading joins two members to group on b, each on a connection of its own: a
+// (the leader, synced with partition 0 of topic) and c (joined, not synced); it returns a's
+// connection and join response.
+func twoMembersALeading(t *testing.T, b *embedded.Broker, group, topic string) (*rawConn, *kmsg.JoinGroupResponse) {
+	t.Helper()
+	a := dialRaw(t, b.Addr(), "a")
+	aj := joinNew(t, a, group, 10*time.Second, topic)
+	c := dialRaw(t, b.Addr(), "c")
+	first := c.do(joinReq(group, "", 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
+	ccorr := c.send(joinReq(group, first.MemberID, 10*time.Second, topic))
+	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
+	aj = a.do(joinReq(group, aj.MemberID, 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
+	cj := c.recv(joinReq(group, first.MemberID, 10*time.Second, topic), ccorr).(*kmsg.JoinGroupResponse)
+	if aj.ErrorCode != 0 || cj.ErrorCode != 0 || aj.LeaderID != aj.MemberID {
+		t.Fatalf("joins: %v %v, leader %s", kerr.ErrorForCode(aj.ErrorCode), kerr.ErrorForCode(cj.ErrorCode), aj.LeaderID)
+	}
+	if s := a.do(syncReq(group, aj.MemberID, aj.Generation, map[string][]int32{aj.MemberID: {0}}, topic)).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
+		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
+	}
+	return a, aj
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kstream-go/kstream/embedded"
@@ -24,20 +23,7 @@ func TestHoldEndsWhenMemberLeaves(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	defer b.Close()
-	a := dialRaw(t, b.Addr(), "a")
-	aj := joinNew(t, a, group, 10*time.Second, topic)
-	c := dialRaw(t, b.Addr(), "c")
-	first := c.do(joinReq(group, "", 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
-	ccorr := c.send(joinReq(group, first.MemberID, 10*time.Second, topic))
-	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
-	aj = a.do(joinReq(group, aj.MemberID, 10*time.Second, topic)).(*kmsg.JoinGroupResponse)
-	cj := c.recv(joinReq(group, first.MemberID, 10*time.Second, topic), ccorr).(*kmsg.JoinGroupResponse)
-	if aj.ErrorCode != 0 || cj.ErrorCode != 0 || aj.LeaderID != aj.MemberID {
-		t.Fatalf("joins: %v %v, leader %s", kerr.ErrorForCode(aj.ErrorCode), kerr.ErrorForCode(cj.ErrorCode), aj.LeaderID)
-	}
-	if s := a.do(syncReq(group, aj.MemberID, aj.Generation, map[string][]int32{aj.MemberID: {0}}, topic)).(*kmsg.SyncGroupResponse); s.ErrorCode != 0 {
-		t.Fatalf("sync: %v", kerr.ErrorForCode(s.ErrorCode))
-	}
+	a, aj := twoMembersALeading(t, b, group, topic)
 
 	// a rejoins and waits for c; a's process dies: its join holds the connection.
 	a.send(joinReq(group, aj.MemberID, 10*time.Second, topic))
