@@ -112,3 +112,31 @@ func fkTopology(env *runEnv) *kstream.Builder {
 func runFKPebble(ctx context.Context, env *runEnv) error {
 	return runStatefulApp(ctx, fkTopology(env), env, nil, kstream.AtLeastOnce)
 }
+
+// verifyFK checks fk-pebble's result once the run has drained: every order's last output
+// is the join of its last update with its customer (the joiner returns the order's value,
+// and every customer exists), so it must equal the order's last input value.
+func verifyFK(ctx context.Context, k *kafka, env *runEnv) error {
+	want, err := k.lastValues(ctx, env.in)
+	if err != nil {
+		return err
+	}
+	got, err := k.lastValues(ctx, env.out)
+	if err != nil {
+		return err
+	}
+	wrong := 0
+	var example string
+	for key, v := range want {
+		if g, ok := got[key]; !ok || !bytes.Equal(g, v) {
+			if wrong == 0 {
+				example = fmt.Sprintf("order %q: last output present %v, equal %v", key, ok, ok && bytes.Equal(g, v))
+			}
+			wrong++
+		}
+	}
+	if wrong > 0 || len(got) != len(want) {
+		return fmt.Errorf("fk-pebble: %d of %d orders' last results wrong, %d orders in the output (first: %s)", wrong, len(want), len(got), example)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -460,4 +461,49 @@ func (k *kafka) drainedBehind(ctx context.Context, group string, inputEnds map[s
 		}
 	}
 	return "", nil
+}
+
+// lastValues reads topic from its start to its end offsets (as of the call) and returns the
+// last value of every key (nil for a tombstone).
+func (k *kafka) lastValues(ctx context.Context, topic string) (map[string][]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ends, err := k.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("listing end offsets of %s: %w", topic, err)
+	}
+	if err := ends.Error(); err != nil {
+		return nil, fmt.Errorf("listing end offsets of %s: %w", topic, err)
+	}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	last := map[string][]byte{}
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("reading %s: %d partitions not read to their end: %w", topic, len(left), err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			if ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "bench: reading %s: %v\n", topic, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			last[string(r.Key)] = r.Value
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+		})
+	}
+	return last, nil
 }

@@ -125,6 +125,8 @@ type scenario struct {
 	// own, if set, runs the scenario its own way (topics, timing, printing): slow-task,
 	// scale-rebalance.
 	own func(k *kafka, o options, env *runEnv, run int) error
+	// verify, if set, checks the output after the run (untimed): fk-pebble.
+	verify func(ctx context.Context, k *kafka, env *runEnv) error
 	// partitions, if set, is the number of partitions of the scenario's topics instead of
 	// -partitions (the *-1000p scenarios, scale.go).
 	partitions int
@@ -172,7 +174,7 @@ var scenarios = []scenario{
 	{name: "window-final-pebble", run: runWindowFinalPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "window-suppress-pebble", run: runWindowSuppressPebble, countKeys: true, eventTime: true, stateful: true, finalWindows: true},
 	{name: "join-pebble", run: runJoinPebble, countKeys: true, eventTime: true, stateful: true, second: fillSame, drained: true, want: joinPairs, atMost: true, inputs: 2},
-	{name: "fk-pebble", run: runFKPebble, countKeys: true, stateful: true, second: fillCustomers, drained: true},
+	{name: "fk-pebble", run: runFKPebble, countKeys: true, stateful: true, second: fillCustomers, drained: true, verify: verifyFK},
 	{name: "latency-alos", run: runCountALOS, stateful: true, latency: true},
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "latency-raw", run: runBaselineNoLinger, latency: true, raw: true},
@@ -678,6 +680,11 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 			drops = fmt.Sprintf(" (the app dropped %d input records)", env.stats.DroppedRecords)
 		}
 		return nil, fmt.Errorf("output topic %s holds %d records after shutdown, want exactly %d%s", env.out, got, want, drops)
+	}
+	if s.verify != nil {
+		if err := s.verify(ctx, k, env); err != nil {
+			return nil, err
+		}
 	}
 	res.stats = env.stats
 
