@@ -58,6 +58,8 @@ type Backend interface {
 	// Get returns the value of key; ok is false when the key is absent.
 	Get(key []byte) (value []byte, ok bool, err error)
 	// Set writes one key. A nil value is stored as an empty value (use Delete to remove).
+	// Set copies key and value: the caller may reuse both once it returns (the typed stores
+	// and the FK join's subscription store write from reused buffers).
 	Set(key, value []byte) error
 	// Delete removes one key; deleting an absent key is not an error.
 	Delete(key []byte) error
