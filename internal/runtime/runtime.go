@@ -711,13 +711,13 @@ func (r *Runtime) loop(ctx context.Context) error {
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 			err := r.commitLocked(cctx)
 			cancel()
-			switch {
-			case errors.Is(err, errJoining):
+			if errors.Is(err, errJoining) {
+				// Not a commit: the next turn of the loop tries again (see joinWatch).
 				r.log.Debug("kstream: commit put off while the group joins", "app", r.cfg.ApplicationID)
-			case err != nil:
-				r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
-				lastCommit = time.Now()
-			default:
+			} else {
+				if err != nil {
+					r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
+				}
 				lastCommit = time.Now()
 			}
 		}
