@@ -52,8 +52,9 @@ type Config struct {
 	TransactionTimeout time.Duration
 
 	// CommitInterval is how often processed offsets are committed, overriding the default
-	// 30s (100ms under ExactlyOnce). A commit first waits until every output record is acknowledged. This corresponds
-	// to Kafka Streams' commit.interval.ms.
+	// 30s (100ms under ExactlyOnce), counted from the start of one commit to the start of
+	// the next. A commit first waits until every output record is acknowledged. This
+	// corresponds to Kafka Streams' commit.interval.ms.
 	CommitInterval time.Duration
 	// StateDir is the directory of local state (one Pebble database for all persistent
 	// stores), overriding the default $TMPDIR/kstream/<application id>. Two instances must not

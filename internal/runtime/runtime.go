@@ -708,6 +708,10 @@ func (r *Runtime) loop(ctx context.Context) error {
 		r.processLocked(fetches, !commit)
 		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			r.commitNow.Store(false)
+			// The interval counts from the start of a commit, as Kafka Streams' lastCommitMs:
+			// a record that arrives as a commit begins waits one interval plus one commit,
+			// not one interval plus two.
+			started := time.Now()
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 			err := r.commitLocked(cctx)
 			cancel()
@@ -718,7 +722,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 				if err != nil {
 					r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
 				}
-				lastCommit = time.Now()
+				lastCommit = started
 			}
 		}
 		r.holding, r.holdUntil = r.holdLocked()
