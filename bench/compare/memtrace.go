@@ -117,14 +117,15 @@ func (t *memTracer) observe(s memSample) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n++
-	if s.rss > t.peakRSS.rss {
+	first := t.n == 1
+	if first || s.rss > t.peakRSS.rss {
 		t.peakRSS = s
 		if mb := s.rss >> 20; mb > t.profileRSSAtMB+2 {
 			t.profileRSSAtMB = mb
 			t.writeProfile("peak-rss")
 		}
 	}
-	if s.live > t.peakLive.live {
+	if first || s.live > t.peakLive.live {
 		t.peakLive = s
 		t.writeProfile("peak-live")
 	}
