@@ -8,7 +8,7 @@ import (
 )
 
 // The clients' memory bounds (see openProducer and openConsumer, and the memory section of
-// docs/operations-guide.md): the producer buffers at most producerMaxBufferedRecords
+// docs/operations-guide.md): the producer buffers at most twice MaxPollRecords
 // records and the consumer fetches at most fetchMaxPartitionBytes of a partition, unless
 // ProducerOpts and ConsumerOpts override them. The clients are created but never connect.
 func TestClientMemoryBounds(t *testing.T) {
@@ -18,7 +18,8 @@ func TestClientMemoryBounds(t *testing.T) {
 		wantBuffered       int64
 		wantPartitionFetch int32
 	}{
-		{name: "defaults", wantBuffered: producerMaxBufferedRecords, wantPartitionFetch: fetchMaxPartitionBytes},
+		{name: "defaults", wantBuffered: 20000, wantPartitionFetch: fetchMaxPartitionBytes},
+		{name: "two polls", cfg: Config{MaxPollRecords: 500}, wantBuffered: 1000, wantPartitionFetch: fetchMaxPartitionBytes},
 		{
 			name: "overridden",
 			cfg: Config{
@@ -65,8 +66,8 @@ func TestClientMemoryBoundsExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.sess.Close()
-	if got := r.consumer.OptValue(kgo.MaxBufferedRecords); got != int64(producerMaxBufferedRecords) {
-		t.Errorf("MaxBufferedRecords = %v, want %d", got, producerMaxBufferedRecords)
+	if got := r.consumer.OptValue(kgo.MaxBufferedRecords); got != int64(20000) {
+		t.Errorf("MaxBufferedRecords = %v, want 20000", got)
 	}
 	if got := r.consumer.OptValue(kgo.FetchMaxPartitionBytes); got != int32(fetchMaxPartitionBytes) {
 		t.Errorf("FetchMaxPartitionBytes = %v, want %d", got, fetchMaxPartitionBytes)

@@ -483,12 +483,14 @@ func (r *Runtime) openProducer() error {
 		kgo.ProducerLinger(r.linger(5*time.Millisecond)),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
-		// At most 10,000 records buffered (kgo's default is 50,000): every record waiting
-		// for its acknowledgement holds its kgo.Record and encoding on the heap, and a
-		// commit's changelog burst (a record per key changed) on top of the outputs filled
-		// the buffer far enough to be about 10 MiB of a count's peak RSS; Produce waits
-		// for room instead, at the same throughput (bench/README.md, memory).
-		kgo.MaxBufferedRecords(producerMaxBufferedRecords),
+		// At most two polls' worth of records buffered (20,000; kgo's default is 50,000):
+		// every record waiting for its acknowledgement holds its kgo.Record and encoding on
+		// the heap, and a commit's changelog burst (a record per key changed) on top of the
+		// outputs filled the buffer far enough to be several MiB of a count's peak RSS;
+		// Produce waits for room instead. One poll's worth (10,000) cost a fifth of the
+		// passthrough's throughput (a poll's outputs waited for the previous poll's
+		// acknowledgements); two cost nothing measurable (bench/README.md, memory).
+		kgo.MaxBufferedRecords(r.producerMaxBufferedRecords()),
 		r.clientIDOpt(roleProducer),
 	)
 	opts = append(opts, r.compression()...)
@@ -508,9 +510,9 @@ func (r *Runtime) openProducer() error {
 // see openConsumer. Config.ConsumerOptions may override it.
 const fetchMaxPartitionBytes = 256 << 10
 
-// producerMaxBufferedRecords is the producer's MaxBufferedRecords: see openProducer.
-// Config.ProducerOptions may override it.
-const producerMaxBufferedRecords = 10000
+// producerMaxBufferedRecords is the producer's MaxBufferedRecords, twice the records of a
+// poll (20,000 by default): see openProducer. Config.ProducerOptions may override it.
+func (r *Runtime) producerMaxBufferedRecords() int { return 2 * r.cfg.MaxPollRecords }
 
 func (r *Runtime) openConsumer() error {
 	var topics []string
@@ -603,7 +605,7 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 		kgo.ProducerLinger(r.linger(0)),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
-		kgo.MaxBufferedRecords(producerMaxBufferedRecords), // see openProducer
+		kgo.MaxBufferedRecords(r.producerMaxBufferedRecords()), // see openProducer
 	)
 	opts = append(opts, r.compression()...)
 	opts = append(opts, r.cfg.ProducerOpts...)
