@@ -51,13 +51,21 @@ type childArgs struct {
 	group      string // the consumer group (raw) or application id (kstream)
 	stateDir   string // kstream's Config.StateDir
 	timeout    time.Duration
+	memtrace   string // -memtrace: the directory of the memory diagnostic (memtrace.go), "" for none
 }
 
 // childMain runs a Go contestant (the process was started with -child) and returns the
 // process's exit code.
 func childMain(a childArgs) int {
 	start := time.Now()
+	var mt *memTracer
+	if a.memtrace != "" {
+		mt = startMemTrace(a.memtrace, a.group)
+	}
 	err := runChild(a, start)
+	if mt != nil {
+		mt.report(os.Stderr)
+	}
 	if kib, ok := peakRSSKiB("/proc/self/status"); ok {
 		fmt.Printf("PEAK vmhwm_kib=%d\n", kib)
 	}
@@ -539,6 +547,7 @@ func parseChildFlags(contestant string, args []string) (childArgs, error) {
 	fs.StringVar(&a.group, "group", "", "consumer group / application id")
 	fs.StringVar(&a.stateDir, "state-dir", "", "state directory (kstream)")
 	fs.DurationVar(&a.timeout, "timeout", 5*time.Minute, "give up after")
+	fs.StringVar(&a.memtrace, "memtrace", "", "sample the memory and write heap profiles to this directory (memtrace.go)")
 	if err := fs.Parse(args); err != nil {
 		return a, err
 	}

@@ -141,3 +141,27 @@ func TestPeakRSSKiB(t *testing.T) {
 		t.Error("peakRSSKiB of a missing file: want false")
 	}
 }
+
+// The -memtrace diagnostic reports the breakdown at its highest samples and writes heap
+// profiles there. Samples are taken directly (the tracer's own ticker may add more).
+func TestMemTrace(t *testing.T) {
+	dir := t.TempDir()
+	mt := startMemTrace(dir, "app")
+	mt.observe(mt.sample())
+	var b strings.Builder
+	mt.report(&b)
+	out := b.String()
+	for _, want := range []string{"MEMTRACE peak-rss at ", "MEMTRACE peak-live at ", " + outside go "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "rss 0.0 MiB") {
+		t.Errorf("report has no resident set:\n%s", out)
+	}
+	for _, f := range []string{"app.peak-rss.heap", "app.peak-live.heap"} {
+		if st, err := os.Stat(dir + "/" + f); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v", f, err)
+		}
+	}
+}

@@ -68,6 +68,7 @@ type options struct {
 	javaProps      string
 	verify         bool
 	keepLogs       bool
+	memtrace       string
 }
 
 func main() {
@@ -97,6 +98,7 @@ func main() {
 	flag.StringVar(&o.javaProps, "java-props", "", "extra Kafka Streams properties of the Java contestant, k=v,k=v")
 	flag.BoolVar(&o.verify, "verify", true, "read every run's output after it (untimed) and check its records and final counts")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the contestants' stderr logs even if every run succeeded")
+	flag.StringVar(&o.memtrace, "memtrace", "", "diagnostic: the Go contestants sample their memory, print its breakdown at the peak to their log and write heap profiles to this directory (not for the figures)")
 	flag.Parse()
 	if err := drive(o); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
@@ -310,6 +312,9 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 		cmd = exec.CommandContext(ctx, d.self, "-child", c, "-scenario", s.name,
 			"-brokers", strings.Join(d.brokers, ","), "-in", in, "-out", out, "-group", id,
 			"-state-dir", stateDir, "-timeout", d.o.timeout.String())
+		if d.o.memtrace != "" {
+			cmd.Args = append(cmd.Args, "-memtrace", d.o.memtrace)
+		}
 	}
 	logPath := filepath.Join(d.logs, id+".log")
 	logFile, err := os.Create(logPath)

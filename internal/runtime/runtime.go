@@ -483,6 +483,14 @@ func (r *Runtime) openProducer() error {
 		kgo.ProducerLinger(r.linger(5*time.Millisecond)),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
+		// At most two polls' worth of records buffered (20,000; kgo's default is 50,000):
+		// every record waiting for its acknowledgement holds its kgo.Record and encoding on
+		// the heap, and a commit's changelog burst (a record per key changed) on top of the
+		// outputs filled the buffer far enough to be several MiB of a count's peak RSS;
+		// Produce waits for room instead. One poll's worth (10,000) cost a fifth of the
+		// passthrough's throughput (a poll's outputs waited for the previous poll's
+		// acknowledgements); two cost nothing measurable (bench/README.md, memory).
+		kgo.MaxBufferedRecords(r.producerMaxBufferedRecords()),
 		r.clientIDOpt(roleProducer),
 	)
 	opts = append(opts, r.compression()...)
@@ -501,6 +509,10 @@ func (r *Runtime) openProducer() error {
 // fetchMaxPartitionBytes is the consumer's FetchMaxPartitionBytes (max.partition.fetch.bytes):
 // see openConsumer. Config.ConsumerOptions may override it.
 const fetchMaxPartitionBytes = 256 << 10
+
+// producerMaxBufferedRecords is the producer's MaxBufferedRecords, twice the records of a
+// poll (20,000 by default): see openProducer. Config.ProducerOptions may override it.
+func (r *Runtime) producerMaxBufferedRecords() int { return 2 * r.cfg.MaxPollRecords }
 
 func (r *Runtime) openConsumer() error {
 	var topics []string
@@ -531,7 +543,9 @@ func (r *Runtime) openConsumer() error {
 		// partition the records in flight were the largest part of the Go heap (about 35 MB
 		// of a count over 6 partitions, twice that in RSS with the GC's headroom); at 256 KiB
 		// they take 5 MB, at the same throughput (bench/README.md, memory). A batch larger
-		// than this still comes whole.
+		// than this still comes whole (bench/compare's input batches are about 370 KiB: a
+		// fetch then returns one batch of each partition, and a smaller limit changes
+		// nothing).
 		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
 		kgo.OnPartitionsAssigned(r.onAssigned),
 		kgo.OnPartitionsRevoked(r.onRevoked),
@@ -591,6 +605,7 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 		kgo.ProducerLinger(r.linger(0)),
 		kgo.UnknownTopicRetries(3),
 		kgo.ProducerBatchMaxBytesFn(r.batchLimit),
+		kgo.MaxBufferedRecords(r.producerMaxBufferedRecords()), // see openProducer
 	)
 	opts = append(opts, r.compression()...)
 	opts = append(opts, r.cfg.ProducerOpts...)

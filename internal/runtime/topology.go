@@ -264,7 +264,7 @@ type Config struct {
 	// buffer stays above it after the task processed what it could is paused.
 	BufferedRecordsPerPartition int
 	// BlockCacheBytes and MemTableBytes size the Pebble database shared by every task
-	// (0: Pebble store defaults, 64 MiB and 16 MiB).
+	// (0: Pebble store defaults, 64 MiB and 8 MiB).
 	BlockCacheBytes int64
 	MemTableBytes   uint64
 	// StoreCacheBytes bounds the read cache of each persistent store partition (0: 8 MiB;

@@ -44,12 +44,14 @@ import (
 const (
 	// DefaultCacheSize is the block cache size used when Options.CacheSize is 0: 64 MiB.
 	DefaultCacheSize int64 = 64 << 20
-	// DefaultMemTableSize is the memtable size used when Options.MemTableSize is 0: 16 MiB,
-	// RocksDB's write_buffer_size in Kafka Streams. A memtable's memory becomes resident as
-	// it fills and Pebble keeps the last flushed one for reuse, so the engine's resident set
-	// follows this size: 16 MiB took a count's Pebble memory from about 45 to 27 MiB at the
-	// same throughput as 32 MiB (bench/README.md, memory).
-	DefaultMemTableSize uint64 = 16 << 20
+	// DefaultMemTableSize is the memtable size used when Options.MemTableSize is 0: 8 MiB.
+	// A memtable's memory becomes resident as it fills and Pebble keeps the last flushed one
+	// for reuse, so the engine's resident set follows this size: 32 MiB kept about 45 MiB of
+	// a count's Pebble memory resident, 16 MiB (RocksDB's write_buffer_size in Kafka
+	// Streams) about 30 MiB, 8 MiB about 15 MiB, each at the same throughput on a count of
+	// 100,000 keys (bench/README.md, memory); 4 MiB saved 7 MiB more but cost CPU (more
+	// flushes and compactions).
+	DefaultMemTableSize uint64 = 8 << 20
 )
 
 // formatVersion is the on-disk format Open creates or ratchets a database to. It is pinned
@@ -63,7 +65,7 @@ type Options struct {
 	// overriding the default 64 MiB. Pebble charges its memtables to that cache, so it is
 	// created with CacheSize + MemTableSize: blocks get CacheSize while one memtable lives.
 	CacheSize int64
-	// MemTableSize is the size in bytes of one memtable, overriding the default 16 MiB.
+	// MemTableSize is the size in bytes of one memtable, overriding the default 8 MiB.
 	// It must be below 4 GiB.
 	MemTableSize uint64
 	// Sync makes every commit (Set, Delete, Batch.Commit, Drop) wait for an fsync of the
