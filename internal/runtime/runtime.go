@@ -896,9 +896,7 @@ func (r *Runtime) processLocked(fetches kgo.Fetches, launch bool) {
 		}
 	}
 	budget := r.turnBudget()
-	for _, t := range batch {
-		r.launchLocked(t, now, budget)
-	}
+	r.launchLocked(batch, now, budget)
 	r.flowControlLocked()
 	r.wake = r.wakeLocked(now)
 	r.publishStatusLocked(now)
