@@ -66,10 +66,14 @@ type Config struct {
 	// is the engine's memory budget (Kafka Streams' rocksdb.config.setter with a shared cache).
 	BlockCacheBytes int64
 	MemTableBytes   uint64
-	// StoreCacheBytes bounds the read cache that each persistent store partition, and each
-	// logged (or exactly-once) in-memory one, keeps of recently read and written keys,
-	// overriding the default 8 MiB; negative disables it. The bound is on heap: keys,
-	// values and about 110 bytes of bookkeeping per entry.
+	// StoreCacheBytes bounds the read caches that persistent store partitions, and logged
+	// (or exactly-once) in-memory ones, keep of recently read and written keys: all the
+	// store partitions of the instance together, each with an equal share that changes as
+	// tasks come and go (so 1,000 partitions take no more than 6), overriding the default
+	// 32 MiB; negative disables them. The bound is on heap: keys, values and about 110
+	// bytes of bookkeeping per entry. This corresponds to statestore.cache.max.bytes,
+	// which Kafka Streams divides among its threads (default 10 MiB; its cache also
+	// holds back updates, ours only serves reads).
 	StoreCacheBytes int
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
@@ -290,6 +294,9 @@ type Stats struct {
 	// enforced-processing metric): their order across partitions may not be the order of
 	// their timestamps.
 	EnforcedProcessing int64
+	// StoreCacheBytes is the heap that the read caches of the instance's stores held
+	// after the last commit, all stores together: within Config.StoreCacheBytes.
+	StoreCacheBytes int64
 }
 
 // The values above are the runtime's, so that conversions keep their meaning: each line
@@ -336,6 +343,7 @@ func statsOf(s runtime.Stats) Stats {
 		ProducerFences:        s.ProducerFences,
 		DroppedRecords:        s.DroppedRecords,
 		EnforcedProcessing:    s.EnforcedProcessing,
+		StoreCacheBytes:       s.StoreCacheBytes,
 	}
 }
 

@@ -135,6 +135,46 @@ func TestWordCount(t *testing.T) {
 	}
 }
 
+// The read caches of all the store partitions of an instance share one budget
+// (Config.StoreCacheBytes): a count over 24 partitions and 20,000 keys, whose entries
+// would take about 3 MB of cache, keeps its caches within a 128 KiB budget (a bound per
+// store partition let them take 24 times the budget), and counts exactly.
+func TestStoreCachesShareOneBudget(t *testing.T) {
+	t.Parallel()
+	const partitions, words, budget = 24, 20_000, 128 << 10
+	in := kafkatest.CreateTopic(t, "lines", partitions, nil)
+	out := kafkatest.CreateTopic(t, "counts", partitions, nil)
+	want := map[string]int64{}
+	var recs []*kgo.Record
+	for round := range 2 { // every word twice: the second update reads the first
+		for i := 0; i < words; i += 2 {
+			a, b := fmt.Sprintf("w%05d", i), fmt.Sprintf("w%05d", i+1)
+			want[a]++
+			want[b]++
+			recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "l%d-%d", round, i), Value: []byte(a + " " + b)})
+		}
+	}
+	cl := kafkatest.Client(t)
+	for i := 0; i < len(recs); i += 5000 {
+		kafkatest.Produce(t, cl, recs[i:min(i+5000, len(recs))]...)
+	}
+	b := kstream.NewBuilder()
+	wordCount(b, in, out)
+	cfg := testConfig(t)
+	cfg.StoreCacheBytes = budget
+	r := start(t, newApp(t, b, cfg))
+	checkCounts(t, readCounts(t, out, want, 2*time.Minute), want)
+	var held int64
+	kafkatest.Eventually(t, 30*time.Second, "a commit of the counts", func() bool {
+		held = r.app.Stats().StoreCacheBytes
+		return held > 0
+	})
+	t.Logf("%d store partitions, %d keys: the read caches hold %d bytes of a %d-byte budget", partitions, words, held, budget)
+	if held > budget {
+		t.Fatalf("the read caches of %d store partitions hold %d bytes, over the instance's budget of %d", partitions, held, budget)
+	}
+}
+
 // A restart with the same state directory restores only what the changelog gained after the
 // local checkpoint; a restart with an empty directory restores everything. Both give exact
 // counts.

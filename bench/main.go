@@ -263,7 +263,7 @@ func main() {
 	flag.DurationVar(&o.latencyWarmup, "latency-warmup", time.Second, "latency-*: outputs of inputs produced in this first part of the run are not measured")
 	flag.IntVar(&o.rssBlockCacheMiB, "rss-block-cache", 0, "rss-pebble, rss-count: Config.BlockCacheBytes in MiB (default: the library's 64)")
 	flag.IntVar(&o.rssMemTableMiB, "rss-memtable", 0, "rss-pebble, rss-count: Config.MemTableBytes in MiB (default: the library's 16)")
-	flag.IntVar(&o.rssStoreCacheMiB, "rss-store-cache", 0, "rss-pebble, rss-count: Config.StoreCacheBytes in MiB (default: the library's 8; -1 disables the store read cache)")
+	flag.IntVar(&o.rssStoreCacheMiB, "rss-store-cache", 0, "rss-pebble, rss-count: Config.StoreCacheBytes in MiB (default: the library's 32, shared by every store partition; -1 disables the store read caches)")
 	flag.IntVar(&o.rssFetchKiB, "rss-fetch-max", 0, "rss-pebble, rss-count: the consumer's FetchMaxBytes in KiB (default: the library's)")
 	flag.IntVar(&o.rssPartFetchKiB, "rss-partition-fetch-max", 0, "rss-pebble, rss-count: the consumer's FetchMaxPartitionBytes in KiB (default: the library's)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "rss-pebble, rss-count: write a heap profile at the end of its timed phase (state still open) to this file, and one at the highest live heap to this file.peak")

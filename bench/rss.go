@@ -33,7 +33,7 @@ import (
 // process so that the resident set measured is the application's (and the harness's small
 // admin client), not the broker's copy of the topics. It prints the peak RSS (VmHWM of the
 // timed phase) and the RSS sampled every 100ms against the configured memory budget:
-// BlockCacheBytes + MemTableBytes + StoreCacheBytes x store partitions.
+// BlockCacheBytes + MemTableBytes + StoreCacheBytes (the budget of all the read caches).
 
 // startRSSKB is the VmRSS of this process when main started (the binary and the Go runtime,
 // nothing else): with an app's share of a run, an estimate of the peak RSS of a process that
@@ -199,7 +199,7 @@ func (r *rssResult) maxSample() rssSample {
 
 // rssBudget returns the configured budget and its parts, the library's defaults filled in.
 func rssBudget(o options) (blockCache int64, memTable uint64, storeCache int, total int64) {
-	blockCache, memTable, storeCache = pebblestore.DefaultCacheSize, pebblestore.DefaultMemTableSize, 8<<20
+	blockCache, memTable, storeCache = pebblestore.DefaultCacheSize, pebblestore.DefaultMemTableSize, 32<<20
 	if o.rssBlockCacheMiB > 0 {
 		blockCache = int64(o.rssBlockCacheMiB) << 20
 	}
@@ -212,7 +212,7 @@ func rssBudget(o options) (blockCache int64, memTable uint64, storeCache int, to
 	case o.rssStoreCacheMiB < 0:
 		storeCache = -1 // disabled
 	}
-	return blockCache, memTable, storeCache, blockCache + int64(memTable) + int64(max(storeCache, 0))*int64(o.partitions)
+	return blockCache, memTable, storeCache, blockCache + int64(memTable) + int64(max(storeCache, 0))
 }
 
 // runRSS runs rss-pebble: with no -brokers, a broker child process is started for it alone.
@@ -468,7 +468,7 @@ func printRSS(r rssResult) {
 	if r.storeCache < 0 {
 		storeCache = "0 (disabled)"
 	}
-	fmt.Printf("    budget %s = BlockCacheBytes %s + MemTableBytes %s + StoreCacheBytes %s x %d store partitions\n",
+	fmt.Printf("    budget %s = BlockCacheBytes %s + MemTableBytes %s + StoreCacheBytes %s (shared by %d store partitions)\n",
 		mb(budgetKB), mb(r.blockCache>>10), mb(int64(r.memTable>>10)), storeCache, r.partitions)
 	m := r.maxSample()
 	peak := "?"

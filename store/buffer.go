@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/btree"
@@ -113,6 +115,10 @@ type Buffer struct {
 	// long as every write goes through the Buffer, so Discard keeps it.
 	cleanSize, oldSize int
 	cacheMax           int
+	// limit, if not nil, is the read cache's bound instead of cacheMax (which then only
+	// says the cache is on): a share of a budget that its owner changes while the Buffer
+	// is in use (WithSharedReadCache).
+	limit *atomic.Int64
 }
 
 // slot is the Buffer's state of one key: its pending entry and its cached underlying value.
@@ -300,7 +306,7 @@ func (b *Buffer) promote(s *slot) {
 	if s.p != nil {
 		b.pendOld--
 	}
-	if s.cost > 0 && b.cleanSize+s.cost > b.cacheMax/2 {
+	if s.cost > 0 && b.cleanSize+s.cost > b.bound()/2 {
 		b.rotate()
 	}
 	s.cgen = b.cgen
@@ -376,7 +382,7 @@ func (b *Buffer) setCached(s *slot, v []byte, absent, own bool) (kept bool) {
 	}
 	s.known, s.absent = true, absent
 	cost := slotCost(s.key, s.val)
-	half := b.cacheMax / 2
+	half := b.bound() / 2
 	if cost > half {
 		s.val, s.known, s.absent = nil, false, false
 		if s.p == nil {
@@ -400,6 +406,37 @@ func (b *Buffer) setCached(s *slot, v []byte, absent, own bool) (kept bool) {
 func (b *Buffer) WithReadCache(maxBytes int) *Buffer {
 	b.cacheMax = maxBytes
 	return b
+}
+
+// WithSharedReadCache is WithReadCache with a bound that its owner may change while the
+// Buffer is in use (another goroutine may store to limit at any time): a share of a
+// budget divided among the Buffers of a process as they come and go. A smaller bound takes
+// effect as the cache inserts (its generations turn sooner) and at the next Flush, which
+// drops what exceeds it. It must be called before the Buffer is used.
+func (b *Buffer) WithSharedReadCache(limit *atomic.Int64) *Buffer {
+	b.cacheMax, b.limit = math.MaxInt, limit
+	return b
+}
+
+// bound is the read cache's bound in bytes of heap.
+func (b *Buffer) bound() int {
+	if b.limit != nil {
+		return int(max(b.limit.Load(), 0))
+	}
+	return b.cacheMax
+}
+
+// fit turns the read cache's generations until it is within its bound again, which a
+// shared bound can fall below (see WithSharedReadCache): first old is dropped, then, if m
+// alone exceeds the bound, m too. Slots with a pending entry stay (uncached).
+func (b *Buffer) fit() {
+	bound := b.bound()
+	for range 2 {
+		if b.cleanSize+b.oldSize <= bound {
+			return
+		}
+		b.rotate()
+	}
 }
 
 // CacheSize returns the heap the read cache is accounted to hold: its keys and values and
@@ -752,6 +789,9 @@ func (b *Buffer) Flush(checkpoint int64) error {
 	}
 	pending := b.pendCur + b.pendOld
 	if pending == 0 && len(b.ranges) == 0 && !hasCP {
+		if b.cacheMax > 0 {
+			b.fit()
+		}
 		return nil
 	}
 	if b.flushBatch == nil {
@@ -787,6 +827,9 @@ func (b *Buffer) Flush(checkpoint int64) error {
 		})
 	}
 	b.clear()
+	if b.cacheMax > 0 {
+		b.fit()
+	}
 	b.flushes++
 	return nil
 }

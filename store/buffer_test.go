@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kstream-go/kstream/serde"
@@ -1322,6 +1323,88 @@ func TestBufferReadCache(t *testing.T) {
 	}
 	if n := buf.CacheSize(); n > 1<<10 {
 		t.Fatalf("cache holds %d bytes, limit 1024", n)
+	}
+}
+
+// A shared read cache bound (WithSharedReadCache) can change while the Buffer is in use: a
+// lower bound is honored from the next Flush on, pending writes survive it, reads stay
+// right, and a higher bound lets the cache grow again.
+func TestBufferSharedReadCacheBound(t *testing.T) {
+	db := memory.New()
+	t.Cleanup(func() { _ = db.Close() })
+	mb, err := db.Open("s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := &countingBackend{Backend: mb}
+	for i := range 2000 {
+		if err := under.Set(fmt.Appendf(nil, "key-%05d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var limit atomic.Int64
+	limit.Store(1 << 20)
+	buf := store.NewBuffer(under).WithSharedReadCache(&limit)
+	readAll := func(n int) {
+		t.Helper()
+		for i := range n {
+			v, ok, err := buf.Get(fmt.Appendf(nil, "key-%05d", i))
+			if err != nil || !ok || string(v) != fmt.Sprintf("v%d", i) {
+				t.Fatalf("key-%05d = %q %v %v, want v%d", i, v, ok, err, i)
+			}
+		}
+	}
+	readAll(2000)
+	full := buf.CacheSize()
+	if full < 100_000 {
+		t.Fatalf("2,000 keys read through a 1 MiB cache: it holds %d bytes, want them all (over 100,000)", full)
+	}
+	reads := under.gets
+	readAll(2000)
+	if under.gets != reads {
+		t.Fatalf("cached keys read the backend again: %d reads, want %d", under.gets-reads, 0)
+	}
+
+	// The budget is divided among more Buffers: the bound falls below what the cache holds.
+	limit.Store(16 << 10)
+	if err := buf.Set([]byte("extra"), []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := buf.Flush(7); err != nil {
+		t.Fatal(err)
+	}
+	if n := buf.CacheSize(); n > 16<<10 {
+		t.Fatalf("after Flush under a 16 KiB bound the cache holds %d bytes", n)
+	}
+	if v, ok, _ := buf.Get([]byte("extra")); !ok || string(v) != "new" {
+		t.Fatalf("extra after the flush = %q %v, want new", v, ok)
+	}
+	if cp, err := under.Checkpoint(); err != nil || cp != 7 {
+		t.Fatalf("checkpoint %d %v, want 7", cp, err)
+	}
+	// Reads keep it within the new bound; a pending write dropped from the cache stays.
+	if err := buf.Set([]byte("pending"), []byte("p")); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		for i := 2; i < 2000; i++ {
+			if _, _, err := buf.Get(fmt.Appendf(nil, "key-%05d", i)); err != nil {
+				t.Fatal(err)
+			}
+			if n := buf.CacheSize(); n > 16<<10 {
+				t.Fatalf("reading under a 16 KiB bound: the cache holds %d bytes", n)
+			}
+		}
+	}
+	if v, ok, _ := buf.Get([]byte("pending")); !ok || string(v) != "p" {
+		t.Fatalf("pending write after the cache turned = %q %v, want p", v, ok)
+	}
+	// The bound rises again (Buffers left): the cache grows back.
+	limit.Store(1 << 20)
+	readAll(2000)
+	readAll(2000)
+	if n := buf.CacheSize(); n < full/2 {
+		t.Fatalf("after the bound rose back to 1 MiB the cache holds %d bytes, want at least %d", n, full/2)
 	}
 }
 

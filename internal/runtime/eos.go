@@ -59,6 +59,8 @@ type Stats struct {
 	// enforced-processing metric): their order across partitions may not be the order of
 	// their timestamps.
 	EnforcedProcessing int64
+	// StoreCacheBytes is the heap that the stores' read caches held after the last commit.
+	StoreCacheBytes int64
 }
 
 // commitStats accumulates Stats.
@@ -76,6 +78,7 @@ type commitStats struct {
 	fences    atomic.Int64
 	dropped   atomic.Int64
 	enforced  atomic.Int64
+	cache     atomic.Int64
 }
 
 func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
@@ -101,7 +104,8 @@ func (r *Runtime) Stats() Stats {
 	defer c.mu.Unlock()
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
 		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: c.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
-		ProducerFences: c.fences.Load(), DroppedRecords: c.dropped.Load(), EnforcedProcessing: c.enforced.Load()}
+		ProducerFences: c.fences.Load(), DroppedRecords: c.dropped.Load(), EnforcedProcessing: c.enforced.Load(),
+		StoreCacheBytes: c.cache.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)
 	}
@@ -308,6 +312,7 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 	if err := r.stores.sync(); err != nil {
 		return err
 	}
+	r.noteStoreCachesLocked()
 	r.purgeRepartition(offsets)
 	return nil
 }

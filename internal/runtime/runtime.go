@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,10 @@ type Runtime struct {
 	log  *slog.Logger
 
 	clientID string // the prefix of the clients' ids, set by Run (clientid.go)
+
+	// storeCache is each store read cache's share of StoreCacheBytes: the budget divided
+	// by the read caches of the instance's tasks (resizeStoreCachesLocked).
+	storeCache atomic.Int64
 	// labels is the context Run was given: its pprof labels are the loop's, which a task
 	// turn adds its own to and restores after (labels.go).
 	labels context.Context
@@ -270,6 +275,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		restorers:  map[TaskID]chan struct{}{},
 		unpause:    map[string][]int32{},
 	}
+	r.storeCache.Store(int64(cmp.Or(cfg.StoreCacheBytes, storeCacheBytes)))
 	r.standby = newStandbys(r)
 	r.qindex = newQueryIndex(topo)
 	if cfg.Metrics != nil {
@@ -1185,6 +1191,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	if err := r.stores.sync(); err != nil {
 		return err
 	}
+	r.noteStoreCachesLocked()
 	r.stats.observe(time.Since(began), true, records)
 	r.purgeRepartition(offsets)
 	return nil
@@ -1355,6 +1362,7 @@ func (r *Runtime) startTask(t *taskRun, cl *kgo.Client) {
 		return
 	}
 	t.task, t.stores = task, ls
+	r.resizeStoreCachesLocked()
 	parts := t.partitionMap()
 	r.publishQueryLocked()
 	r.maybeRunningLocked()
@@ -1505,6 +1513,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 			}
 		}
 	}
+	r.resizeStoreCachesLocked()
 	r.publishQueryLocked()
 	slices.Sort(closed)
 	r.log.Info("kstream: partitions revoked", "app", r.cfg.ApplicationID, "closed_tasks", closed, "tasks", len(r.tasks))

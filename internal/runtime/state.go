@@ -148,8 +148,41 @@ type loggedStore struct {
 	position atomic.Int64
 }
 
-// storeCacheBytes is the default bound of the read cache of each persistent store partition.
-const storeCacheBytes = 8 << 20
+// storeCacheBytes is the default budget of the read caches of the instance's stores.
+const storeCacheBytes = 32 << 20
+
+// resizeStoreCachesLocked divides StoreCacheBytes among the read caches of the instance's
+// tasks, as Kafka Streams divides statestore.cache.max.bytes among its threads: however
+// many partitions the instance owns, its read caches together stay within the budget. A
+// cache whose share fell drops what exceeds it at its next commit (store.Buffer.Flush).
+func (r *Runtime) resizeStoreCachesLocked() {
+	if r.cfg.StoreCacheBytes < 0 {
+		return
+	}
+	n := 0
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if ls.buf != nil {
+				n++
+			}
+		}
+	}
+	r.storeCache.Store(int64(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes) / max(n, 1)))
+}
+
+// noteStoreCachesLocked records the heap of the tasks' read caches for Stats. It runs in a
+// commit, the tasks at rest.
+func (r *Runtime) noteStoreCachesLocked() {
+	var sum int64
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if ls.buf != nil {
+				sum += int64(ls.buf.CacheSize())
+			}
+		}
+	}
+	r.stats.cache.Store(sum)
+}
 
 // flushBytes is the size of a store partition's buffered writes above which they are
 // written out before the next commit.
@@ -428,7 +461,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		case spec.Persistent:
 			ls.buf = store.NewBuffer(raw)
 			if r.cfg.StoreCacheBytes >= 0 {
-				ls.buf.WithReadCache(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes))
+				ls.buf.WithSharedReadCache(&r.storeCache)
 			}
 		case r.cfg.ExactlyOnce || spec.Changelog != "":
 			// Exactly-once: writes must wait for their transaction to commit. A logged
@@ -440,7 +473,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			// B-tree.
 			ls.buf = store.NewBuffer(raw)
 			if r.cfg.StoreCacheBytes >= 0 {
-				ls.buf.WithReadCache(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes))
+				ls.buf.WithSharedReadCache(&r.storeCache)
 			}
 		}
 		cp, err := raw.Checkpoint()

@@ -267,8 +267,8 @@ type Config struct {
 	// (0: Pebble store defaults, 64 MiB and 8 MiB).
 	BlockCacheBytes int64
 	MemTableBytes   uint64
-	// StoreCacheBytes bounds the read cache of each persistent store partition (0: 8 MiB;
-	// negative: none).
+	// StoreCacheBytes bounds the read caches of the instance's stores together, divided
+	// equally among them (0: 32 MiB; negative: none).
 	StoreCacheBytes int
 	// TransactionTimeout is the producer's transaction timeout under exactly-once,
 	// overriding the default 10s (Kafka Streams' default under exactly-once).
