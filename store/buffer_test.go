@@ -1268,13 +1268,7 @@ func testBufferRandomModel(t *testing.T, cache int) {
 // The read cache answers Get for keys read or flushed before, without reading the
 // underlying backend, stays right across Discard, and stays within its limit.
 func TestBufferReadCache(t *testing.T) {
-	db := memory.New()
-	t.Cleanup(func() { _ = db.Close() })
-	mb, err := db.Open("s", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	under := &countingBackend{Backend: mb}
+	under := newCountingBackend(t)
 	if err := under.Set([]byte("a"), []byte("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -1330,13 +1324,7 @@ func TestBufferReadCache(t *testing.T) {
 // lower bound is honored from the next Flush on, pending writes survive it, reads stay
 // right, and a higher bound lets the cache grow again.
 func TestBufferSharedReadCacheBound(t *testing.T) {
-	db := memory.New()
-	t.Cleanup(func() { _ = db.Close() })
-	mb, err := db.Open("s", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	under := &countingBackend{Backend: mb}
+	under := newCountingBackend(t)
 	for i := range 2000 {
 		if err := under.Set(fmt.Appendf(nil, "key-%05d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
 			t.Fatal(err)
@@ -1406,6 +1394,18 @@ func TestBufferSharedReadCacheBound(t *testing.T) {
 	if n := buf.CacheSize(); n < full/2 {
 		t.Fatalf("after the bound rose back to 1 MiB the cache holds %d bytes, want at least %d", n, full/2)
 	}
+}
+
+// newCountingBackend returns a countingBackend over a fresh memory store partition.
+func newCountingBackend(t *testing.T) *countingBackend {
+	t.Helper()
+	db := memory.New()
+	t.Cleanup(func() { _ = db.Close() })
+	mb, err := db.Open("s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &countingBackend{Backend: mb}
 }
 
 type countingBackend struct {
