@@ -44,6 +44,11 @@ type PartitionGroup struct {
 	buffered int
 	seq      int64
 	enforced int64
+	// enforcing: the last Ready found the task ready only because MaxTaskIdle passed; the
+	// next record taken (Next) is an enforced processing. Ready may run several times
+	// before a record is taken (every poll re-evaluates an idle task): counting there
+	// counted one record several times.
+	enforcing bool
 	// saved is the partition times at the last commit (see Save and Restore).
 	saved map[topicPartition]int64
 }
@@ -161,16 +166,18 @@ func (g *PartitionGroup) Size(topic string, partition int32) int {
 	return 0
 }
 
-// Enforced counts the times the task went on although a partition had no record buffered,
-// because MaxTaskIdle passed (Kafka Streams' enforced-processing-total).
+// Enforced counts the records the task took (Next) although a partition had no record
+// buffered, because MaxTaskIdle passed (Kafka Streams' enforced-processing-total).
 func (g *PartitionGroup) Enforced() int64 { return g.enforced }
 
 // Ready reports whether the task may process its next record now: every partition has a
 // record buffered; or the empty ones are known to be caught up and have been waited for
-// MaxTaskIdle (then the processing is "enforced", and counted). When it is not ready
+// MaxTaskIdle (then the processing is "enforced", and the record Next takes next is
+// counted, once however often Ready ran). When it is not ready
 // because of an idle deadline, wake is that deadline; when it waits for a lag to be known
 // or to be fetched, wait is true.
 func (g *PartitionGroup) Ready(now time.Time) (ready bool, wake time.Time, wait bool) {
+	g.enforcing = false
 	if g.buffered == 0 {
 		return false, time.Time{}, false
 	}
@@ -202,12 +209,7 @@ func (g *PartitionGroup) Ready(now time.Time) (ready bool, wake time.Time, wait 
 	if !queued {
 		return false, time.Time{}, false
 	}
-	if enforced {
-		g.enforced++
-		if g.cfg.Enforced != nil {
-			g.cfg.Enforced()
-		}
-	}
+	g.enforcing = enforced
 	return true, time.Time{}, false
 }
 
@@ -227,6 +229,13 @@ func (g *PartitionGroup) Next() (r *kgo.Record, ts int64, err error) {
 	}
 	if best == nil {
 		return nil, 0, nil
+	}
+	if g.enforcing {
+		g.enforcing = false
+		g.enforced++
+		if g.cfg.Enforced != nil {
+			g.cfg.Enforced()
+		}
 	}
 	r, ts = best.head, best.headTS
 	best.head = nil

@@ -116,6 +116,16 @@ func TestPartitionGroupReady(t *testing.T) {
 	if ready, wake, _ := g.Ready(now.Add(999 * time.Millisecond)); ready || !wake.Equal(now.Add(time.Second)) {
 		t.Fatal("the idle deadline moved")
 	}
+	// Every poll asks an idle task whether it is ready: a record is counted once, when it
+	// is taken, however often Ready said so before.
+	for range 3 {
+		if ready, _, _ := g.Ready(now.Add(time.Second)); !ready {
+			t.Fatal("not ready after the idle time")
+		}
+	}
+	if g.Enforced() != 0 {
+		t.Fatalf("enforced %d before a record was taken", g.Enforced())
+	}
 	if got := drain(t, g, now.Add(time.Second)); got != "a0@1 a1@2" || g.Enforced() != 2 {
 		t.Fatalf("after the idle time: %q, enforced %d", got, g.Enforced())
 	}
