@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kstream-go/kstream/internal/hook"
 	"github.com/kstream-go/kstream/internal/runtime"
@@ -19,6 +21,7 @@ import (
 type App struct {
 	topo    *Topology
 	rt      *runtime.Runtime
+	counts  *runtime.OperatorCounts // what the operators dropped or lost (losses.go)
 	started atomic.Bool
 	state   atomic.Int32
 	// runMu orders Run and CleanUp: running is set while Run runs.
@@ -35,7 +38,7 @@ func New(b *Builder, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{topo: topo}
+	a := &App{topo: topo, counts: rc.OperatorCounts}
 	listener := rc.OnState
 	rc.OnState = func(old, new runtime.State) {
 		a.state.Store(int32(new))
@@ -82,6 +85,8 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	h.ts = cfg.DefaultTimestampExtractor
 	h.eos = cfg.Guarantee == ExactlyOnce
 	h.profileOps = cfg.ProfileOperators
+	h.counts = runtime.NewOperatorCounts()
+	h.align = cfg.EventTimeAlignment
 	if h.ts == nil {
 		h.ts = FailOnInvalidTimestamp{}
 	}
@@ -91,6 +96,7 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 		}
 	}
 	rc := cfg.runtimeConfig()
+	rc.OperatorCounts = h.counts
 	for _, dh := range []struct {
 		name string
 		h    ErrorHandler
@@ -135,7 +141,37 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	rtopo := topo.compile(appID, h, func(sub []*node, env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error) {
 		return newTask(appID, h, sub, env, id, stores)
 	})
+	if cfg.EventTimeAlignment < 0 {
+		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.EventTimeAlignment is %s; it must not be negative", cfg.EventTimeAlignment)
+	}
+	if cfg.EventTimeAlignment > 0 {
+		extendAlignedRetention(rtopo, cfg.EventTimeAlignment)
+	}
 	return topo, rtopo, rc, nil
+}
+
+// extendAlignedRetention lengthens by extra the retention of the changelog codecs of the
+// window and session stores of the sub-topologies that read a repartition topic, as their
+// tasks lengthen their stores' (align.go): so that restoring keeps the windows that
+// processing keeps.
+func extendAlignedRetention(rtopo *runtime.Topology, extra time.Duration) {
+	for i := range rtopo.SubTopologies {
+		st := &rtopo.SubTopologies[i]
+		aligned := false
+		for _, src := range st.Sources {
+			aligned = aligned || (src.Internal && strings.HasSuffix(src.Topic, "-repartition"))
+		}
+		if !aligned {
+			continue
+		}
+		for j := range st.Stores {
+			if x, ok := st.Stores[j].Codec.(store.RetentionExtender); ok {
+				if c, ok := x.WithExtraRetention(extra).(store.ChangelogCodec); ok {
+					st.Stores[j].Codec = c
+				}
+			}
+		}
+	}
 }
 
 // deadLetterOperator is the operator name of dead-letter writes.
@@ -201,9 +237,21 @@ func (a *App) State() State { return State(a.state.Load()) }
 func (a *App) Tasks() []TaskID { return taskIDs(a.rt.Tasks()) }
 
 // Stats returns the instance's commit figures (commits, aborted transactions and commit
-// latency) and the count of records dropped for a null key or value. It is safe to call at
-// any time.
-func (a *App) Stats() Stats { return statsOf(a.rt.Stats()) }
+// latency), the count of records dropped (for a null key or value, or as late), and what
+// each operator dropped or lost. It is safe to call at any time.
+func (a *App) Stats() Stats { return a.statsOf(a.rt.Stats()) }
+
+// statsOf converts the runtime's figures and adds the operators' losses.
+func (a *App) statsOf(rs runtime.Stats) Stats {
+	s := statsOf(rs)
+	s.Losses = lossesOf(a.counts)
+	for _, l := range s.Losses {
+		if l.LostResults {
+			s.LostResults += l.Count
+		}
+	}
+	return s
+}
 
 // StandbyTasks returns the ids of the standby tasks this instance keeps now, sorted.
 func (a *App) StandbyTasks() []TaskID { return taskIDs(a.rt.StandbyTasks()) }

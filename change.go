@@ -189,9 +189,7 @@ type tableKV[K, V any] = store.KeyValueStore[K, tsValue[V]]
 // tableStoreDef declares the timestamped store of a table.
 func tableStoreDef[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], opts []StoreOption) *storeDef {
 	d := &storeDef{name: name, persistent: true, logged: true, timestamped: true}
-	for _, o := range opts {
-		o(d)
-	}
+	applyStoreOpts(d, opts)
 	d.typed = func(b store.Backend) any { return store.NewKeyValueStore(name, b, ks, tsSerde[V]{vs}) }
 	if d.query == nil {
 		d.query = newQueryCodec(KeyValueKind, ks, vs, true)

@@ -146,9 +146,19 @@ func CogroupWith[K, V, VA any](c CogroupedKStream[K, VA], g KGroupedStream[K, V]
 // Named names the operators of the aggregation: "<name>-cogroup-agg-<i>" for the one of
 // the i-th stream (from 0) and "<name>-cogroup-merge" for the one that merges them, as
 // Kafka Streams' aggregate(initializer, Named.as(name), ...) does. It does not name the
-// store.
+// store. Passing [Named] to the aggregation (Aggregate(init, vs, store, Named(name))) does
+// the same.
 func (c CogroupedKStream[K, VA]) Named(name string) CogroupedKStream[K, VA] {
 	c.name = name
+	return c
+}
+
+// namedBy returns c named as a [Named] among opts says, if one does (see
+// [CogroupedKStream.Named]).
+func (c CogroupedKStream[K, VA]) namedBy(opts []StoreOption) CogroupedKStream[K, VA] {
+	if n := opNameOf(opts); n != "" {
+		c.name = n
+	}
 	return c
 }
 
@@ -170,8 +180,10 @@ func (c CogroupedKStream[K, VA]) Aggregate(init func() VA, vs serde.Serde[VA], n
 	}
 	name = cogroupStoreName(b, name)
 	op := fmt.Sprintf("Cogroup Aggregate %q", name)
+	c = c.namedBy(opts)
 	parents, ks := c.prepare(op, name, init)
 	d := tableStoreDef(name, ks, vs, opts)
+	d.accepts = append(d.accepts, "Named")
 	a := &cogroupAgg[K, VA]{store: name, def: d, ks: ks, init: init, info: ownInfo(d)}
 	if vs == nil {
 		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
@@ -313,6 +325,7 @@ func (w TimeWindowedCogroupedKStream[K, VA]) Aggregate(init func() VA, vs serde.
 	}
 	name = cogroupStoreName(b, name)
 	op := fmt.Sprintf("Cogroup WindowedAggregate %q", name)
+	c = c.namedBy(opts)
 	if w.w.err != nil {
 		b.errorf("%s: %w", op, w.w.err)
 	}
@@ -372,6 +385,7 @@ func (w SessionWindowedCogroupedKStream[K, VA]) Aggregate(init func() VA, merge 
 	}
 	name = cogroupStoreName(b, name)
 	op := fmt.Sprintf("Cogroup SessionAggregate %q", name)
+	c = c.namedBy(opts)
 	if w.w.err != nil {
 		b.errorf("%s: %w", op, w.w.err)
 	}

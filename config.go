@@ -27,6 +27,20 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, if set, authenticates with this franz-go mechanism (plain, scram, oauth, aws).
 	SASL sasl.Mechanism
+	// EventTimeAlignment, when positive, carries event time through repartition topics so
+	// that reprocessing gives the results of a live run (see docs/eventtime.md,
+	// "Reprocessing with aligned event time"): each upstream task writes its progress into
+	// the repartition topics it writes (control records, which no operator sees), and a
+	// windowed operator behind them (time, sliding and session windows, Suppress of window
+	// results) judges lateness and closes windows by the slowest upstream task that is not
+	// caught up with its input, not by the largest timestamp it has seen. Its value is how
+	// far the fastest upstream task may run ahead of the slowest: the retention of those
+	// operators' window stores grows by it, so that windows put ahead of the time that
+	// closes them are kept. Zero (the default) is Kafka Streams' rule. It costs a control
+	// record per upstream task and downstream partition every 100 ms while progress
+	// changes (every 2 s when it does not), and windows close only once every upstream
+	// task has reported.
+	EventTimeAlignment time.Duration
 	// ProfileOperators runs each operator under the pprof label operator=<its name>, on
 	// top of the labels task=<task id> and subtopology=<n> that processing always carries,
 	// so that a CPU profile shows which operator costs what (go tool pprof -tagfocus
@@ -282,9 +296,11 @@ type Stats struct {
 	// migrations.
 	ProducerFences int64
 	// DroppedRecords counts the records that operators skipped because of a null key or a
-	// null value (an aggregation, a join or a table source given a record it cannot use),
+	// null value (an aggregation, a join or a table source given a record it cannot use) or
+	// dropped as late (a closed window, an expired join window or versioned-table history),
 	// and the input records dropped for a negative timestamp (see TimestampExtractor), all
-	// tasks together: Kafka Streams' dropped-records metric for those records. Records
+	// tasks together: Kafka Streams' dropped-records metric for those records. Losses has
+	// them by operator and reason. Records
 	// processed again after a failure or an aborted transaction are counted again, as in
 	// Kafka Streams.
 	DroppedRecords int64
@@ -297,6 +313,15 @@ type Stats struct {
 	// StoreCacheBytes is the heap that the read caches of the instance's stores held
 	// after the last commit, all stores together: within Config.StoreCacheBytes.
 	StoreCacheBytes int64
+	// LostResults counts the final results that operators never emitted, all together: the
+	// windows of an aggregation with EmitOnWindowClose that expired from their store before
+	// they closed (see docs/windows.md, "Final results only").
+	LostResults int64
+	// Losses are the records that operators dropped and the final results they lost, by
+	// operator and reason, all tasks together, sorted by operator, then dropped records
+	// before lost results, then reason. Records dropped before they reached an operator (a
+	// negative timestamp) and those skipped by error handlers are not in it.
+	Losses []OperatorLoss
 }
 
 // The values above are the runtime's, so that conversions keep their meaning: each line

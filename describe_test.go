@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/serde"
@@ -125,6 +126,40 @@ var describeTopologies = []struct {
 	{"repartition-named", func(b *kstream.Builder) {
 		kstream.SelectKey(dIn(b), func(_, v string) string { return v }).WithSerdes(serde.String(), nil).
 			Repartition("by-value", kstream.NumPartitions(4)).To("out", nil, nil)
+	}},
+	{"process-window-stores", func(b *kstream.Builder) {
+		ws := kstream.WindowStore("win-store", serde.String(), serde.String(), time.Hour, 10*time.Second)
+		ss := kstream.SessionStore("sess-store", serde.String(), serde.String(), time.Hour)
+		dups := kstream.WindowStore("dup-store", serde.String(), serde.String(), time.Minute, 10*time.Second, kstream.InMemory(), kstream.RetainDuplicates())
+		kstream.Process(dIn(b), dPass, kstream.Named("windows"), kstream.WithStores(ws, ss)).To("out", nil, nil)
+		kstream.Process(kstream.Stream(b, "in2", serde.String(), serde.String()), dPass, kstream.WithStores(dups)).To("out2", nil, nil)
+	}},
+	{"named-aggregations", func(b *kstream.Builder) {
+		g := dIn(b).GroupByKey()
+		kstream.Count(g, "counts", kstream.Named("counter")).ToStream().To("out", nil, nil)
+		kstream.Reduce(g, func(a, c string) string { return a + c }, "reduced", kstream.Named("reducer")).ToStream().To("out", nil, nil)
+		kstream.Aggregate(g, func() string { return "" }, func(_, v, a string) string { return a + v }, serde.String(), "aggregated", kstream.Named("aggregator")).ToStream().To("out", nil, nil)
+		kstream.WindowedCount(g.WindowedBy(kstream.TimeWindowsOf(10*time.Second)), "win-counts", kstream.Named("win-counter")).ToStream().To("out", nil, nil)
+		kstream.SessionReduce(g.WindowedBySession(kstream.SessionWindowsOf(5*time.Second)), func(a, c string) string { return a + c }, "sess-reduced", kstream.Named("sess-reducer")).ToStream().To("out", nil, nil)
+	}},
+	{"named-rekeyed-aggregation", func(b *kstream.Builder) {
+		g := kstream.SelectKey(dIn(b), func(_, v string) string { return v }).GroupByKey()
+		kstream.Aggregate(g, func() string { return "" }, func(_, v, a string) string { return a + v }, serde.String(), "by-value", kstream.Named("by-value-agg")).ToStream().To("out", nil, nil)
+	}},
+	{"named-table-aggregations", func(b *kstream.Builder) {
+		t := kstream.Table(b, "table", serde.String(), serde.String(), "table-store")
+		g := kstream.TableGroupBy(t, func(k, v string) kstream.KeyValue[string, string] { return kstream.KV(v, k) }, serde.String(), serde.String())
+		kstream.TableCount(g, "tcounts", kstream.Named("tcounter")).ToStream().To("out", nil, nil)
+		kstream.TableReduce(g, func(a, c string) string { return a + c }, func(a, _ string) string { return a }, "treduced", kstream.Named("treducer")).ToStream().To("out", nil, nil)
+	}},
+	{"named-totable", func(b *kstream.Builder) {
+		kstream.SelectKey(dIn(b), func(_, v string) string { return v }).ToTable("tt-store", kstream.Named("as-table")).ToStream().To("out", nil, nil)
+	}},
+	{"mapvalues-serde-suppress", func(b *kstream.Builder) {
+		w := dIn(b).GroupByKey().WindowedBy(kstream.TimeWindowsOf(10 * time.Second))
+		counts := kstream.WindowedCount(w, "wcounts").Filter(func(_ serde.Windowed[string], n int64) bool { return n > 0 }, kstream.Materialized("", serde.Int64()))
+		texts := kstream.TableMapValues(counts, func(n int64) string { return fmt.Sprint("n=", n) }, kstream.Materialized("", serde.String()))
+		texts.Suppress(kstream.UntilWindowCloses(kstream.Unbounded())).ToStream().To("out", nil, nil)
 	}},
 	{"groupbykey-count", func(b *kstream.Builder) {
 		kstream.Count(dIn(b).GroupByKey(), "counts").ToStream().To("out", nil, nil)
@@ -613,6 +648,187 @@ var describeJava = map[string]string{
       --> KSTREAM-SINK-0000000005
     Sink: KSTREAM-SINK-0000000005 (topic: out)
       <-- by-value-repartition-source
+
+`,
+	"process-window-stores": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> windows
+    Processor: windows (stores: [sess-store, win-store])
+      --> KSTREAM-SINK-0000000001
+      <-- KSTREAM-SOURCE-0000000000
+    Sink: KSTREAM-SINK-0000000001 (topic: out)
+      <-- windows
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000002 (topics: [in2])
+      --> KSTREAM-PROCESSOR-0000000003
+    Processor: KSTREAM-PROCESSOR-0000000003 (stores: [dup-store])
+      --> KSTREAM-SINK-0000000004
+      <-- KSTREAM-SOURCE-0000000002
+    Sink: KSTREAM-SINK-0000000004 (topic: out2)
+      <-- KSTREAM-PROCESSOR-0000000003
+
+`,
+	"named-aggregations": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> aggregator, counter, reducer, sess-reducer, win-counter
+    Processor: aggregator (stores: [aggregated])
+      --> KTABLE-TOSTREAM-0000000008
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: counter (stores: [counts])
+      --> KTABLE-TOSTREAM-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: reducer (stores: [reduced])
+      --> KTABLE-TOSTREAM-0000000005
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: sess-reducer (stores: [sess-reduced])
+      --> KTABLE-TOSTREAM-0000000014
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: win-counter (stores: [win-counts])
+      --> KTABLE-TOSTREAM-0000000011
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KTABLE-TOSTREAM-0000000002 (stores: [])
+      --> KSTREAM-SINK-0000000003
+      <-- counter
+    Processor: KTABLE-TOSTREAM-0000000005 (stores: [])
+      --> KSTREAM-SINK-0000000006
+      <-- reducer
+    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])
+      --> KSTREAM-SINK-0000000009
+      <-- aggregator
+    Processor: KTABLE-TOSTREAM-0000000011 (stores: [])
+      --> KSTREAM-SINK-0000000012
+      <-- win-counter
+    Processor: KTABLE-TOSTREAM-0000000014 (stores: [])
+      --> KSTREAM-SINK-0000000015
+      <-- sess-reducer
+    Sink: KSTREAM-SINK-0000000003 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000002
+    Sink: KSTREAM-SINK-0000000006 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000005
+    Sink: KSTREAM-SINK-0000000009 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000008
+    Sink: KSTREAM-SINK-0000000012 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000011
+    Sink: KSTREAM-SINK-0000000015 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000014
+
+`,
+	"named-rekeyed-aggregation": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> KSTREAM-KEY-SELECT-0000000001
+    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
+      --> by-value-repartition-filter
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: by-value-repartition-filter (stores: [])
+      --> by-value-repartition-sink
+      <-- KSTREAM-KEY-SELECT-0000000001
+    Sink: by-value-repartition-sink (topic: by-value-repartition)
+      <-- by-value-repartition-filter
+
+  Sub-topology: 1
+    Source: by-value-repartition-source (topics: [by-value-repartition])
+      --> by-value-agg
+    Processor: by-value-agg (stores: [by-value])
+      --> KTABLE-TOSTREAM-0000000006
+      <-- by-value-repartition-source
+    Processor: KTABLE-TOSTREAM-0000000006 (stores: [])
+      --> KSTREAM-SINK-0000000007
+      <-- by-value-agg
+    Sink: KSTREAM-SINK-0000000007 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000006
+
+`,
+	"named-table-aggregations": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [table])
+      --> KTABLE-SOURCE-0000000001
+    Processor: KTABLE-SOURCE-0000000001 (stores: [table-store])
+      --> KTABLE-SELECT-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KTABLE-SELECT-0000000002 (stores: [])
+      --> tcounter-sink, treducer-sink
+      <-- KTABLE-SOURCE-0000000001
+    Sink: tcounter-sink (topic: tcounts-repartition)
+      <-- KTABLE-SELECT-0000000002
+    Sink: treducer-sink (topic: treduced-repartition)
+      <-- KTABLE-SELECT-0000000002
+
+  Sub-topology: 1
+    Source: tcounter-source (topics: [tcounts-repartition])
+      --> tcounter
+    Processor: tcounter (stores: [tcounts])
+      --> KTABLE-TOSTREAM-0000000006
+      <-- tcounter-source
+    Processor: KTABLE-TOSTREAM-0000000006 (stores: [])
+      --> KSTREAM-SINK-0000000007
+      <-- tcounter
+    Sink: KSTREAM-SINK-0000000007 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000006
+
+  Sub-topology: 2
+    Source: treducer-source (topics: [treduced-repartition])
+      --> treducer
+    Processor: treducer (stores: [treduced])
+      --> KTABLE-TOSTREAM-0000000011
+      <-- treducer-source
+    Processor: KTABLE-TOSTREAM-0000000011 (stores: [])
+      --> KSTREAM-SINK-0000000012
+      <-- treducer
+    Sink: KSTREAM-SINK-0000000012 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000011
+
+`,
+	"named-totable": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> KSTREAM-KEY-SELECT-0000000001
+    Processor: KSTREAM-KEY-SELECT-0000000001 (stores: [])
+      --> as-table-repartition-filter
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: as-table-repartition-filter (stores: [])
+      --> as-table-repartition-sink
+      <-- KSTREAM-KEY-SELECT-0000000001
+    Sink: as-table-repartition-sink (topic: as-table-repartition)
+      <-- as-table-repartition-filter
+
+  Sub-topology: 1
+    Source: as-table-repartition-source (topics: [as-table-repartition])
+      --> as-table
+    Processor: as-table (stores: [tt-store])
+      --> KTABLE-TOSTREAM-0000000006
+      <-- as-table-repartition-source
+    Processor: KTABLE-TOSTREAM-0000000006 (stores: [])
+      --> KSTREAM-SINK-0000000007
+      <-- as-table
+    Sink: KSTREAM-SINK-0000000007 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000006
+
+`,
+	"mapvalues-serde-suppress": `Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+      --> KSTREAM-AGGREGATE-0000000001
+    Processor: KSTREAM-AGGREGATE-0000000001 (stores: [wcounts])
+      --> KTABLE-FILTER-0000000003
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KTABLE-FILTER-0000000003 (stores: [])
+      --> KTABLE-MAPVALUES-0000000005
+      <-- KSTREAM-AGGREGATE-0000000001
+    Processor: KTABLE-MAPVALUES-0000000005 (stores: [])
+      --> KTABLE-SUPPRESS-0000000006
+      <-- KTABLE-FILTER-0000000003
+    Processor: KTABLE-SUPPRESS-0000000006 (stores: [KTABLE-SUPPRESS-STATE-STORE-0000000007])
+      --> KTABLE-TOSTREAM-0000000008
+      <-- KTABLE-MAPVALUES-0000000005
+    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])
+      --> KSTREAM-SINK-0000000009
+      <-- KTABLE-SUPPRESS-0000000006
+    Sink: KSTREAM-SINK-0000000009 (topic: out)
+      <-- KTABLE-TOSTREAM-0000000008
 
 `,
 	"groupbykey-count": `Topologies:

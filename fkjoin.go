@@ -513,7 +513,9 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 					return err
 				}
 				sub.pk = nil // a slice of the iterator's value, not needed
-				answers = append(answers, answer{append([]byte(nil), pk...), sub})
+				// Copied into a non-nil slice: the empty primary key is the response's
+				// key, an empty key and not a null one.
+				answers = append(answers, answer{append([]byte{}, pk...), sub})
 			}
 			if err := it.Err(); err != nil {
 				it.Close()
@@ -631,6 +633,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				// A stale response: the left row changed after it subscribed.
 				t.env.RecordDropped()
 				t.droppedFor(dropStaleResponse)
+				t.lossFor(resolverN, false, dropStaleResponse).n.Add(1)
 				if t.log.Enabled(context.Background(), slog.LevelDebug) {
 					t.log.Debug("kstream: dropping a foreign-key join response for a left value that has changed since", "operator", resolverName, "task", t.id.String(), "key", fmt.Sprint(rec.Key), "found", ok)
 				}

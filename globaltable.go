@@ -60,9 +60,7 @@ func GlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde
 	src := &node{kind: kindSource, topics: []string{topic}, global: true}
 	b.addNode(src, "SOURCE", "")
 	d := &storeDef{name: storeName, persistent: true, logged: true, sourceTopic: topic, global: true}
-	for _, o := range opts {
-		o(d)
-	}
+	applyStoreOpts(d, opts)
 	if !d.logged {
 		b.errorf("GlobalTable(%s): WithoutChangelog does not apply: the topic is the store's changelog", topic)
 	}

@@ -84,7 +84,7 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 	s := g.s
 	op := fmt.Sprintf("%s %q", opName, name)
 	// Java names the operator, then its repartition (GroupedStreamAggregateBuilder).
-	nodeName := b.newName(prefix)
+	nodeName := b.aggName(prefix, opts)
 	if s.keyChanged {
 		repName := g.name
 		if repName == "" {
@@ -99,6 +99,7 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
 	}
 	d := tableStoreDef(name, s.ks, vs, opts)
+	d.accepts = append(d.accepts, "Named")
 	if d.versioned {
 		versionedStoreDef(d, s.ks, vs)
 	}

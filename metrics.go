@@ -58,6 +58,7 @@ func (t *task) skipped(kind ErrorKind, deadLetter bool) {
 
 // Reasons of dropped records counted from the operators' files.
 const (
-	dropExpiredWindow = runtime.DropExpiredWindow
-	dropStaleResponse = runtime.DropStaleResponse
+	dropExpiredWindow  = runtime.DropExpiredWindow
+	dropExpiredHistory = runtime.DropExpiredHistory
+	dropStaleResponse  = runtime.DropStaleResponse
 )

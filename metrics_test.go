@@ -281,10 +281,12 @@ func TestMetricsDropped(t *testing.T) {
 		return v == 5
 	})
 	want := map[string]float64{
-		`kstream_task_dropped_records_total{reason="null_key_or_value"}`:             2,
-		`kstream_task_dropped_records_total{reason="skipped_deserialization_error"}`: 1,
-		`kstream_dead_letter_records_total{kind="deserialization"}`:                  1,
-		`kstream_dead_letter_records_total{kind="processing"}`:                       0,
+		`kstream_task_dropped_records_total{reason="null_key_or_value"}`:                  2,
+		`kstream_task_dropped_records_total{reason="skipped_deserialization_error"}`:      1,
+		`kstream_dead_letter_records_total{kind="deserialization"}`:                       1,
+		`kstream_dead_letter_records_total{kind="processing"}`:                            0,
+		`kstream_operator_dropped_records_total{operator="KSTREAM-AGGREGATE-0000000001"}`: 2,
+		`kstream_operator_dropped_records_total{reason="null_key_or_value"}`:              2,
 	}
 	for series, w := range want {
 		name, rest, _ := strings.Cut(series, "{")

@@ -332,7 +332,10 @@ func TestSourcePartitionsAdded(t *testing.T) {
 		if _, err := adm.CreatePartitions(kafkatest.Context(t, 10*time.Second), 1, in); err != nil {
 			t.Fatal(err)
 		}
-		cl := kafkatest.ManualProducer(t)
+		// A client that looks the topic up again often: on Apache Kafka under load, one with
+		// kgo's default metadata ages kept the old partition count for the whole wait (a CI
+		// rehearsal).
+		cl := kafkatest.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
 		kafkatest.Eventually(t, 30*time.Second, "the new partition", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -18,6 +18,7 @@ type SessionWindowedKStream[K, V any] struct {
 	g       KGroupedStream[K, V]
 	w       windowSpec
 	onClose bool
+	close   closeOptions
 }
 
 // WindowedBySession windows the grouped stream by sessions ([SessionWindowsOf]): Kafka
@@ -40,8 +41,17 @@ func (g KGroupedStream[K, V]) WindowedBySession(w SessionWindows) SessionWindowe
 // their timestamp, ordered by session end, then session start, then serialized key (the
 // order of Kafka Streams' time-ordered session store, which such aggregations use). No
 // tombstone is emitted for the sessions that merges replaced.
-func (w SessionWindowedKStream[K, V]) EmitOnWindowClose() SessionWindowedKStream[K, V] {
+//
+// As in Kafka Streams, the sessions of a store segment that expires before they close
+// (when stream time jumps further than the segment interval, at least a minute, past
+// their retention at once) have no final result; they are counted ([Stats].LostResults,
+// kstream_operator_lost_results_total) and logged at warn. [EmitBeforeExpiry] emits them
+// instead (see docs/windows.md).
+func (w SessionWindowedKStream[K, V]) EmitOnWindowClose(opts ...CloseOption) SessionWindowedKStream[K, V] {
 	w.onClose = true
+	for _, o := range opts {
+		o(&w.close)
+	}
 	return w
 }
 
@@ -122,19 +132,21 @@ func SessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], init func() 
 type sessionAgg[K, V, VA any] struct {
 	w       windowSpec
 	onClose bool
-	init    func() (VA, bool)
-	merge   func(key K, acc VA, has bool, session VA) (VA, bool)
-	agg     func(key K, v V, vNull bool, acc VA, has bool) (VA, bool)
-	ks      serde.Serde[K]
-	store   string
-	info    *tableInfo
+	// beforeExpiry is EmitBeforeExpiry (see windowAgg).
+	beforeExpiry bool
+	init         func() (VA, bool)
+	merge        func(key K, acc VA, has bool, session VA) (VA, bool)
+	agg          func(key K, v V, vNull bool, acc VA, has bool) (VA, bool)
+	ks           serde.Serde[K]
+	store        string
+	info         *tableInfo
 }
 
 func sessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], prefix, opName string, a *sessionAgg[K, V, VA], vs serde.Serde[VA], name string, opts []StoreOption) KTable[serde.Windowed[K], VA] {
 	b := w.g.s.b
 	s := w.g.s
 	op := fmt.Sprintf("%s %q", opName, name)
-	nodeName := b.newName(prefix)
+	nodeName := b.aggName(prefix, opts)
 	if w.w.err != nil {
 		b.errorf("%s: %w", op, w.w.err)
 	}
@@ -155,7 +167,7 @@ func sessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], prefix, opNa
 	n := b.tableNode(nodeName, s.n)
 	n.windowGrace, n.hasWindowGrace = w.w.grace+w.w.size, true // for KTable.Suppress(UntilWindowCloses): Java's session grace plus gap
 	b.addStore(d, n)
-	a.w, a.onClose, a.ks, a.store, a.info = w.w, w.onClose, s.ks, name, storedInfo()
+	a.w, a.onClose, a.beforeExpiry, a.ks, a.store, a.info = w.w, w.onClose, w.close.beforeExpiry, s.ks, name, storedInfo()
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskSessionStore[K, VA](t, name)
 		if err != nil {
@@ -178,10 +190,8 @@ type sessionKV[K, V any] = store.SessionStore[K, V]
 // gap and grace period grace (ms): Kafka Streams' SessionStoreMaterializer, whose
 // retention defaults to, and may not be less than, gap + grace.
 func sessionStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], gap, grace int64, opts []StoreOption) *storeDef {
-	d := &storeDef{name: name, persistent: true, logged: true}
-	for _, o := range opts {
-		o(d)
-	}
+	d := &storeDef{name: name, persistent: true, logged: true, accepts: []string{"Named", "WithRetention"}}
+	applyStoreOpts(d, opts)
 	minRetention := gap + grace
 	retention := minRetention
 	if d.retentionSet {
@@ -281,12 +291,12 @@ func (p *sessionAggregator[K, V, VA]) recover() error {
 		return nil
 	}
 	closeTime := p.closeTime()
-	return p.recoverLastEmit(p.st, p.t.h.eos, closeTime, closeTime >= 1)
+	return p.recoverLastEmit(p.st, p.t.h.eos && !p.t.aligned(), closeTime, closeTime >= 1)
 }
 
 // closeTime is the close time of sessions: a session that ends before it has closed.
 func (p *sessionAggregator[K, V, VA]) closeTime() int64 {
-	return p.observed - p.a.w.grace - p.a.w.size
+	return p.now() - p.a.w.grace - p.a.w.size
 }
 
 // sessionEntry is a session read from the store.
@@ -311,6 +321,16 @@ func (p *sessionAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowe
 	p.observed = max(p.observed, ts)
 	closeTime := p.closeTime()
 	gap := a.w.size
+	// The sessions that close are read before the record's writes, which may move the
+	// store's stream time past their segment's retention (see emitFinal).
+	var finals []sessionFinal[K, VA]
+	var due bool
+	if a.onClose {
+		var err error
+		if finals, due, err = p.closed(closeTime); err != nil {
+			return err
+		}
+	}
 
 	// The sessions of the key within the gap of the record merge with it, in the store's
 	// order (by end, then start).
@@ -325,12 +345,12 @@ func (p *sessionAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowe
 		start, end = min(start, m.w.StartMs()), max(end, m.w.EndMs())
 	}
 	if end < closeTime {
-		t.lateRecord(p.n, ts, start, end, closeTime)
+		t.lateRecord(p.n, ts, start, end, closeTime, p.observed)
 	} else if err := p.update(ctx, r, merged, acc, has, start, end); err != nil {
 		return err
 	}
-	if a.onClose {
-		return p.emitFinal(ctx, r, closeTime)
+	if due {
+		return p.emitFinal(ctx, r, closeTime, finals)
 	}
 	return nil
 }
@@ -398,29 +418,34 @@ func (p *sessionAggregator[K, V, VA]) update(ctx ProcessorContext[serde.Windowed
 	return nil
 }
 
-// emitFinal forwards the sessions that closed since the last emission (those that end in
-// [lastEmit, closeTime)), as Kafka Streams' KStreamSessionWindowAggregateProcessor does
-// (without its wall-clock throttle, so that the results do not depend on the wall clock).
-func (p *sessionAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V], closeTime int64) error {
+// sessionFinal is a closed session read from the store, with its serialized key.
+type sessionFinal[K, VA any] struct {
+	sessionEntry[K, VA]
+	kb []byte
+}
+
+// closed returns the sessions that closed since the last emission (those that end in
+// [lastEmit, closeTime)), as Kafka Streams' KStreamSessionWindowAggregateProcessor reads
+// them (without its wall-clock throttle, so that the results do not depend on the wall
+// clock), by end, then start, then serialized key (the order of Java's time-ordered session
+// store); due says that emitFinal must run. They are read before the record in hand is
+// aggregated, as timeWindowAggregator.closed explains.
+func (p *sessionAggregator[K, V, VA]) closed(closeTime int64) ([]sessionFinal[K, VA], bool, error) {
 	if p.lastEmit != -1 && p.lastEmit >= closeTime {
-		return nil
+		return nil, false, nil
 	}
 	upper := closeTime - 1
 	lower := max(0, p.lastEmit)
 	if upper < 0 || upper < lower {
-		return nil
+		return nil, false, nil
 	}
 	it, err := p.st.FindHeldSessionsByEnd(msTime(lower), msTime(upper))
 	if err != nil {
-		return fmt.Errorf("session store %q: %w", p.a.store, err)
+		return nil, false, fmt.Errorf("session store %q: %w", p.a.store, err)
 	}
-	type final struct {
-		sessionEntry[K, VA]
-		kb []byte
-	}
-	var out []final
+	var out []sessionFinal[K, VA]
 	for it.Next() {
-		e := final{sessionEntry: sessionEntry[K, VA]{w: it.Key(), v: it.Value()}}
+		e := sessionFinal[K, VA]{sessionEntry: sessionEntry[K, VA]{w: it.Key(), v: it.Value()}}
 		if e.kb, err = p.a.ks.Serialize(e.w.Key); err != nil {
 			break
 		}
@@ -431,10 +456,9 @@ func (p *sessionAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windo
 	}
 	it.Close()
 	if err != nil {
-		return fmt.Errorf("session store %q: %w", p.a.store, err)
+		return nil, false, fmt.Errorf("session store %q: %w", p.a.store, err)
 	}
-	// Java's time-ordered session store returns them by end, then start, then key.
-	slices.SortStableFunc(out, func(x, y final) int {
+	slices.SortStableFunc(out, func(x, y sessionFinal[K, VA]) int {
 		if c := cmp.Compare(x.w.EndMs(), y.w.EndMs()); c != 0 {
 			return c
 		}
@@ -443,7 +467,26 @@ func (p *sessionAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windo
 		}
 		return bytes.Compare(x.kb, y.kb)
 	})
+	return out, true, nil
+}
+
+// emitFinal forwards the closed sessions that closed() read, with the headers of the record
+// in hand and the session's end as timestamp, and notes the emission. A session whose
+// segment expired meanwhile is emitted under EmitBeforeExpiry; otherwise, as in Kafka
+// Streams, it is not, and it is counted and logged as a lost final result.
+func (p *sessionAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V], closeTime int64, out []sessionFinal[K, VA]) error {
 	for _, e := range out {
+		if !p.a.beforeExpiry {
+			held, err := p.st.Held(e.w.End)
+			if err != nil {
+				return fmt.Errorf("session store %q: %w", p.a.store, err)
+			}
+			if !held {
+				p.t.loseResult(p.n, late{reason: lostWindowExpired, ts: e.w.EndMs(), streamTime: p.observed,
+					lateBy: closeTime - e.w.EndMs(), hasWindow: true, start: e.w.StartMs(), end: e.w.EndMs(), store: p.a.store})
+				continue
+			}
+		}
 		var res change[VA]
 		res.setNew(e.v)
 		ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: e.w, Value: res, Timestamp: msTime(e.w.EndMs()), Headers: r.Headers})

@@ -87,7 +87,7 @@ func (p *slidingAggregator[K, V, VA]) recover() error {
 		return nil
 	}
 	closeTime := p.observed - p.a.w.grace
-	return p.recoverLastEmit(p.st, p.t.h.eos, closeTime, closeTime-p.a.w.size-1 >= 0)
+	return p.recoverLastEmit(p.st, p.t.h.eos && !p.t.aligned(), closeTime, closeTime-p.a.w.size-1 >= 0)
 }
 
 // slidingCtx is the record in hand and where its results go.
@@ -114,23 +114,33 @@ func (p *slidingAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowe
 	}
 	ts := unixMs(r.Timestamp)
 	p.observed = max(p.observed, ts)
-	c := &slidingCtx[K, V, VA]{ctx: ctx, r: r, ts: ts, closeTime: p.observed - a.w.grace}
+	c := &slidingCtx[K, V, VA]{ctx: ctx, r: r, ts: ts, closeTime: p.now() - a.w.grace}
 	td := a.w.size
 	// The record's latest window, its right window [ts+1, ts+1+td], closed: every window
 	// that could hold it has.
 	if ts+td < c.closeTime {
-		t.lateRecord(p.n, ts, ts, ts+td, c.closeTime)
+		t.lateRecord(p.n, ts, ts, ts+td, c.closeTime, p.observed)
 		return nil
 	}
 	if ts < td {
 		// Kafka Streams emits no final results after an early record.
 		return p.processEarly(c)
 	}
+	// The windows that close are read before the record's writes, which may move the
+	// store's stream time past their retention (see emitFinal).
+	var finals []slidingFinal[K, VA]
+	var due bool
+	if a.onClose {
+		var err error
+		if finals, due, err = p.closed(c); err != nil {
+			return err
+		}
+	}
 	if err := p.processReverse(c); err != nil {
 		return err
 	}
-	if a.onClose {
-		return p.emitFinal(c)
+	if due {
+		return p.emitFinal(c, finals)
 	}
 	return nil
 }
@@ -333,7 +343,7 @@ func (p *slidingAggregator[K, V, VA]) update(c *slidingCtx[K, V, VA], start int6
 	a := p.a
 	end := start + a.w.size
 	if end < c.closeTime {
-		p.t.lateRecord(p.n, c.ts, start, end, c.closeTime)
+		p.t.lateRecord(p.n, c.ts, start, end, c.closeTime, p.observed)
 		return nil
 	}
 	var res change[VA]
@@ -362,25 +372,33 @@ func (p *slidingAggregator[K, V, VA]) update(c *slidingCtx[K, V, VA], start int6
 	return nil
 }
 
-// emitFinal forwards the windows that closed since the last emission, as Kafka Streams'
-// maybeForwardFinalResult does with the sliding processor's bounds (and without its
-// wall-clock throttle, as timeWindowAggregator.emitFinal): a sliding window's end is
+// slidingFinal is a closed window read from the store: its key, serialized key and value.
+type slidingFinal[K, VA any] struct {
+	k  serde.Windowed[K]
+	kb []byte
+	v  tsValue[VA]
+}
+
+// closed returns the windows that closed since the last emission, as Kafka Streams'
+// maybeForwardFinalResult reads them with the sliding processor's bounds (and without its
+// wall-clock throttle, as timeWindowAggregator.closed): a sliding window's end is
 // inclusive, so the windows that closed are those that end before the close time, that is
 // start before closeTime - timeDifference; those that ended before the last close time were
-// emitted then.
+// emitted then. due says that emitFinal must run. They are read before the record in hand
+// is aggregated, as timeWindowAggregator.closed explains.
 //
-// The windows are emitted by start, then by serialized key: with EmitStrategy.onWindowClose
-// Kafka Streams keeps the windows in a time-ordered window store
+// The windows are in the order of start, then serialized key: with
+// EmitStrategy.onWindowClose Kafka Streams keeps the windows in a time-ordered window store
 // (RocksDbIndexedTimeOrderedWindowBytesStoreSupplier, whose fetchAll returns them in that
 // order), not in the key-ordered store this store reads like.
-func (p *slidingAggregator[K, V, VA]) emitFinal(c *slidingCtx[K, V, VA]) error {
+func (p *slidingAggregator[K, V, VA]) closed(c *slidingCtx[K, V, VA]) ([]slidingFinal[K, VA], bool, error) {
 	td := p.a.w.size
 	if p.lastEmit != -1 && p.lastEmit >= c.closeTime {
-		return nil
+		return nil, false, nil
 	}
 	upper := c.closeTime - td - 1
 	if upper < 0 {
-		return nil
+		return nil, false, nil
 	}
 	lower := int64(0)
 	if p.lastEmit != -1 {
@@ -388,35 +406,48 @@ func (p *slidingAggregator[K, V, VA]) emitFinal(c *slidingCtx[K, V, VA]) error {
 	}
 	it, err := p.st.FetchAll(msTime(lower), msTime(upper))
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	type closed struct {
-		k  serde.Windowed[K]
-		kb []byte
-		v  tsValue[VA]
-	}
-	var ws []closed
+	var ws []slidingFinal[K, VA]
 	for it.Next() {
 		k := it.Key()
 		kb, err := p.a.ks.Serialize(k.Key)
 		if err != nil {
 			it.Close()
-			return fmt.Errorf("serializing a key of the store: %w", err)
+			return nil, false, fmt.Errorf("serializing a key of the store: %w", err)
 		}
-		ws = append(ws, closed{k: k, kb: kb, v: it.Value()})
+		ws = append(ws, slidingFinal[K, VA]{k: k, kb: kb, v: it.Value()})
 	}
 	err = it.Err()
 	it.Close()
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	slices.SortStableFunc(ws, func(a, b closed) int {
+	slices.SortStableFunc(ws, func(a, b slidingFinal[K, VA]) int {
 		if c := cmp.Compare(a.k.StartMs(), b.k.StartMs()); c != 0 {
 			return c
 		}
 		return bytes.Compare(a.kb, b.kb)
 	})
+	return ws, true, nil
+}
+
+// emitFinal forwards the closed windows that closed() read and notes the emission; a window
+// that expired from the store meanwhile is emitted under EmitBeforeExpiry, else counted and
+// logged as lost, as timeWindowAggregator.emitFinal does.
+func (p *slidingAggregator[K, V, VA]) emitFinal(c *slidingCtx[K, V, VA], ws []slidingFinal[K, VA]) error {
 	for _, w := range ws {
+		if !p.a.beforeExpiry {
+			live, err := p.st.Live(w.k.Start)
+			if err != nil {
+				return err
+			}
+			if !live {
+				p.t.loseResult(p.n, late{reason: lostWindowExpired, ts: w.v.ts, streamTime: p.observed,
+					lateBy: c.closeTime - w.k.EndMs(), hasWindow: true, start: w.k.StartMs(), end: w.k.EndMs(), store: p.a.store})
+				continue
+			}
+		}
 		var res change[VA]
 		res.setNew(w.v.v)
 		c.ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: w.k, Value: res, Timestamp: msTime(w.v.ts), Headers: c.r.Headers})

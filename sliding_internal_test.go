@@ -23,6 +23,9 @@ type slidingEnv struct {
 
 func (e *slidingEnv) RecordDropped() { e.dropped++ }
 
+// Now is the clock of the loss log lines' limit.
+func (e *slidingEnv) Now() time.Time { return time.UnixMilli(0) }
+
 // slidingFwd collects what the aggregator under test forwards.
 type slidingFwd[K, V any] struct {
 	ProcessorContext[K, V]

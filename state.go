@@ -2,6 +2,7 @@ package kstream
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kstream-go/kstream/internal/runtime"
@@ -11,16 +12,66 @@ import (
 )
 
 // StoreOption configures a state store created by an operator ([Count], [Aggregate],
-// [Reduce]) or declared with [KeyValueStore].
-type StoreOption func(*storeDef)
+// [Reduce], [Table], [Materialized]...) or declared for the Processor API ([KeyValueStore],
+// [WindowStore], [SessionStore]...). [Named] is a StoreOption too: it names the operator of
+// an aggregation. Each option's doc says where it applies; a misplaced one is a Build error.
+type StoreOption interface{ applyStore(*storeDef) }
+
+// storeOpt is a StoreOption named name (for misplaced-option errors).
+type storeOpt struct {
+	name string
+	f    func(*storeDef)
+}
+
+func (o storeOpt) applyStore(d *storeDef) { o.f(d); d.used = append(d.used, o.name) }
+
+// applyStoreOpts applies opts to d, skipping nil ones.
+func applyStoreOpts(d *storeDef, opts []StoreOption) {
+	for _, o := range opts {
+		if o != nil {
+			o.applyStore(d)
+		}
+	}
+}
+
+// restrictedStoreOptions are the store options that apply to some stores only, with the
+// stores they apply to (for the error naming a misplaced one). A store definition lists
+// those it takes in storeDef.accepts.
+var restrictedStoreOptions = map[string]string{
+	"Named":            "the aggregations (Count, Reduce, Aggregate and their windowed, session, cogroup and table forms) and ToTable",
+	"RetainDuplicates": "WindowStore",
+	"WithRetention":    "the windowed and session aggregations",
+}
+
+// checkOptions reports the restricted options given to d that it does not take, and d's
+// own definition error, if any.
+func (b *Builder) checkStoreOptions(d *storeDef) {
+	if d.checked {
+		return
+	}
+	d.checked = true
+	if d.err != nil {
+		b.errorf("%w", d.err)
+	}
+	for _, u := range d.used {
+		where, restricted := restrictedStoreOptions[u]
+		if restricted && !slices.Contains(d.accepts, u) {
+			b.errorf("store %q: option %s does not apply to it; it applies to %s", d.name, u, where)
+		}
+	}
+}
 
 // InMemory keeps the store in memory instead of the default persistent Pebble store. It is
 // still restored from its changelog on restart.
-func InMemory() StoreOption { return func(d *storeDef) { d.persistent = false } }
+func InMemory() StoreOption {
+	return storeOpt{"InMemory", func(d *storeDef) { d.persistent = false }}
+}
 
 // WithoutChangelog disables the changelog of a store: it is not restored after a restart or
 // on another instance. This corresponds to Kafka Streams' withLoggingDisabled.
-func WithoutChangelog() StoreOption { return func(d *storeDef) { d.logged = false } }
+func WithoutChangelog() StoreOption {
+	return storeOpt{"WithoutChangelog", func(d *storeDef) { d.logged = false }}
+}
 
 // storeDef is a store of the topology.
 type storeDef struct {
@@ -55,9 +106,21 @@ type storeDef struct {
 	// query tells interactive queries the store's kind and serdes; nil for stores that
 	// cannot be queried (internal ones).
 	query *queryCodec
+	// opName is the operator name given by [Named] among the store's options (used by the
+	// aggregations, which take it); retainDups is [RetainDuplicates]'s.
+	opName     string
+	retainDups bool
+	// used names the options applied, accepts the restricted ones (restrictedStoreOptions)
+	// the store takes, err an error in its definition; addStore reports them, once
+	// (checked).
+	used    []string
+	accepts []string
+	err     error
+	checked bool
 }
 
-// StoreBuilder declares a state store for [Process]; create one with [KeyValueStore].
+// StoreBuilder declares a state store for [Process]; create one with [KeyValueStore],
+// [VersionedKeyValueStore], [WindowStore] or [SessionStore].
 type StoreBuilder interface {
 	def() *storeDef
 }
@@ -72,9 +135,7 @@ func (s storeBuilder) def() *storeDef { return s.d }
 // "<application.id>-<name>-changelog" unless options say otherwise.
 func KeyValueStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], opts ...StoreOption) StoreBuilder {
 	d := &storeDef{name: name, persistent: true, logged: true}
-	for _, o := range opts {
-		o(d)
-	}
+	applyStoreOpts(d, opts)
 	d.typed = func(b store.Backend) any { return store.NewKeyValueStore(name, b, ks, vs) }
 	d.query = newQueryCodec(KeyValueKind, ks, vs, false)
 	return storeBuilder{d}
@@ -104,6 +165,7 @@ func (b *Builder) addStore(d *storeDef, n *node) {
 		b.stores[d.name] = d
 		b.storeOrder = append(b.storeOrder, d)
 	}
+	b.checkStoreOptions(d)
 	d.users = append(d.users, n)
 	n.stores = append(n.stores, d)
 	if d.extractorSet && (d.sourceTopic == "" || d.global) {

@@ -12,6 +12,13 @@ import "time"
 type Status struct {
 	ApplicationID string
 	State         State
+	// StateSince is when the instance entered State. StateReason says why it is in it when
+	// it is not RUNNING: the step of the start it is at (bootstrapping global stores,
+	// initializing the transactional producer), the rebalance it waits for (partitions
+	// revoked, the group session lost, a fenced producer), the active tasks whose stores
+	// restore, or the error that stopped it.
+	StateSince  time.Time
+	StateReason string
 	// Endpoint is this instance's Config.ApplicationServer ("" if none); MemberID its group
 	// member id ("" before it joined).
 	Endpoint string
@@ -141,9 +148,9 @@ type DeadLetterStatus struct {
 func (a *App) Status() Status {
 	rs := a.rt.Status()
 	s := Status{
-		ApplicationID: rs.ApplicationID, State: a.State(), Endpoint: rs.Endpoint, MemberID: rs.MemberID,
+		ApplicationID: rs.ApplicationID, State: a.State(), StateSince: rs.StateSince, StateReason: rs.StateReason, Endpoint: rs.Endpoint, MemberID: rs.MemberID,
 		Time: rs.At, TasksAsOf: rs.TasksAsOf, LoopHeartbeat: rs.LoopHeartbeat,
-		DeadLettersTotal: rs.DeadLettersN, ProcessedRecords: rs.Processed, Stats: statsOf(rs.Stats),
+		DeadLettersTotal: rs.DeadLettersN, ProcessedRecords: rs.Processed, Stats: a.statsOf(rs.Stats),
 		Active: make([]TaskStatus, len(rs.Active)), Standby: make([]StandbyTaskStatus, len(rs.Standby)),
 		Restores: make([]RestoreStatus, len(rs.Restores)), DeadLetters: make([]DeadLetterStatus, len(rs.DeadLetters)),
 	}

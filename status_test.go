@@ -117,6 +117,11 @@ func (l *statusRestoreListener) OnBatchRestored(store, topic string, p int32, ba
 	if len(s.Active) != 1 || !s.Active[0].Restoring {
 		l.bad = append(l.bad, fmt.Sprintf("active tasks while restoring: %+v", s.Active))
 	}
+	// The state says why it is not RUNNING, and since when.
+	if s.State != kstream.StateRebalancing || !strings.Contains(s.StateReason, "restoring the stores of 1 active task(s): 0_0") ||
+		s.StateSince.IsZero() || s.StateSince.After(s.Time) {
+		l.bad = append(l.bad, fmt.Sprintf("state while restoring: %s since %s, reason %q", s.State, s.StateSince, s.StateReason))
+	}
 	m, err := gatherMetrics(l.reg)
 	if err != nil {
 		l.bad = append(l.bad, fmt.Sprintf("batch to %d: gathering the metrics: %v", batchEnd, err))

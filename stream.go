@@ -67,6 +67,9 @@ type opConfig struct {
 	sj         streamJoinOpts // stream-stream join options (stream_join.go)
 	used       []string       // option names, for misplaced-option errors
 	joinGrace  *time.Duration // JoinGrace
+	// serdeOnly says that the operation takes a Materialized without a store name (a
+	// serde only), as Filter and TableMapValues do.
+	serdeOnly bool
 }
 
 type optFunc struct {
@@ -77,10 +80,44 @@ type optFunc struct {
 func (o optFunc) apply(c *opConfig) { o.f(c); c.used = append(c.used, o.name) }
 
 // Named gives an operator (or, for [KStream.Split], the prefix of its branches) an explicit
-// name instead of a generated one. Names appear in Describe, logs and error messages.
-// Applies to every operation.
-func Named(name string) Option {
-	return optFunc{"Named", func(c *opConfig) { c.name = name }}
+// name instead of a generated one, as Kafka Streams' Named.as does. Names appear in
+// Describe, logs and error messages. Applies to every operation: it is an [Option] of the
+// operations that take those, and a [StoreOption] of those that take store options, the
+// aggregations ([Count], [Reduce], [Aggregate], their windowed, session and table forms,
+// the cogroup aggregations) and [KStream.ToTable], where it names the operator and not the
+// store. A table aggregation named n also names its repartition sink and source n-sink and
+// n-source, as Java's does. Named on a store of its own ([KeyValueStore], [Table],
+// [Materialized]...) is a Build error.
+func Named(name string) NamedOption { return namedOpt(name) }
+
+// NamedOption is the option [Named] returns: both an [Option] and a [StoreOption].
+type NamedOption interface {
+	Option
+	StoreOption
+}
+
+type namedOpt string
+
+func (o namedOpt) apply(c *opConfig) { c.name = string(o); c.used = append(c.used, "Named") }
+
+func (o namedOpt) applyStore(d *storeDef) { d.opName = string(o); d.used = append(d.used, "Named") }
+
+// opNameOf returns the operator name that a [Named] among opts gives, or "".
+func opNameOf(opts []StoreOption) string {
+	var d storeDef
+	applyStoreOpts(&d, opts)
+	return d.opName
+}
+
+// aggName returns the name of an aggregation's operator: the one [Named] gives among opts,
+// or a generated one of kind prefix. Either way it takes a name from the counter, as Kafka
+// Streams' NamedInternal.orElseGenerateWithPrefix does.
+func (b *Builder) aggName(prefix string, opts []StoreOption) string {
+	gen := b.newName(prefix)
+	if n := opNameOf(opts); n != "" {
+		return n
+	}
+	return gen
 }
 
 // WithOffsetReset sets a source's reset policy. Applies to [Stream] and [StreamTopics].

@@ -16,9 +16,10 @@ import (
 // streamJoinOpts are the options of a stream-stream join that Kafka Streams gives with
 // StreamJoined (its name is the [Named] option).
 type streamJoinOpts struct {
-	storeName string
-	serdes    any // a joinSerdes[K, V1, V2]
-	noLog     bool
+	storeName  string
+	serdes     any // a joinSerdes[K, V1, V2]
+	noLog      bool
+	javaTiming bool // JoinJavaNonMatchTiming
 }
 
 type joinSerdes[K, V1, V2 any] struct {
@@ -50,6 +51,22 @@ func JoinSerdes[K, V1, V2 any](ks serde.Serde[K], left serde.Serde[V1], right se
 // another instance. Applies to [JoinWindowed], [LeftJoinWindowed] and [OuterJoinWindowed].
 func JoinWithoutChangelog() Option {
 	return optFunc{"JoinWithoutChangelog", func(c *opConfig) { c.sj.noLog = true }}
+}
+
+// JoinJavaNonMatchTiming makes a left or outer stream-stream join emit its non-matches when
+// Kafka Streams 4.4 does, instead of each as soon as its own window closes (the default).
+// Kafka Streams reads its non-match store only once stream time is past minTime + after +
+// grace (+ before instead of after when a right record is processed), and each time it
+// reads the store it sets minTime to the timestamp of the last record it read: while
+// several records wait, that is a later one than the first still waiting (or one matched
+// since), so that the first one's non-match waits for the later one's window to close, up
+// to another after + grace of stream time. With this option kstream does the same, so that
+// its output equals Java's record for record (the conformance test uses it); it does not
+// copy Kafka Streams' wall-clock throttle (at most one read of the store per second), as if
+// its interval were 0. See docs/joins.md. Applies to [LeftJoinWindowed] and
+// [OuterJoinWindowed]; an inner join ([JoinWindowed]) has no non-matches and ignores it.
+func JoinJavaNonMatchTiming() Option {
+	return optFunc{"JoinJavaNonMatchTiming", func(c *opConfig) { c.sj.javaTiming = true }}
 }
 
 // JoinWindowed joins two streams on their keys within windows w, as Kafka Streams'
@@ -85,10 +102,12 @@ func JoinWindowed[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], joiner 
 
 // LeftJoinWindowed is [JoinWindowed] that keeps every record of l, as Kafka Streams'
 // KStream.leftJoin(KStream, …, JoinWindows) does since 3.1: a left record that has found no
-// right record when its window closes (stream time has passed its timestamp + after +
-// grace) is emitted then, once, as joiner(key, v1, zero V2, false), with its own timestamp;
-// a left record that arrives after its window has closed and finds nothing is emitted at
-// once. No non-match is emitted for a record that is matched later within its window. The
+// right record when its window closes is emitted then, once, as joiner(key, v1, zero V2,
+// false), with its own timestamp: by the first record of either stream that the task
+// processes once stream time has passed its timestamp + after + grace, before that record
+// is joined (Kafka Streams can emit it later: see [JoinJavaNonMatchTiming]); a left record
+// that arrives after its window has closed and finds nothing is emitted at once. No
+// non-match is emitted for a record that is matched later within its window. The
 // pending non-matches wait in a third store, "KSTREAM-OUTERSHARED-…-store" (Kafka Streams'
 // outer-join shared store, keyed by timestamp, side and key), which a match removes them
 // from. Left records with a null key (KIP-962) are emitted at once as non-matches, with
@@ -96,7 +115,8 @@ func JoinWindowed[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], joiner 
 //
 // The node that joins the right records is KSTREAM-OUTEROTHER-… ("<name>-outer-other-join"
 // when named), and with [JoinStoreName] name the stores are "<name>-this-join-store",
-// "<name>-outer-other-join-store" and "<name>-left-shared-join-store".
+// "<name>-outer-other-join-store" and "<name>-left-shared-join-store". Options: those of
+// [JoinWindowed] and [JoinJavaNonMatchTiming].
 func LeftJoinWindowed[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], joiner func(key K, v1 V1, v2 V2, found bool) VR, w JoinWindows, opts ...Option) KStream[K, VR] {
 	return streamJoin(l, r, leftJoin, "LeftJoinWindowed", func(k K, v1 V1, _ bool, v2 V2, ok2 bool) VR { return joiner(k, v1, v2, ok2) }, w, opts)
 }
@@ -120,6 +140,9 @@ type streamJoinDef[K, V1, V2, VR any] struct {
 	join                  func(k K, v1 V1, ok1 bool, v2 V2, ok2 bool) VR
 	thisStore, otherStore string
 	sharedStore           string // "" for an inner join
+	// javaTiming: non-matches are emitted when Kafka Streams emits them
+	// (JoinJavaNonMatchTiming), else each when its own window closes.
+	javaTiming bool
 	// clocks are the per-task stream times shared by the two sides (Kafka Streams'
 	// TimeTrackerSupplier).
 	mu     sync.Mutex
@@ -128,7 +151,7 @@ type streamJoinDef[K, V1, V2, VR any] struct {
 
 func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind joinKind, op string, joiner func(K, V1, bool, V2, bool) VR, w JoinWindows, opts []Option) KStream[K, VR] {
 	b := l.b
-	c := b.options(op, opts, "JoinStoreName", "JoinSerdes", "JoinWithoutChangelog")
+	c := b.options(op, opts, "JoinStoreName", "JoinSerdes", "JoinWithoutChangelog", "JoinJavaNonMatchTiming")
 	if r.b != b {
 		b.errorf("%s: the streams come from different builders", op)
 		return KStream[K, VR]{b: b, n: l.n}
@@ -206,7 +229,7 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 		thisStore, otherStore = c.sj.storeName+thisSuffix+"-store", c.sj.storeName+otherSuffix+"-store"
 	}
 	def := &streamJoinDef[K, V1, V2, VR]{kind: kind, before: w.before, after: w.after, grace: w.grace, join: joiner,
-		thisStore: thisStore, otherStore: otherStore, clocks: map[*task]*joinClock{}}
+		thisStore: thisStore, otherStore: otherStore, clocks: map[*task]*joinClock{}, javaTiming: c.sj.javaTiming}
 	if leftOuter {
 		// OuterStreamJoinStoreFactory's name: KSTREAM-OUTERSHARED- and the number of the
 		// generated this-side name.
@@ -378,33 +401,35 @@ func joinPut[K, V any](t *task, n *node, st *store.WindowStore[K, V], r Record[K
 		return err
 	}
 	if st.DroppedExpired() != before {
-		t.env.RecordDropped()
-		t.droppedFor(dropExpiredWindow)
-		attrs := []any{"operator", n.name, "task", t.id.String(), "timestamp", unixMs(r.Timestamp), "store", st.Name()}
-		if c := t.cur; c != nil {
-			attrs = append(attrs, "topic", c.Topic, "partition", c.Partition, "offset", c.Offset)
-		}
-		t.log.Debug("kstream: skipping a record for an expired join window", attrs...)
+		return t.lateJoinRecord(n, st, unixMs(r.Timestamp))
 	}
 	return nil
 }
 
 // joinClock is the time of a stream-stream join in one task, shared by its two sides
 // (Kafka Streams' KStreamImplJoin.TimeTracker): the largest timestamp either side has seen
-// (-1 before the first), and the smallest timestamp that may wait in the non-match store
-// (math.MaxInt64 when none is known). It is a txnHook, so that it goes back with the
-// stores when a transaction aborts.
+// (-1 before the first); for the non-match store, due, a time no later than the earliest
+// close of a waiting record's window, so that no non-match is due while stream time has not
+// passed it (math.MaxInt64 when none waits), and minTime, Kafka Streams' guess of the
+// smallest waiting timestamp, which only [JoinJavaNonMatchTiming] reads. It is a txnHook,
+// so that it goes back with the stores when a transaction aborts.
 type joinClock struct {
-	streamTime, minTime           int64
-	savedStreamTime, savedMinTime int64
+	streamTime, minTime, due                int64
+	savedStreamTime, savedMinTime, savedDue int64
 }
 
 func newJoinClock() joinClock {
-	return joinClock{streamTime: -1, minTime: math.MaxInt64, savedStreamTime: -1, savedMinTime: math.MaxInt64}
+	return joinClock{streamTime: -1, minTime: math.MaxInt64, due: math.MaxInt64,
+		savedStreamTime: -1, savedMinTime: math.MaxInt64, savedDue: math.MaxInt64}
 }
 
-func (c *joinClock) committed() { c.savedStreamTime, c.savedMinTime = c.streamTime, c.minTime }
-func (c *joinClock) aborted()   { c.streamTime, c.minTime = c.savedStreamTime, c.savedMinTime }
+func (c *joinClock) committed() {
+	c.savedStreamTime, c.savedMinTime, c.savedDue = c.streamTime, c.minTime, c.due
+}
+
+func (c *joinClock) aborted() {
+	c.streamTime, c.minTime, c.due = c.savedStreamTime, c.savedMinTime, c.savedDue
+}
 
 // clock returns task t's clock of the join, creating it (recovered from the stores) on
 // first use.
@@ -578,8 +603,9 @@ func newJoinSide[K, VT, VO, V1, V2, VR any](t *task, n *node, def *streamJoinDef
 
 // recover sets a task's join clock from its stores, for a task that starts with state:
 // the stream time is the latest timestamp of either window store, the smallest pending
-// non-match time the first key of the non-match store. (Kafka Streams starts both again
-// from nothing.)
+// non-match time (minTime) the first key of the non-match store, and due the earliest that
+// the window of a record at that time can close. (Kafka Streams starts from no stream time
+// and no minTime, so it looks for closed windows on its first record.)
 func (p *joinSide[K, VT, VO, V1, V2, VR]) recover(c *joinClock) error {
 	for _, name := range []string{p.def.thisStore, p.def.otherStore} {
 		st, ok := p.t.stores[name].(interface {
@@ -606,6 +632,7 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) recover(c *joinClock) error {
 	defer it.Close()
 	if it.Next() {
 		c.minTime = it.Key().ts
+		c.due = c.minTime + p.def.minLookBack() + p.def.grace
 	}
 	return it.Err()
 }
@@ -631,6 +658,13 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) process(ctx ProcessorContext[K, VR], r
 	c := p.clock
 	ts := unixMs(r.Timestamp)
 	c.streamTime = max(c.streamTime, ts)
+	if p.shared != nil && !p.def.javaTiming {
+		// The non-matches whose windows this record's time has closed go out first, even
+		// when the record itself is then dropped.
+		if err := p.emitNonMatches(ctx, r); err != nil {
+			return err
+		}
+	}
 	if p.outer && r.HasNullKey() && !nullValue(r) {
 		// KIP-962: an outer side's record with a null key is a non-match, at once.
 		var zero VO
@@ -641,8 +675,8 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) process(ctx ProcessorContext[K, VR], r
 		p.t.dropRecord(p.n, "join key or value")
 		return nil
 	}
-	if ts == c.streamTime && p.shared != nil {
-		if err := p.emitNonMatches(ctx, r); err != nil {
+	if ts == c.streamTime && p.shared != nil && p.def.javaTiming {
+		if err := p.emitNonMatchesAsJava(ctx, r); err != nil {
 			return err
 		}
 	}
@@ -679,6 +713,7 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) process(ctx ProcessorContext[K, VR], r
 		return nil
 	}
 	c.minTime = min(c.minTime, ts)
+	c.due = min(c.due, ts+p.joinAfter+p.def.grace) // this record's window closes then
 	k := joinKey[K]{ts: ts, left: p.left, key: r.Key}
 	vs, _, err := p.shared.Get(k)
 	if err != nil {
@@ -687,11 +722,84 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) process(ctx ProcessorContext[K, VR], r
 	return p.shared.Put(k, append(vs, p.thisValue(r.Value)))
 }
 
-// emitNonMatches emits the pending non-matches whose windows have closed, in the order of
-// the non-match store (timestamp, right before left, key), and removes them, as Kafka
-// Streams' emitNonJoinedOuterRecords does (without its wall-clock throttle): each has its
-// own key and timestamp and the headers of the record in hand.
+// joinPending is a key of the non-match store and its values, whose window has closed.
+type joinPending[K, V1, V2 any] struct {
+	k  joinKey[K]
+	vs []joinValue[V1, V2]
+}
+
+// minLookBack is how long after its timestamp the window of a record waiting in the
+// non-match store closes at the earliest, before the grace: after for a left record,
+// before for a right one (only left records wait in a left join's store).
+func (d *streamJoinDef[K, V1, V2, VR]) minLookBack() int64 {
+	if d.kind == outerJoin {
+		return min(d.before, d.after)
+	}
+	return d.after
+}
+
+// closes returns the stream time that the window of a record waiting under k closes at:
+// once stream time is past it, the record's non-match is due.
+func (d *streamJoinDef[K, V1, V2, VR]) closes(k joinKey[K]) int64 {
+	if k.left {
+		return k.ts + d.after + d.grace
+	}
+	return k.ts + d.before + d.grace
+}
+
+// emitNonMatches emits every pending non-match whose window has closed (stream time is
+// past its timestamp + after + grace, for a right record + before + grace), in the order
+// of the non-match store (timestamp, right before left, key), and removes them: each has
+// its own key and timestamp and the headers of the record in hand, whose time closed the
+// window. It reads the store only once stream time has passed clock.due, and then only up
+// to the first record whose window cannot have closed even with the shorter look-back of
+// the two sides (nor can any later record's); it sets due to the earliest closing time of
+// the waiting records it read, or, when it stopped early, to that first record's lower
+// bound if smaller. (Kafka Streams' timing is emitNonMatchesAsJava's.)
 func (p *joinSide[K, VT, VO, V1, V2, VR]) emitNonMatches(ctx ProcessorContext[K, VR], r Record[K, VT]) error {
+	c, def := p.clock, p.def
+	if c.due >= c.streamTime {
+		return nil
+	}
+	// due is a lower bound of the closing times of the records that wait: from here on
+	// the records read give it, and the first one left unread (with the smallest
+	// timestamp of those unread) bounds the rest.
+	c.due = math.MaxInt64
+	it, err := p.shared.All()
+	if err != nil {
+		return err
+	}
+	minLookBack := def.minLookBack()
+	var due []joinPending[K, V1, V2]
+	for it.Next() {
+		k := it.Key()
+		if earliest := k.ts + minLookBack + def.grace; earliest >= c.streamTime {
+			// Neither this record's window nor any later record's has closed.
+			c.due = min(c.due, earliest)
+			break
+		}
+		if closes := def.closes(k); closes >= c.streamTime {
+			// Open (only with asymmetric windows can a later record's have closed).
+			c.due = min(c.due, closes)
+			continue
+		}
+		due = append(due, joinPending[K, V1, V2]{k, it.Value()})
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	return p.forwardNonMatches(ctx, r, due)
+}
+
+// emitNonMatchesAsJava is emitNonMatches as Kafka Streams' emitNonJoinedOuterRecords does
+// it ([JoinJavaNonMatchTiming]), without its wall-clock throttle: it reads the store only
+// when stream time is past minTime + the after of this side + grace, and sets minTime,
+// for each record it reads, to that record's timestamp, so that after a pass minTime is
+// the timestamp of the last record read: with several records waiting, a later one than
+// the first that waits.
+func (p *joinSide[K, VT, VO, V1, V2, VR]) emitNonMatchesAsJava(ctx ProcessorContext[K, VR], r Record[K, VT]) error {
 	c, def := p.clock, p.def
 	// Java computes minTime + after + grace in longs: with no minTime known (Long.MAX_VALUE)
 	// the sum wraps around and the store is scanned; Go's int64 arithmetic wraps the same.
@@ -703,11 +811,7 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) emitNonMatches(ctx ProcessorContext[K,
 	if err != nil {
 		return err
 	}
-	type pending struct {
-		k  joinKey[K]
-		vs []joinValue[V1, V2]
-	}
-	var due []pending
+	var due []joinPending[K, V1, V2]
 	leftOpen, rightOpen := false, false
 	for it.Next() {
 		k := it.Key()
@@ -727,13 +831,20 @@ func (p *joinSide[K, VT, VO, V1, V2, VR]) emitNonMatches(ctx ProcessorContext[K,
 			}
 			continue
 		}
-		due = append(due, pending{k, it.Value()})
+		due = append(due, joinPending[K, V1, V2]{k, it.Value()})
 	}
 	err = it.Err()
 	it.Close()
 	if err != nil {
 		return err
 	}
+	return p.forwardNonMatches(ctx, r, due)
+}
+
+// forwardNonMatches forwards the non-matches of due, with the headers of r, and removes
+// them from the non-match store.
+func (p *joinSide[K, VT, VO, V1, V2, VR]) forwardNonMatches(ctx ProcessorContext[K, VR], r Record[K, VT], due []joinPending[K, V1, V2]) error {
+	def := p.def
 	for _, d := range due {
 		for _, v := range d.vs {
 			var zero1 V1

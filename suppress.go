@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -169,8 +170,15 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 			suppressMs = grace
 		}
 	}
-	if t.ks == nil || t.vs == nil {
-		b.errorf("%s: the table carries no key or value serde for the buffer store: %w", op, ErrNoSerde)
+	switch {
+	case t.ks == nil:
+		b.errorf("%s: the table carries no key serde for the buffer store: %w", op, ErrNoSerde)
+	case t.vs == nil:
+		// Kafka Streams falls back to the default value serde; kstream has none. The table's
+		// values changed type upstream (TableMapValues, a join's joiner), which drops the
+		// serde unless the operator is given one.
+		b.errorf("%s: the table carries no value serde for the buffer store (its values, of type %s, come from operator %s, which has none for them); pass one to that operator with kstream.Materialized(\"\", serde), a value serde without a store (Kafka Streams' Materialized.with), or kstream.Materialized(\"<store>\", serde) to keep the table in a store too: %w",
+			op, typeName[V](), t.n.name, ErrNoSerde)
 	}
 	// KTableSuppressProcessorSupplier asks its parent for old values (forcing it), which
 	// the buffer keeps as the value a key had before its buffered updates.
@@ -191,6 +199,14 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 			return nil, fmt.Errorf("kstream: operator %s: reading its buffer store %q: %w", n.name, storeName, err)
 		}
 		tk.txnHooks = append(tk.txnHooks, p)
+		if cfg.final {
+			tk.onAlignedAdvance(func() error {
+				if p.ctx == nil || p.broken != nil {
+					return nil
+				}
+				return p.enforce(p.ctx)
+			})
+		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[V]](p.process))
 	}
 	info := derivedInfo(t.info)
@@ -487,6 +503,8 @@ func compareBufferKeys(a, b bufferKey) int {
 // from the store when the task starts and when a transaction aborts.
 type suppressProcessor[K, V any] struct {
 	cfg suppressConfig
+	// ctx is the processor context, kept for emissions without a record in hand (align.go).
+	ctx ProcessorContext[K, change[V]]
 	t   *task
 	n   *node
 	ks  serde.Serde[K]
@@ -548,6 +566,7 @@ func (p *suppressProcessor[K, V]) process(ctx ProcessorContext[K, change[V]], r 
 	}
 	ts := unixMs(r.Timestamp)
 	p.observed = max(p.observed, ts)
+	p.ctx = ctx
 	if err := p.buffer(r, ts); err != nil {
 		return err
 	}
@@ -618,7 +637,11 @@ func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error
 // enforce emits what is due, then, if the buffer is over its limits, emits its oldest
 // records (eager buffer) or fails (strict buffer).
 func (p *suppressProcessor[K, V]) enforce(ctx ProcessorContext[K, change[V]]) error {
-	expiry := p.observed - p.cfg.suppressMs
+	now := p.observed
+	if p.cfg.final {
+		now = p.t.eventTime(now) // a window's final result waits for the aligned time (align.go)
+	}
+	expiry := now - p.cfg.suppressMs
 	for len(p.order) > 0 && p.order[0].time <= expiry {
 		if err := p.evict(ctx); err != nil {
 			return err
@@ -688,3 +711,6 @@ func (p *suppressProcessor[K, V]) evict(ctx ProcessorContext[K, change[V]]) erro
 	ctx.Forward(Record[K, change[V]]{Key: key, Value: c, Timestamp: msTime(e.ts), Headers: e.headers})
 	return nil
 }
+
+// typeName is the name of type T, for error messages.
+func typeName[T any]() string { return reflect.TypeFor[T]().String() }

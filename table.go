@@ -126,7 +126,14 @@ type matConfig struct {
 // filtered, mapped or joined table has no store and reads through to its parents'. It
 // corresponds to Kafka Streams' Materialized.as. Applies to [KTable.Filter],
 // [KTable.FilterNot], [TableMapValues], [TableMapValuesWithKey], [TableJoin],
-// [TableLeftJoin] and [TableOuterJoin].
+// [TableLeftJoin], [TableOuterJoin] and the foreign-key joins.
+//
+// An empty storeName gives the table the value serde vs and no store, as Kafka Streams'
+// Materialized.with(keySerde, valueSerde) does for filter and mapValues: a table whose
+// values changed type ([TableMapValues]) carries no value serde, which an operator that
+// serializes them ([KTable.Suppress], a sink without serdes) then needs. It applies to
+// [KTable.Filter], [KTable.FilterNot], [TableMapValues] and [TableMapValuesWithKey]; the
+// joins need a store name.
 func Materialized[V any](storeName string, vs serde.Serde[V], opts ...StoreOption) Option {
 	return optFunc{"Materialized", func(c *opConfig) {
 		c.mat = &matConfig{name: storeName, opts: opts}
@@ -136,10 +143,23 @@ func Materialized[V any](storeName string, vs serde.Serde[V], opts ...StoreOptio
 	}}
 }
 
+// burnStoreName takes a name from the counter for a Materialized without a store name, as
+// Kafka Streams' KTableImpl.doFilter and doMapValues do before naming the operator ("we
+// still need to burn one index BEFORE generating the processor to keep compatibility").
+func burnStoreName(b *Builder, c opConfig, prefix string) {
+	if c.mat != nil && c.mat.name == "" {
+		b.newName(prefix + "-STATE-STORE")
+	}
+}
+
 // materialize declares the store asked for by c for node n, or returns nil when c has none.
 // It also returns the value serde of the result: the Materialized one, or vs.
 func materialize[K, V any](b *Builder, op string, c opConfig, n *node, ks serde.Serde[K], vs serde.Serde[V]) (*storeDef, serde.Serde[V]) {
 	if c.mat == nil {
+		return nil, vs
+	}
+	if c.mat.name == "" && !c.serdeOnly {
+		b.errorf("%s: Materialized needs a store name here (an empty one, a serde without a store, applies to KTable.Filter, KTable.FilterNot and TableMapValues)", op)
 		return nil, vs
 	}
 	if c.mat.vs != nil {
@@ -149,6 +169,13 @@ func materialize[K, V any](b *Builder, op string, c opConfig, n *node, ks serde.
 			return nil, vs
 		}
 		vs = typed
+	}
+	if c.mat.name == "" {
+		// Materialized.with: serdes, no store.
+		if len(c.mat.opts) > 0 {
+			b.errorf("%s: Materialized with no store name gives a serde only; its store options do not apply", op)
+		}
+		return nil, vs
 	}
 	if ks == nil || vs == nil {
 		b.errorf("%s: the table carries no key or value serde for the store %q; pass one to Materialized: %w", op, c.mat.name, ErrNoSerde)
@@ -180,6 +207,8 @@ func (t KTable[K, V]) FilterNot(pred func(K, V) bool, opts ...Option) KTable[K, 
 func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []Option) KTable[K, V] {
 	b := t.b
 	c := b.options(op, opts, "Materialized")
+	c.serdeOnly = true
+	burnStoreName(b, c, "KTABLE-FILTER")
 	n := b.tableNode(b.nameOr(c, "KTABLE-FILTER"), t.n)
 	d, vs := materialize(b, op, c, n, t.ks, t.vs)
 	keep := func(k K, v V) bool { return pred(k, v) != not }
@@ -260,7 +289,9 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 // TableMapValues maps each row's value with fn, as Kafka Streams' KTable.mapValues does
 // (KTableMapValues): fn is not called on deletes, which pass as deletes. The result carries
 // t's value serde only if VR is V; give it one with [Materialized] otherwise, if it is
-// written to a topic or a store. Options: [Named], [Materialized].
+// written to a topic, a store or a suppression buffer: Materialized("", vs) gives the
+// serde alone, without a store (Kafka Streams' Materialized.with). Options: [Named],
+// [Materialized].
 func TableMapValues[K, V, VR any](t KTable[K, V], fn func(V) VR, opts ...Option) KTable[K, VR] {
 	return TableMapValuesWithKey(t, func(_ K, v V) VR { return fn(v) }, opts...)
 }
@@ -270,6 +301,8 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 	const op = "TableMapValues"
 	b := t.b
 	c := b.options(op, opts, "Materialized")
+	c.serdeOnly = true
+	burnStoreName(b, c, "KTABLE-MAPVALUES")
 	n := b.tableNode(b.nameOr(c, "KTABLE-MAPVALUES"), t.n)
 	d, vs := materialize(b, op, c, n, t.ks, carry[V, VR](t.vs))
 	out := KTable[K, VR]{b: b, n: n, ks: t.ks, vs: vs}
@@ -348,7 +381,7 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 // (forwarded as a delete even if the key was absent), and records with a null key
 // ([Record.HasNullKey], or a key that serializes to nil) are dropped and counted in
 // [Stats].DroppedRecords. The operator is named KSTREAM-TOTABLE-
-// followed by a generated number. If a key-changing operator ran before, the stream is
+// followed by a generated number, or as [Named] among opts says. If a key-changing operator ran before, the stream is
 // first repartitioned, as Kafka Streams' toTable(Materialized.as(storeName)) does, through
 // "<application.id>-<operator>-repartition" (for example
 // "<application.id>-KSTREAM-TOTABLE-0000000002-repartition"), a topic shared with the other
@@ -360,11 +393,12 @@ func (s KStream[K, V]) ToTable(storeName string, opts ...StoreOption) KTable[K, 
 		b.errorf("ToTable %q: the stream carries no key or value serde for the store; use WithSerdes: %w", storeName, ErrNoSerde)
 	}
 	// Java names the operator first, then its repartition (KStreamImpl.toTable).
-	name := b.newName("KSTREAM-TOTABLE")
+	name := b.aggName("KSTREAM-TOTABLE", opts)
 	if s.keyChanged && s.ks != nil && s.vs != nil {
 		s = repartitionForKey(s, name, false, "ToTable "+strconv.Quote(storeName))
 	}
 	d := tableStoreDef(storeName, s.ks, s.vs, opts)
+	d.accepts = append(d.accepts, "Named")
 	n := b.tableNode(name, s.n)
 	b.addStore(d, n)
 	return sourceTable(b, n, d, s.ks, s.vs)

@@ -204,9 +204,13 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 	if vs == nil {
 		b.errorf("%s %q: no value serde for the store: %w", prefix, name, ErrNoSerde)
 	}
-	// Names as KGroupedTableImpl.doAggregate takes them: sink, source, then the operator.
+	// Names as KGroupedTableImpl.doAggregate takes them: sink, source, then the operator,
+	// each from the counter; with Named n, they are n-sink, n-source and n.
 	sinkName, sourceName := b.newName("KSTREAM-SINK"), b.newName("KSTREAM-SOURCE")
-	nodeName := b.newName(prefix)
+	nodeName := b.aggName(prefix, opts)
+	if n := opNameOf(opts); n != "" {
+		sinkName, sourceName = n+"-sink", n+"-source"
+	}
 	var changes KStream[K, change[V]]
 	switch {
 	case g.shared != nil && g.shared.n != nil:
@@ -224,6 +228,7 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 		changes = KStream[K, change[V]]{b: b, n: g.n}
 	}
 	d := tableStoreDef(name, g.ks, vs, opts)
+	d.accepts = append(d.accepts, "Named")
 	if d.versioned {
 		versionedStoreDef(d, g.ks, vs)
 	}

@@ -24,6 +24,12 @@ type handlers struct {
 	eos bool
 	// profileOps is Config.ProfileOperators: operators run under an operator pprof label.
 	profileOps bool
+	// counts are what the operators dropped or lost (losses.go), shared with the runtime's
+	// metrics; lossLog limits their log lines.
+	counts  *runtime.OperatorCounts
+	lossLog lossLog
+	// align is Config.EventTimeAlignment (align.go); 0 without.
+	align time.Duration
 }
 
 // task is the typed processing state of one task: the instantiated operators of its
@@ -56,7 +62,13 @@ type task struct {
 	txnHooks                    []txnHook   // operators' state that follows commits and aborts
 	flushers                    []flusher   // operators that hold work a commit must cover (batch_sink.go)
 	schedSeq                    int
-	met                         *runtime.TaskMetrics // Config.Metrics (metrics.go); nil without
+	met                         *runtime.TaskMetrics    // Config.Metrics (metrics.go); nil without
+	losses                      map[lossKey]lossCounter // the operators' loss counters (losses.go)
+	// align is the task's event-time alignment (align.go); nil without. repartitions are
+	// the repartition topics it reads, whose control records of alignment it never
+	// processes.
+	align        *alignment
+	repartitions map[string]bool
 	// labels is the context of the task's pprof labels and labelCur that of the operator
 	// running, when Config.ProfileOperators is set (profile.go); nil otherwise.
 	labels, labelCur context.Context
@@ -92,6 +104,11 @@ func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id run
 			t.stores[d.name] = d.typed(b)
 		}
 	}
+	// Before the operators exist: they register with it, and its stores keep their windows
+	// longer.
+	if err := t.setUpAlignment(sub); err != nil {
+		return nil, err
+	}
 	for _, n := range sub {
 		if n.kind != kindSource {
 			continue
@@ -100,11 +117,18 @@ func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id run
 		if err != nil {
 			return nil, err
 		}
-		for _, topic := range n.topics {
+		for _, short := range n.topics {
+			topic := short
 			if n.internal {
-				topic = internalTopic(appID, topic)
+				topic = internalTopic(appID, short)
 			}
 			t.sources[topic] = labeledSource(t, n, in.(sourceFn))
+			if n.internal && isRepartition(short) {
+				if t.repartitions == nil {
+					t.repartitions = map[string]bool{}
+				}
+				t.repartitions[topic] = true
+			}
 			if n.extractor != nil {
 				t.extractors[topic] = n.extractor
 			}
@@ -132,6 +156,18 @@ func (t *task) Process(r *kgo.Record, ts int64) error {
 	src, ok := t.sources[r.Topic]
 	if !ok {
 		return fmt.Errorf("kstream: task %s got a record of topic %q that it does not read", t.id, r.Topic)
+	}
+	if len(r.Headers) > 0 && t.repartitions[r.Topic] {
+		// A control record of event-time alignment: an upstream task's progress, for the
+		// task's clock, not a record to process (align.go). A task that does not align
+		// skips it (the topic may hold some from a run that aligned).
+		if id, m, ok, err := watermark(r); ok {
+			t.fatal = nil
+			if err != nil || !t.aligned() {
+				return err
+			}
+			return t.noteWatermark(id, m)
+		}
 	}
 	t.cur, t.curTS, t.hasTS, t.fatal = r, ts, true, nil
 	t.streamTime = max(t.streamTime, ts)
@@ -185,6 +221,7 @@ func (t *task) dropRecord(n *node, why string) {
 	if t.met != nil {
 		t.met.Dropped(dropReason(why))
 	}
+	t.lossFor(n, false, dropReason(why)).n.Add(1)
 	attrs := []any{"operator", n.name, "task", t.id.String()}
 	if r := t.cur; r != nil {
 		attrs = append(attrs, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)

@@ -120,7 +120,7 @@ func WithTimestampExtractor(te TimestampExtractor) Option {
 // overriding [Config.DefaultTimestampExtractor]; the table's rows keep the extracted
 // timestamps. It is a [StoreOption] because Table takes those; it applies to [Table] only.
 func TableTimestampExtractor(te TimestampExtractor) StoreOption {
-	return func(d *storeDef) { d.extractor, d.extractorSet = te, true }
+	return storeOpt{"TableTimestampExtractor", func(d *storeDef) { d.extractor, d.extractorSet = te, true }}
 }
 
 // extract runs the timestamp extractor of raw's source, turning a panic into an error.

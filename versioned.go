@@ -30,7 +30,7 @@ import (
 // (too old) is not forwarded, and one that is not the latest of its key is forwarded marked
 // so. Global tables and window and session stores do not take it (a Build error).
 func Versioned(historyRetention time.Duration) StoreOption {
-	return func(d *storeDef) { d.versioned, d.historyRetention = true, historyRetention }
+	return storeOpt{"Versioned", func(d *storeDef) { d.versioned, d.historyRetention = true, historyRetention }}
 }
 
 // JoinGrace gives a stream-table join ([Join], [LeftJoin]) against a versioned table (see
@@ -104,7 +104,15 @@ func versionedSourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.S
 				return err
 			}
 			if code == store.PutNotPut {
-				return nil // expired: neither stored nor forwarded
+				// Older than the history retention: neither stored nor forwarded (Kafka
+				// Streams' "Skipping record for expired put"), but counted and logged.
+				now, err := st.ObservedStreamTime()
+				if err != nil {
+					return err
+				}
+				t.dropLate(n, late{reason: dropExpiredHistory, ts: ts, streamTime: now,
+					lateBy: now - st.HistoryRetention().Milliseconds() - ts, store: d.name})
+				return nil
 			}
 			res.stale = code != store.PutValidToUndefined
 			if info.sendOld {
@@ -445,9 +453,7 @@ const (
 // options say otherwise ([InMemory], [WithoutChangelog]).
 func VersionedKeyValueStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], historyRetention time.Duration, opts ...StoreOption) StoreBuilder {
 	d := &storeDef{name: name, persistent: true, logged: true}
-	for _, o := range opts {
-		o(d)
-	}
+	applyStoreOpts(d, opts)
 	d.versioned, d.historyRetention = true, historyRetention
 	versionedStoreDef(d, ks, vs)
 	return storeBuilder{d}

@@ -16,9 +16,9 @@ import (
 // retention keeps closed windows queryable for longer. It applies to windowed aggregations
 // only.
 func WithRetention(retention time.Duration) StoreOption {
-	return func(d *storeDef) {
+	return storeOpt{"WithRetention", func(d *storeDef) {
 		d.retention, d.retentionSet = retention, true
-	}
+	}}
 }
 
 // TimeWindowedKStream is a grouped stream with time windows ([TimeWindows] or
@@ -28,6 +28,7 @@ type TimeWindowedKStream[K, V any] struct {
 	g       KGroupedStream[K, V]
 	w       windowSpec
 	onClose bool
+	close   closeOptions
 }
 
 // WindowedBy windows the grouped stream by time: [TimeWindowsOf] (tumbling or hopping) or
@@ -52,9 +53,41 @@ func (g KGroupedStream[K, V]) WindowedBy(w Windows) TimeWindowedKStream[K, V] {
 // moves stream time past the window's close, with that record's headers and the window's
 // timestamp (the largest timestamp aggregated into it); windows are emitted in the order of
 // the store (by window start, then key, segment by segment).
-func (w TimeWindowedKStream[K, V]) EmitOnWindowClose() TimeWindowedKStream[K, V] {
+//
+// As in Kafka Streams, a window whose retention in the store passes before it closes (when
+// stream time jumps over several windows at once: the retention is by default the window
+// size plus the grace period) expires without a final result; it is counted
+// ([Stats].LostResults, kstream_operator_lost_results_total) and logged at warn.
+// [EmitBeforeExpiry] emits it instead (see docs/windows.md).
+func (w TimeWindowedKStream[K, V]) EmitOnWindowClose(opts ...CloseOption) TimeWindowedKStream[K, V] {
 	w.onClose = true
+	for _, o := range opts {
+		o(&w.close)
+	}
 	return w
+}
+
+// CloseOption is an option of EmitOnWindowClose ([TimeWindowedKStream.EmitOnWindowClose],
+// [SessionWindowedKStream.EmitOnWindowClose]).
+type CloseOption func(*closeOptions)
+
+type closeOptions struct {
+	beforeExpiry bool
+}
+
+// EmitBeforeExpiry makes an aggregation that emits on window close emit the final result
+// of every window that closes, also of one whose retention in the store passes at the same
+// time. When a record moves stream time past the close of windows and past their retention
+// at once (a jump over several windows, as after a quiet period), the windows are emitted,
+// in window order, before the store expires them.
+//
+// Without it, as in Kafka Streams, such windows expire without a final result (counted in
+// [Stats].LostResults and kstream_operator_lost_results_total, and logged at warn). The
+// results that both emit are the same, in the same order; EmitBeforeExpiry adds the ones
+// Kafka Streams loses, in their place. It is a deviation from Kafka Streams
+// (docs/semantics.md).
+func EmitBeforeExpiry() CloseOption {
+	return func(o *closeOptions) { o.beforeExpiry = true }
 }
 
 // WindowedCount counts the records of each key and window into the window store named
@@ -100,19 +133,22 @@ func WindowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], init func() VA
 type windowAgg[K, V, VA any] struct {
 	w       windowSpec
 	onClose bool
-	init    func() VA // nil for a reduce
-	agg     func(K, V, VA, bool) VA
-	reduce  bool
-	ks      serde.Serde[K]
-	store   string
-	info    *tableInfo
+	// beforeExpiry is EmitBeforeExpiry: closed windows are emitted even when they expired
+	// from the store with the record that closed them.
+	beforeExpiry bool
+	init         func() VA // nil for a reduce
+	agg          func(K, V, VA, bool) VA
+	reduce       bool
+	ks           serde.Serde[K]
+	store        string
+	info         *tableInfo
 }
 
 func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName string, init func() VA, agg func(K, V, VA, bool) VA, reduce bool, vs serde.Serde[VA], name string, opts []StoreOption) KTable[serde.Windowed[K], VA] {
 	b := w.g.s.b
 	s := w.g.s
 	op := fmt.Sprintf("%s %q", opName, name)
-	nodeName := b.newName(prefix)
+	nodeName := b.aggName(prefix, opts)
 	if w.w.err != nil {
 		b.errorf("%s: %w", op, w.w.err)
 	}
@@ -140,7 +176,7 @@ func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName
 	n.windowGrace, n.hasWindowGrace = w.w.grace, true // for KTable.Suppress(UntilWindowCloses)
 	b.addStore(d, n)
 	info := storedInfo()
-	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, init: init, agg: agg, reduce: reduce, ks: s.ks, store: name, info: info}
+	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, beforeExpiry: w.close.beforeExpiry, init: init, agg: agg, reduce: reduce, ks: s.ks, store: name, info: info}
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskWindowStore[K, VA](t, name)
 		if err != nil {
@@ -164,10 +200,8 @@ type windowKV[K, V any] = store.WindowStore[K, tsValue[V]]
 // An aggregation that emits on window close reads its store as Kafka Streams' time-ordered
 // window store does, with windows at the retention edge (store.WindowOptions).
 func windowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], size, minRetention, grace int64, onClose bool, opts []StoreOption) *storeDef {
-	d := &storeDef{name: name, persistent: true, logged: true, timestamped: true}
-	for _, o := range opts {
-		o(d)
-	}
+	d := &storeDef{name: name, persistent: true, logged: true, timestamped: true, accepts: []string{"Named", "WithRetention"}}
+	applyStoreOpts(d, opts)
 	retention := minRetention
 	if d.retentionSet {
 		ms, err := millis("the retention period", d.retention)
@@ -229,17 +263,13 @@ func windowGetter[K, V any](name string) func(t *task) (valueGetter[serde.Window
 	}
 }
 
-// lateRecord notes that operator n dropped the record in hand for the window [start, end)
-// because the window had closed: a debug log line with the record's coordinates, and one
-// more in the dropped-records count, as Kafka Streams' logSkippedRecordForExpiredWindow.
-func (t *task) lateRecord(n *node, ts, start, end, closeTime int64) {
-	t.env.RecordDropped()
-	t.droppedFor(dropExpiredWindow)
-	attrs := []any{"operator", n.name, "task", t.id.String(), "timestamp", ts, "window_start", start, "window_end", end, "close_time", closeTime}
-	if r := t.cur; r != nil {
-		attrs = append(attrs, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset)
-	}
-	t.log.Debug("kstream: skipping a record for an expired window", attrs...)
+// lateRecord notes that operator n dropped the record in hand, of timestamp ts, for the
+// window [start, end) because the window had closed (end before closeTime, the operator's
+// stream time observed minus the grace period): counted (Stats.DroppedRecords, as Kafka
+// Streams' dropped-records metric, and by operator) and logged (see lossLog), as Kafka
+// Streams' logSkippedRecordForExpiredWindow.
+func (t *task) lateRecord(n *node, ts, start, end, closeTime, observed int64) {
+	t.dropLate(n, late{reason: dropExpiredWindow, ts: ts, streamTime: observed, lateBy: closeTime - end, hasWindow: true, start: start, end: end})
 }
 
 // timeWindowAggregator is the processor of an aggregation over time windows: Kafka
@@ -250,6 +280,8 @@ type timeWindowAggregator[K, V, VA any] struct {
 	n  *node
 	st *windowKV[K, VA]
 	windowClock
+	// ctx is the processor context, kept for emissions without a record in hand (align.go).
+	ctx ProcessorContext[serde.Windowed[K], change[VA]]
 }
 
 func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
@@ -258,6 +290,19 @@ func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, 
 		return nil, err
 	}
 	p.start(t)
+	if a.onClose {
+		t.onAlignedAdvance(func() error {
+			if p.ctx == nil {
+				return nil // no record yet: no window either
+			}
+			closeTime := p.now() - a.w.grace
+			finals, due, err := p.closed(closeTime)
+			if err != nil || !due {
+				return err
+			}
+			return p.emitFinal(p.ctx, Record[K, V]{}, closeTime, finals)
+		})
+	}
 	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
 }
 
@@ -297,7 +342,7 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 		return nil
 	}
 	closeTime := p.observed - p.a.w.grace
-	return p.recoverLastEmit(p.st, p.t.h.eos, closeTime, closeTime-p.a.w.size >= 0)
+	return p.recoverLastEmit(p.st, p.t.h.eos && !p.t.aligned(), closeTime, closeTime-p.a.w.size >= 0)
 }
 
 // windowClock is the time of a windowed aggregation: the largest timestamp it has seen
@@ -307,14 +352,27 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 type windowClock struct {
 	observed, lastEmit           int64
 	savedObserved, savedLastEmit int64
+	// t is the task, whose aligned event time caps observed when Config.EventTimeAlignment
+	// is set (align.go).
+	t *task
 }
 
 func newWindowClock() windowClock { return windowClock{observed: -1, lastEmit: -1} }
 
 // start saves the clock's recovered time and registers it with the task's commits.
 func (c *windowClock) start(t *task) {
+	c.t = t
 	c.committed()
 	t.txnHooks = append(t.txnHooks, c)
+}
+
+// now is the time by which the operator judges lateness and closes windows: its observed
+// stream time, or the task's aligned event time if smaller (align.go).
+func (c *windowClock) now() int64 {
+	if c.t == nil {
+		return c.observed
+	}
+	return c.t.eventTime(c.observed)
 }
 
 func (c *windowClock) committed() { c.savedObserved, c.savedLastEmit = c.observed, c.lastEmit }
@@ -372,11 +430,22 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 	}
 	ts := unixMs(r.Timestamp)
 	p.observed = max(p.observed, ts)
-	closeTime := p.observed - a.w.grace
+	p.ctx = ctx
+	closeTime := p.now() - a.w.grace
+	// The windows that close are read before the record's writes, which may move the
+	// store's stream time past their retention (see emitFinal).
+	var finals []windowFinal[K, VA]
+	var due bool
+	if a.onClose {
+		var err error
+		if finals, due, err = p.closed(closeTime); err != nil {
+			return err
+		}
+	}
 	for _, start := range a.w.windowsFor(ts) {
 		end := a.w.windowEnd(start)
 		if end <= closeTime {
-			t.lateRecord(p.n, ts, start, end, closeTime)
+			t.lateRecord(p.n, ts, start, end, closeTime, p.observed)
 			continue
 		}
 		old, ok, err := p.st.Fetch(r.Key, msTime(start))
@@ -412,60 +481,89 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 		ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(r.Key, start, end), Value: res,
 			Timestamp: msTime(newTs), Headers: r.Headers})
 	}
-	if a.onClose {
-		return p.emitFinal(ctx, r, closeTime)
+	if a.onClose && due {
+		return p.emitFinal(ctx, r, closeTime, finals)
 	}
 	return nil
 }
 
-// emitFinal forwards the windows that closed since the last emission, as Kafka Streams'
-// AbstractKStreamTimeWindowAggregateProcessor.maybeForwardFinalResult does (without its
-// wall-clock throttle, so that the results do not depend on the wall clock).
-func (p *timeWindowAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V], closeTime int64) error {
+// windowFinal is a closed window read from the store: its key and value.
+type windowFinal[K, VA any] struct {
+	k serde.Windowed[K]
+	v tsValue[VA]
+}
+
+// closed returns the windows that closed since the last emission (close time closeTime),
+// as Kafka Streams' AbstractKStreamTimeWindowAggregateProcessor.maybeForwardFinalResult
+// reads them (without its wall-clock throttle, so that the results do not depend on the
+// wall clock), in the order of window start then key; due says that emitFinal must run
+// (new windows may have closed). They are read before the record in hand is aggregated:
+// its writes may move the store's stream time past the retention of some of them, which
+// emitFinal then emits (EmitBeforeExpiry) or counts as lost (Kafka Streams' behaviour).
+func (p *timeWindowAggregator[K, V, VA]) closed(closeTime int64) ([]windowFinal[K, VA], bool, error) {
 	w := p.a.w
 	if p.lastEmit != -1 && p.lastEmit >= closeTime {
-		return nil
+		return nil, false, nil
 	}
 	upper := closeTime - w.size
 	if upper < 0 {
-		return nil
+		return nil, false, nil
 	}
 	lower := int64(0)
 	if p.lastEmit != -1 {
 		lower = max(0, p.lastEmit-w.size) + 1
 		// No window ends in (lastEmit, closeTime]: nothing new to emit.
 		if slices.Equal(w.windowsFor(upper), w.windowsFor(lower-1)) {
-			return nil
+			return nil, false, nil
 		}
 	}
-	if lower <= upper {
-		it, err := p.st.FetchAll(msTime(lower), msTime(upper))
-		if err != nil {
-			return err
+	if lower > upper {
+		return nil, true, nil
+	}
+	it, err := p.st.FetchAll(msTime(lower), msTime(upper))
+	if err != nil {
+		return nil, false, err
+	}
+	var finals []windowFinal[K, VA]
+	for it.Next() {
+		finals = append(finals, windowFinal[K, VA]{it.Key(), it.Value()})
+	}
+	err = it.Err()
+	it.Close()
+	if err != nil {
+		return nil, false, err
+	}
+	// Kafka Streams keeps the store of an aggregation that emits on close in time order
+	// (RocksDbIndexedTimeOrderedWindowBytesStoreSupplier): by window start, then key.
+	// This store is in key order within a segment.
+	slices.SortStableFunc(finals, func(a, b windowFinal[K, VA]) int { return a.k.Start.Compare(b.k.Start) })
+	return finals, true, nil
+}
+
+// emitFinal forwards the closed windows that closed() read, with the headers of the record
+// in hand, and notes the emission. A window that expired from the store meanwhile (the
+// record's writes moved its stream time past the window's retention) is emitted under
+// EmitBeforeExpiry; otherwise, as in Kafka Streams, it is not, and it is counted and logged
+// as a lost final result.
+func (p *timeWindowAggregator[K, V, VA]) emitFinal(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V], closeTime int64, finals []windowFinal[K, VA]) error {
+	w := p.a.w
+	for _, f := range finals {
+		start := f.k.StartMs()
+		if !p.a.beforeExpiry {
+			live, err := p.st.Live(f.k.Start)
+			if err != nil {
+				return err
+			}
+			if !live {
+				p.t.loseResult(p.n, late{reason: lostWindowExpired, ts: f.v.ts, streamTime: p.observed,
+					lateBy: closeTime - w.windowEnd(start), hasWindow: true, start: start, end: w.windowEnd(start), store: p.a.store})
+				continue
+			}
 		}
-		type final struct {
-			k serde.Windowed[K]
-			v tsValue[VA]
-		}
-		var finals []final
-		for it.Next() {
-			finals = append(finals, final{it.Key(), it.Value()})
-		}
-		err = it.Err()
-		it.Close()
-		if err != nil {
-			return err
-		}
-		// Kafka Streams keeps the store of an aggregation that emits on close in time order
-		// (RocksDbIndexedTimeOrderedWindowBytesStoreSupplier): by window start, then key.
-		// This store is in key order within a segment.
-		slices.SortStableFunc(finals, func(a, b final) int { return a.k.Start.Compare(b.k.Start) })
-		for _, f := range finals {
-			var res change[VA]
-			res.setNew(f.v.v)
-			ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(f.k.Key, f.k.StartMs(), w.windowEnd(f.k.StartMs())),
-				Value: res, Timestamp: msTime(f.v.ts), Headers: r.Headers})
-		}
+		var res change[VA]
+		res.setNew(f.v.v)
+		ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(f.k.Key, start, w.windowEnd(start)),
+			Value: res, Timestamp: msTime(f.v.ts), Headers: r.Headers})
 	}
 	return p.emitted(p.st, closeTime)
 }

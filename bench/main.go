@@ -187,6 +187,7 @@ var scenarios = []scenario{
 	{name: "gets-pebble", gets: true},
 	batchScenarios[0], batchScenarios[1], // batch.go
 	{name: "slow-task", own: runSlowTask},
+	{name: "window-align", own: runWindowAlign},
 	{name: "baseline-1000p", keep: keepAll, run: runBaseline, partitions: scalePartitions}, // scale.go
 	{name: "passthrough-1000p", keep: keepAll, run: runPassthrough, partitions: scalePartitions},
 	{name: "scale-rebalance", own: runScaleRebalance},
@@ -511,6 +512,7 @@ func run(o options, selected []scenario) error {
 	}
 	fmt.Println()
 	printSlowTask()
+	printWindowAlign()
 	printGetsTable(selected, gets)
 	printTable(o, selected, results, len(o.brokers) == 0)
 	return nil

@@ -22,8 +22,7 @@ import (
 // its Describe text. A pending difference is logged (the first differing lines), not failed;
 // a pending entry whose scenario now matches fails the test, so that it is removed here.
 var conformancePending = map[string]string{
-	"to-topic-func/describe":  "Describe: Java prints (extractor class: <the extractor's toString>), which a Go function has no equal of; Go prints the function's name (owner: lead)",
-	"stream-totable/describe": "Describe: ToTable has no Named option, so Go cannot name its processor and repartition topic by-letter as Java's toTable(Named.as(\"by-letter\"), ...) does; Go names them KSTREAM-TOTABLE-n, as Java's unnamed toTable does (owner: lead)",
+	"to-topic-func/describe": "Describe: Java prints (extractor class: <the extractor's toString>), which a Go function has no equal of; Go prints the function's name (owner: lead)",
 }
 
 // The scenarios of the conformance test, mirrored one for one (same order, same names of
@@ -196,6 +195,10 @@ var confScenarios = []struct {
 			return confPtr(confLetter(v))
 		}, serde.Nullable(serde.String()))
 		kstream.MapValues(kstream.Count(g, "short-counts").ToStream(), confN).To("out", serde.Nullable(serde.String()), serde.String())
+	}},
+	{"stream-groupby-empty-key", func(b *kstream.Builder) {
+		g := kstream.GroupBy(confIn(b), func(_, v string) string { return v }, serde.String())
+		confOut(kstream.MapValues(kstream.Count(g, "value-counts").ToStream(), confN))
 	}},
 	{"selectkey-count", func(b *kstream.Builder) {
 		g := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).GroupByKey()
@@ -543,7 +546,7 @@ var confScenarios = []struct {
 
 	{"stream-totable", func(b *kstream.Builder) {
 		s := kstream.Stream(b, "left", serde.String(), serde.String())
-		confOut(kstream.SelectKey(s, func(_, v string) string { return confLetter(v) }).ToTable("by-letter").ToStream())
+		confOut(kstream.SelectKey(s, func(_, v string) string { return confLetter(v) }).ToTable("by-letter", kstream.Named("by-letter")).ToStream())
 	}},
 	{"stream-totable-in", func(b *kstream.Builder) { confOut(confIn(b).ToTable("in-table").ToStream()) }},
 	{"stream-totable-unnamed", func(b *kstream.Builder) {

@@ -112,12 +112,16 @@ type Driver struct {
 	// timestamp).
 	slots    []slot
 	wall     time.Time
-	db       store.DB // every store, in memory
-	drops    int64    // records dropped for a null key or value, or a negative timestamp
+	db       store.DB                // every store, in memory
+	drops    int64                   // records dropped for a null key or value, or a negative timestamp
+	counts   *runtime.OperatorCounts // what the operators dropped or lost, by operator and reason
 	enforced int64
 	fatal    error
 	closed   bool
 	held     map[string][]*kgo.Record // topics held back (HoldBack): their unprocessed records
+	// heldParts are the partitions held back of the topics held back by partition
+	// (HoldBackPartition); a topic without an entry is held back whole.
+	heldParts map[string]map[int32]bool
 }
 
 // task is one task of the topology and the buffer of its input partitions.
@@ -161,6 +165,7 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 	d := &Driver{
 		topo:   topo,
 		log:    rc.Logger,
+		counts: rc.OperatorCounts,
 		opts:   o,
 		subOf:  map[string]int{},
 		global: map[string]*runtime.GlobalStoreSpec{},
@@ -483,7 +488,7 @@ func (d *Driver) append(raw *kgo.Record) error {
 		raw.Timestamp = d.wall
 	}
 	d.topics[raw.Topic] = append(d.topics[raw.Topic], raw)
-	if h, ok := d.held[raw.Topic]; ok {
+	if h, ok := d.held[raw.Topic]; ok && (d.heldParts[raw.Topic] == nil || d.heldParts[raw.Topic][raw.Partition]) {
 		d.held[raw.Topic] = append(h, raw)
 		return nil
 	}
@@ -521,6 +526,24 @@ func (d *Driver) HoldBack(topic string) {
 	}
 }
 
+// HoldBackPartition is [Driver.HoldBack] for the given partitions of topic only: the
+// records written to them are kept, those of its other partitions processed. A test can so
+// make one task of a sub-topology run ahead of another, as after a reset, when the upstream
+// tasks replay their input at different speeds; a task whose partition holds records back
+// is not caught up with its input. [Driver.Release] processes them.
+func (d *Driver) HoldBackPartition(topic string, partitions ...int32) {
+	d.HoldBack(topic)
+	if d.heldParts == nil {
+		d.heldParts = map[string]map[int32]bool{}
+	}
+	if d.heldParts[topic] == nil {
+		d.heldParts[topic] = map[int32]bool{}
+	}
+	for _, p := range partitions {
+		d.heldParts[topic][p] = true
+	}
+}
+
 // Release processes the records of topic held back since [Driver.HoldBack], in the order
 // they were written, and everything they cause, and stops holding topic back.
 func (d *Driver) Release(topic string) error {
@@ -532,6 +555,7 @@ func (d *Driver) Release(topic string) error {
 	}
 	recs := d.held[topic]
 	delete(d.held, topic)
+	delete(d.heldParts, topic)
 	for _, r := range recs {
 		if err := d.enqueue(r); err != nil {
 			d.fatal, d.slots = err, nil
@@ -564,6 +588,34 @@ func (d *Driver) RecordDropped() { d.drops++ }
 // (TopologyTestDriver shows them in the dropped-records-total metric). A record with a null
 // key piped into a global table's topic counts too.
 func (d *Driver) DroppedRecords() int64 { return d.drops }
+
+// Losses returns what the topology's operators dropped or lost so far, by operator and
+// reason, all tasks together, as [kstream.Stats].Losses counts them in an application:
+// the records dropped (late, or for a null key or value) and the final results never
+// emitted (windows that expired before they closed).
+func (d *Driver) Losses() []kstream.OperatorLoss {
+	var out []kstream.OperatorLoss
+	for _, oc := range d.counts.Snapshot() { // sorted by operator, lost, reason, then task
+		if k := len(out) - 1; k >= 0 && out[k].Operator == oc.Operator && out[k].LostResults == oc.Lost && out[k].Reason == oc.Reason {
+			out[k].Count += oc.N
+			continue
+		}
+		out = append(out, kstream.OperatorLoss{Operator: oc.Operator, Reason: oc.Reason, LostResults: oc.Lost, Count: oc.N})
+	}
+	return out
+}
+
+// LostResults returns how many final results the topology's operators never emitted so far
+// (see [kstream.Stats].LostResults).
+func (d *Driver) LostResults() int64 {
+	var n int64
+	for _, l := range d.Losses() {
+		if l.LostResults {
+			n += l.Count
+		}
+	}
+	return n
+}
 
 // GlobalStore implements the runtime's task environment: global stores live in the
 // driver's memory DB, in the same namespace as in an application.
@@ -724,4 +776,36 @@ func (u untimestamped[V]) Deserialize(b []byte) (V, error) {
 		return zero, fmt.Errorf("kstreamtest: a timestamped store value has %d bytes, fewer than its 8-byte timestamp", len(b))
 	}
 	return u.inner.Deserialize(b[8:])
+}
+
+// Upstream implements the runtime's task environment: the sub-topology that writes the
+// repartition topic topic, its number of tasks, and the topic's partition count.
+func (d *Driver) Upstream(topic string) (sub int, tasks, partitions int32, ok bool) {
+	for _, it := range d.topo.InternalTopics {
+		if it.Name != topic {
+			continue
+		}
+		for _, src := range d.topo.SubTopologies[it.Writer].Sources {
+			tasks = max(tasks, d.partitionsOf(src.Topic))
+		}
+		return it.Writer, tasks, d.partitionsOf(topic), tasks > 0
+	}
+	return 0, 0, 0, false
+}
+
+// CaughtUp implements the runtime's task environment: task id has nothing buffered, and
+// none of its source topics holds records back (HoldBack).
+func (d *Driver) CaughtUp(id runtime.TaskID) bool {
+	t := d.tasks[id]
+	if t == nil || t.group.Buffered() > 0 {
+		return false
+	}
+	for _, src := range d.topo.SubTopologies[id.SubTopology].Sources {
+		for _, r := range d.held[src.Topic] {
+			if r.Partition == id.Partition {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -94,8 +94,12 @@ type Instance struct {
 type Status struct {
 	ApplicationID string `json:"application_id"`
 	State         string `json:"state"`
-	Endpoint      string `json:"endpoint"`
-	MemberID      string `json:"member_id"`
+	// StateSince is when the state began; StateReason why the instance is in it when it
+	// is not RUNNING (a start step, the rebalance it waits for, restoring tasks, an error).
+	StateSince  time.Time `json:"state_since,omitzero"`
+	StateReason string    `json:"state_reason,omitempty"`
+	Endpoint    string    `json:"endpoint"`
+	MemberID    string    `json:"member_id"`
 	// Time is when the status was taken; TasksAsOf when its active tasks were.
 	Time      time.Time `json:"time"`
 	TasksAsOf time.Time `json:"tasks_as_of,omitzero"`
@@ -111,6 +115,19 @@ type Status struct {
 	// ProcessedRecords counts the records processed since the instance started.
 	ProcessedRecords int64 `json:"processed_records"`
 	Stats            Stats `json:"stats"`
+	// Losses are the records the operators dropped and the final results they lost, by
+	// operator and reason (kstream.Stats.Losses), since the instance started.
+	Losses []Loss `json:"losses"`
+}
+
+// Loss is what one operator lost for one reason (see kstream.OperatorLoss): Kind is
+// "dropped_records" (input records dropped, as late or for a null key or value) or
+// "lost_results" (final results never emitted: windows that expired before they closed).
+type Loss struct {
+	Operator string `json:"operator"`
+	Kind     string `json:"kind"`
+	Reason   string `json:"reason"`
+	Count    int64  `json:"count"`
 }
 
 // Task is one active task.
@@ -196,6 +213,7 @@ type Stats struct {
 	ProducerFences        int64   `json:"producer_fences"`
 	DroppedRecords        int64   `json:"dropped_records"`
 	EnforcedProcessing    int64   `json:"enforced_processing"`
+	LostResults           int64   `json:"lost_results"`
 }
 
 // Health is the body of the health endpoints (kstream.Health, with the state).
@@ -258,8 +276,8 @@ func StatusOf(app *kstream.App) Status {
 	s := app.Status()
 	h := app.Health()
 	out := Status{
-		ApplicationID: s.ApplicationID, State: s.State.String(), Endpoint: s.Endpoint, MemberID: s.MemberID,
-		Time: s.Time, TasksAsOf: s.TasksAsOf, LoopHeartbeat: s.LoopHeartbeat,
+		ApplicationID: s.ApplicationID, State: s.State.String(), StateSince: s.StateSince, StateReason: s.StateReason,
+		Endpoint: s.Endpoint, MemberID: s.MemberID, Time: s.Time, TasksAsOf: s.TasksAsOf, LoopHeartbeat: s.LoopHeartbeat,
 		Health:           Health{Live: h.Live, Ready: h.Ready, State: s.State.String(), Reason: h.Reason},
 		Active:           []Task{},
 		Standby:          []StandbyTask{},
@@ -273,7 +291,16 @@ func StatusOf(app *kstream.App) Status {
 			ExactlyOnce: s.Stats.ExactlyOnce, TransactionalID: s.Stats.TransactionalID,
 			RecordsInLastCommit: s.Stats.RecordsInLastCommit, ChangelogRecordsTotal: s.Stats.ChangelogRecordsTotal,
 			ProducerFences: s.Stats.ProducerFences, DroppedRecords: s.Stats.DroppedRecords, EnforcedProcessing: s.Stats.EnforcedProcessing,
+			LostResults: s.Stats.LostResults,
 		},
+		Losses: []Loss{},
+	}
+	for _, l := range s.Stats.Losses {
+		kind := "dropped_records"
+		if l.LostResults {
+			kind = "lost_results"
+		}
+		out.Losses = append(out.Losses, Loss{Operator: l.Operator, Kind: kind, Reason: l.Reason, Count: l.Count})
 	}
 	for _, t := range s.Active {
 		task := Task{ID: t.ID.String(), Restoring: t.Restoring, ProcessedRecords: t.ProcessedRecords, Partitions: []Partition{}}

@@ -1,17 +1,20 @@
 package ops_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/ops"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -187,6 +191,9 @@ func TestDescribeStatusAndHealth(t *testing.T) {
 	if d.ApplicationID != appID || d.State != "RUNNING" {
 		t.Errorf("application_id %q state %q, want %q RUNNING", d.ApplicationID, d.State, appID)
 	}
+	if d.Local.StateSince.IsZero() || d.Local.StateSince.After(d.Local.Time) || d.Local.StateReason != "" {
+		t.Errorf("local state since %s, reason %q: want when RUNNING began, and no reason", d.Local.StateSince, d.Local.StateReason)
+	}
 	if d.Topology.Text != inst.app.Topology().Describe() {
 		t.Errorf("topology text:\n%s\nwant:\n%s", d.Topology.Text, inst.app.Topology().Describe())
 	}
@@ -304,4 +311,105 @@ func TestDescribeStatusAndHealth(t *testing.T) {
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST: HTTP %d, want 405", rec.Code)
 	}
+}
+
+// An instance with a windowed count that emits on window close (size 10 s, grace 5 s) gets
+// a record too late for its window and a jump of stream time that expires a window before
+// it closes: Status, /api/status and the Prometheus metrics show the dropped record and
+// the lost final result under the aggregation's operator, and the page has their section.
+func TestLossesShown(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "events", 1, nil)
+	out := kafkatest.CreateTopic(t, "finals", 1, nil)
+	appID := kafkatest.Name(t, "app")
+	b := kstream.NewBuilder()
+	w := kstream.Stream(b, in, serde.String(), serde.String()).GroupByKey().
+		WindowedBy(kstream.TimeWindowsOf(10 * time.Second).WithGrace(5 * time.Second)).EmitOnWindowClose()
+	kstream.WindowedCount(w, "counts").ToStream().To(out, serde.TimeWindowed(serde.String(), 10*time.Second), serde.Int64())
+	var recs []*kgo.Record
+	for _, ms := range []int64{1000, 12000, 26000, 2000} { // 26000 expires [0, 10000) as it closes it; 2000 is late
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte("a"), Value: []byte("v"), Timestamp: time.UnixMilli(ms)})
+	}
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	reg := prometheus.NewRegistry()
+	var logs syncBuffer
+	inst := startInstance(t, appID, b, func(c *kstream.Config) {
+		c.Metrics = reg
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	const op = "KSTREAM-AGGREGATE-0000000001"
+	want := []kstream.OperatorLoss{
+		{Operator: op, Reason: "expired_window", Count: 1},
+		{Operator: op, Reason: "window_expired", LostResults: true, Count: 1},
+	}
+	kafkatest.Eventually(t, 60*time.Second, "4 records processed", func() bool { return inst.app.Status().ProcessedRecords == 4 })
+	st := inst.app.Status()
+	if !slices.Equal(st.Stats.Losses, want) || st.Stats.LostResults != 1 || st.Stats.DroppedRecords != 1 {
+		t.Errorf("Status: losses %+v lost %d dropped %d, want %+v, 1, 1", st.Stats.Losses, st.Stats.LostResults, st.Stats.DroppedRecords, want)
+	}
+	if got := inst.app.Stats().Losses; !slices.Equal(got, want) {
+		t.Errorf("Stats: losses %+v, want %+v", got, want)
+	}
+	var ss ops.Status
+	if code := getJSON(t, inst.srv.URL+"/ops/api/status", &ss); code != http.StatusOK {
+		t.Fatalf("status: HTTP %d", code)
+	}
+	wantJSON := []ops.Loss{{Operator: op, Kind: "dropped_records", Reason: "expired_window", Count: 1}, {Operator: op, Kind: "lost_results", Reason: "window_expired", Count: 1}}
+	if !slices.Equal(ss.Losses, wantJSON) || ss.Stats.LostResults != 1 || ss.Stats.DroppedRecords != 1 {
+		t.Errorf("/api/status: losses %+v stats %+v, want %+v", ss.Losses, ss.Stats, wantJSON)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if !strings.HasPrefix(f.GetName(), "kstream_operator_") {
+				continue
+			}
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			got[f.GetName()+"/"+labels["task"]+"/"+labels["operator"]+"/"+labels["reason"]] += m.GetCounter().GetValue()
+		}
+	}
+	wantMetrics := map[string]float64{
+		"kstream_operator_dropped_records_total/0_0/" + op + "/expired_window": 1,
+		"kstream_operator_lost_results_total/0_0/" + op + "/window_expired":    1,
+	}
+	if !maps.Equal(got, wantMetrics) {
+		t.Errorf("metrics %v, want %v", got, wantMetrics)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 2 {
+		t.Errorf("%d warn lines, want 2 (the late record, the lost result):\n%s", n, logs.String())
+	}
+	resp, err := http.Get(inst.srv.URL + "/ops/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `id="losses"`) {
+		t.Errorf("the page has no losses section")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

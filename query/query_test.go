@@ -921,6 +921,31 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// The cursor after the empty key is not the empty string (which is no cursor: a page of a
+// scan that ended at key "" seemed the last, and a merge took the instance that sent it for
+// done); it decodes to the empty key, and a merge keeps it.
+func TestCursorAfterTheEmptyKey(t *testing.T) {
+	for _, k := range [][]byte{{}, nil, []byte("a"), {0}} {
+		c := encodeCursor(entryPos{key: k}, false)
+		if c == "" {
+			t.Fatalf("cursor after key %q is empty", k)
+		}
+		p, err := decodeCursor(c, false)
+		if err != nil || p == nil || p.key == nil || !bytes.Equal(p.key, k) {
+			t.Fatalf("cursor %q after key %q decodes to %+v, %v", c, k, p, err)
+		}
+	}
+	s := NewServer(Config{})
+	e := func(k string) Entry {
+		return Entry{Key: json.RawMessage(strconv.Quote(k)), Value: json.RawMessage("1"), RawKey: []byte(k)}
+	}
+	// An instance that has more after "" bounds the merge there.
+	got := s.merge([]Page{{Entries: []Entry{e("")}, Cursor: emptyKeyCursor}, {Entries: []Entry{e("b")}}}, 0, false, comparePos)
+	if len(got.Entries) != 1 || string(got.Entries[0].Key) != `""` || got.Cursor != emptyKeyCursor {
+		t.Fatalf("merge: %d entries, cursor %q; want the empty key and its cursor", len(got.Entries), got.Cursor)
+	}
+}
+
 func mustRequest(t *testing.T, method, path string) *http.Request {
 	r, err := http.NewRequest(method, "http://x"+path, nil)
 	if err != nil {

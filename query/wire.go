@@ -166,15 +166,23 @@ func comparePos(a, b entryPos) int {
 }
 
 // encodeCursor encodes a position: base64url of the key for key-value scans, of 16 bytes
-// of window bounds and the key for windows.
+// of window bounds and the key for windows. The empty key, whose base64 is "", which is no
+// cursor (a page would seem to be the last), is encoded as "=": its padding, which
+// decodeCursor drops, so that it decodes to the empty key (as decodeCursor always did).
 func encodeCursor(p entryPos, windowed bool) string {
 	if !windowed {
+		if len(p.key) == 0 {
+			return emptyKeyCursor
+		}
 		return base64.RawURLEncoding.EncodeToString(p.key)
 	}
 	b := binary.BigEndian.AppendUint64(nil, uint64(p.start))
 	b = binary.BigEndian.AppendUint64(b, uint64(p.end))
 	return base64.RawURLEncoding.EncodeToString(append(b, p.key...))
 }
+
+// emptyKeyCursor is the cursor of a key-value scan after the empty key.
+const emptyKeyCursor = "="
 
 // decodeCursor decodes a cursor of encodeCursor; "" is no cursor.
 func decodeCursor(s string, windowed bool) (*entryPos, error) {

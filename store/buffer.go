@@ -1209,6 +1209,9 @@ func (it *bufferIter) Next() bool {
 		if e.del {
 			continue
 		}
+		if it.kbuf == nil {
+			it.kbuf = make([]byte, 0, len(e.key)) // the empty key is not nil
+		}
 		it.kbuf = append(it.kbuf[:0], e.key...)
 		if it.vbuf == nil {
 			it.vbuf = make([]byte, 0, len(e.val)) // an empty value is not nil

@@ -681,3 +681,14 @@ func (s *segmented) notePut(kb []byte, ts, st int64) {
 	}
 	s.fidx.note(kb, ts, buf.flushes)
 }
+
+// RetentionExtender is a window or session store, or its changelog codec, whose retention
+// can be lengthened after it was made: the runtime lengthens that of the stores of
+// windowed operators whose event time is aligned with their upstream tasks
+// (Config.EventTimeAlignment in package kstream), which put windows ahead of the time that
+// closes them by as much as the fastest upstream task leads the slowest. Lengthening never
+// changes the segment interval: the keys already on disk keep their segments.
+type RetentionExtender interface {
+	// WithExtraRetention returns the store or codec with extra added to its retention.
+	WithExtraRetention(extra time.Duration) any
+}

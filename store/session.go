@@ -68,6 +68,14 @@ func (c sessionCodec) TopicConfigs() map[string]*string {
 	return WindowedChangelogConfigs(time.Duration(c.retention)*time.Millisecond, DefaultWindowedChangelogAdditionalRetention)
 }
 
+// WithExtraRetention implements [RetentionExtender] (see windowCodec's).
+func (c sessionCodec) WithExtraRetention(extra time.Duration) any {
+	c.retention += extra.Milliseconds()
+	c.o.Retention = time.Duration(c.retention) * time.Millisecond
+	c.o.SegmentInterval = time.Duration(c.interval) * time.Millisecond // unchanged on disk
+	return c
+}
+
 func (c sessionCodec) NewRestorer(b Backend) (Restorer, error) {
 	st, err := readState(b)
 	if err != nil {
@@ -123,6 +131,13 @@ func NewSessionStore[K, V any](name string, b Backend, ks serde.Serde[K], vs ser
 // Name returns the store's name.
 func (s *SessionStore[K, V]) Name() string { return s.s.name }
 
+// WithExtraRetention implements [RetentionExtender]: it lengthens s's retention by extra and
+// returns s. Call it before the first read or write.
+func (s *SessionStore[K, V]) WithExtraRetention(extra time.Duration) any {
+	s.s.retention += extra.Milliseconds()
+	return s
+}
+
 // Retention returns the retention period.
 func (s *SessionStore[K, V]) Retention() time.Duration {
 	return time.Duration(s.s.retention) * time.Millisecond
@@ -146,6 +161,19 @@ func (s *SessionStore[K, V]) ObservedStreamTime() (t time.Time, ok bool, err err
 // DroppedExpired returns the number of values this value of the store dropped because their
 // session had expired (removals of expired sessions are not counted).
 func (s *SessionStore[K, V]) DroppedExpired() int64 { return s.expired }
+
+// Held reports whether the store still holds the sessions that end at end: whether their
+// segment has not expired at the current observed stream time (what
+// [SessionStore.FindHeldSessionsByEnd] returns). A caller that read sessions before writes
+// that may advance the stream time learns with it which of them expired meanwhile.
+func (s *SessionStore[K, V]) Held(end time.Time) (bool, error) {
+	st, err := s.s.state()
+	if err != nil {
+		return false, err
+	}
+	e := ms(end)
+	return e >= 0 && s.s.live(st.streamTime, e), nil
+}
 
 func (s *SessionStore[K, V]) key(k K) ([]byte, error) {
 	b, err := s.ks.Serialize(k)

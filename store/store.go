@@ -54,6 +54,11 @@ type Syncer interface {
 // Slices passed in may be reused by the caller after the call returns. Slices returned by
 // Get are owned by the caller; slices returned by an iterator are valid until its next
 // call of Next or Close.
+//
+// A store has no null keys: a nil key passed in is the empty key, the same as an empty
+// slice, and the empty key is one key like any other (a changelog writes it as an empty
+// key, never a null one). Only the bounds of Range, ReverseRange and DeleteRange give nil
+// a meaning of its own (unbounded).
 type Backend interface {
 	// Get returns the value of key; ok is false when the key is absent.
 	Get(key []byte) (value []byte, ok bool, err error)
@@ -113,9 +118,11 @@ type Batch interface {
 type Iterator interface {
 	// Next advances to the next key; it returns false at the end or on an error.
 	Next() bool
-	// Key is the current key, valid until the next Next or Close.
+	// Key is the current key, valid until the next Next or Close. It is never nil while
+	// the iterator is on a key: the empty key is an empty slice (a store has no null keys).
 	Key() []byte
-	// Value is the current value, valid until the next Next or Close.
+	// Value is the current value, valid until the next Next or Close; an empty value is
+	// an empty slice, not nil.
 	Value() []byte
 	// Err returns the error that ended the iteration, if any.
 	Err() error

@@ -99,6 +99,16 @@ func (c windowCodec) TopicConfigs() map[string]*string {
 	return WindowedChangelogConfigs(time.Duration(c.retention)*time.Millisecond, DefaultWindowedChangelogAdditionalRetention)
 }
 
+// WithExtraRetention implements [RetentionExtender]: the codec of the same store with extra
+// more retention (its restorer keeps windows that much longer; its topic's retention.ms
+// grows as much).
+func (c windowCodec) WithExtraRetention(extra time.Duration) any {
+	c.retention += extra.Milliseconds()
+	c.o.Retention = time.Duration(c.retention) * time.Millisecond
+	c.o.SegmentInterval = time.Duration(c.interval) * time.Millisecond // unchanged on disk
+	return c
+}
+
 func (c windowCodec) NewRestorer(b Backend) (Restorer, error) {
 	st, err := readState(b)
 	if err != nil {
@@ -186,6 +196,14 @@ func NewWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serd
 // Name returns the store's name.
 func (w *WindowStore[K, V]) Name() string { return w.s.name }
 
+// WithExtraRetention implements [RetentionExtender]: it lengthens w's retention by extra
+// (windows are kept and read that much longer) and returns w. Call it before the first
+// read or write.
+func (w *WindowStore[K, V]) WithExtraRetention(extra time.Duration) any {
+	w.s.retention += extra.Milliseconds()
+	return w
+}
+
 // Retention returns the retention period.
 func (w *WindowStore[K, V]) Retention() time.Duration {
 	return time.Duration(w.s.retention) * time.Millisecond
@@ -209,6 +227,18 @@ func (w *WindowStore[K, V]) ObservedStreamTime() (t time.Time, ok bool, err erro
 // DroppedExpired returns the number of values this value of the store dropped because their
 // window had expired (deletions of expired windows are not counted).
 func (w *WindowStore[K, V]) DroppedExpired() int64 { return w.expired }
+
+// Live reports whether reads at the current observed stream time return a window that
+// starts at windowStart: whether it has not expired. A caller that read windows before
+// writes that may advance the stream time learns with it which of them expired meanwhile.
+func (w *WindowStore[K, V]) Live(windowStart time.Time) (bool, error) {
+	st, err := w.s.state()
+	if err != nil {
+		return false, err
+	}
+	ts := ms(windowStart)
+	return ts >= 0 && ts >= w.minLive(st.streamTime), nil
+}
 
 func (w *WindowStore[K, V]) key(k K) ([]byte, error) {
 	b, err := w.ks.Serialize(k)

@@ -97,7 +97,8 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 	if r.cfg.GiveUpAfter > 0 && n > 1 && now.Sub(first) > r.cfg.GiveUpAfter {
 		return fmt.Errorf("kstream: gave up after %s of fences (Config.GiveUpAfter): %w", r.cfg.GiveUpAfter, fencedErr(r.txnID, r.cfg.TransactionTimeout, cause))
 	}
-	r.setState(StateRebalancing)
+	r.life.started.Store(false)
+	r.leftGroup("the transactional producer was fenced: rejoining the group with a new one")
 
 	r.migrating.Store(true)
 	cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
@@ -142,6 +143,7 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 	if err := r.fencePrevious(ctx); err != nil {
 		return err
 	}
+	r.startedRunning()
 	r.log.Info("kstream: rejoining the group with a new transactional producer", "app", r.cfg.ApplicationID, "transactional_id", r.txnID, "fences_recently", n)
 	return nil
 }

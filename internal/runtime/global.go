@@ -91,7 +91,7 @@ func (r *Runtime) startGlobal(ctx context.Context) error {
 		return nil
 	}
 	// As Kafka Streams does, the instance is REBALANCING while global stores bootstrap.
-	r.setState(StateRebalancing)
+	r.rebalancing("bootstrapping the global stores")
 	g := &globalRunner{byTopic: map[string]*globalStore{}, boot: make(chan struct{}), done: make(chan struct{})}
 	offsets, err := r.openGlobal(ctx, g)
 	if err != nil {

@@ -30,6 +30,7 @@ const (
 	DropNullValue         = "null_value"
 	DropNullKeyOrValue    = "null_key_or_value"
 	DropExpiredWindow     = "expired_window"
+	DropExpiredHistory    = "expired_history" // a versioned table's write older than its history retention
 	DropStaleResponse     = "stale_response"
 	DropNegativeTimestamp = "negative_timestamp"
 	DropDeserialization   = "skipped_deserialization_error"
@@ -38,7 +39,7 @@ const (
 	DropOther             = "other"
 )
 
-var dropReasons = []string{DropNullKey, DropNullValue, DropNullKeyOrValue, DropExpiredWindow, DropStaleResponse,
+var dropReasons = []string{DropNullKey, DropNullValue, DropNullKeyOrValue, DropExpiredWindow, DropExpiredHistory, DropStaleResponse,
 	DropNegativeTimestamp, DropDeserialization, DropProcessing, DropProduction, DropOther}
 
 // Kinds of dead-letter records, the label of kstream_dead_letter_records_total.
@@ -104,7 +105,7 @@ type TaskMetrics struct {
 	m         *metrics
 	id        TaskID
 	processed atomic.Int64
-	dropped   [10]atomic.Int64 // by dropReasons
+	dropped   [11]atomic.Int64 // by dropReasons
 	e2e       prometheus.Observer
 	sample    uint32 // records seen, for sampling; the task's goroutine only
 }
@@ -134,7 +135,7 @@ type descs struct {
 	state, processed, taskProcessed, dropped, polls, pollRecords, commits, commitLatency,
 	commitLatencyMax, punctuations, txnCommitted, txnAborted, fences, dlq, lag,
 	storeOps, storeEntries, restored, remaining, eta, standbyLag, changelog,
-	enforced *prometheus.Desc
+	enforced, opDropped, opLost *prometheus.Desc
 }
 
 func newMetrics(r *Runtime, reg prometheus.Registerer) *metrics {
@@ -167,6 +168,8 @@ func newMetrics(r *Runtime, reg prometheus.Registerer) *metrics {
 		standbyLag:       d("standby_lag_records", "Changelog records a standby store has not applied yet (its changelog end minus its position).", "task", "store"),
 		changelog:        d("changelog_records_total", "Changelog records written, all stores."),
 		enforced:         d("enforced_processing_total", "Records processed although a partition of the task had none buffered, after max.task.idle (enforced-processing-total)."),
+		opDropped:        d("operator_dropped_records_total", "Records an operator of a task dropped, by reason (dropped-records-total, by processor node).", "task", "operator", "reason"),
+		opLost:           d("operator_lost_results_total", "Final results an operator of a task never emitted, by reason: window_expired, a window that expired from its store before it closed.", "task", "operator", "reason"),
 	}
 	m.processLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kstream_process_latency_seconds",
 		Help: "Time a task took to process one record, one record in 64 sampled (process-latency).", Buckets: latencyBuckets})
@@ -373,7 +376,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	d := m.descs
 	for _, x := range []*prometheus.Desc{d.state, d.processed, d.taskProcessed, d.dropped, d.polls, d.pollRecords,
 		d.commits, d.commitLatency, d.commitLatencyMax, d.punctuations, d.txnCommitted, d.txnAborted, d.fences, d.dlq,
-		d.lag, d.storeOps, d.storeEntries, d.restored, d.remaining, d.eta, d.standbyLag, d.changelog, d.enforced} {
+		d.lag, d.storeOps, d.storeEntries, d.restored, d.remaining, d.eta, d.standbyLag, d.changelog, d.enforced,
+		d.opDropped, d.opLost} {
 		ch <- x
 	}
 }
@@ -438,6 +442,13 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(d.dropped, v, "global", DropNullKey)
 	}
 	counter(d.processed, total)
+	for _, oc := range m.r.cfg.OperatorCounts.Snapshot() {
+		desc := d.opDropped
+		if oc.Lost {
+			desc = d.opLost
+		}
+		counter(desc, oc.N, oc.Task.String(), oc.Operator, oc.Reason)
+	}
 	for tp, pm := range m.parts {
 		if lag, ok := pm.lag(); ok {
 			gauge(d.lag, float64(lag), pm.task.String(), tp.topic, fmt.Sprint(tp.partition))

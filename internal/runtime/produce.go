@@ -73,9 +73,15 @@ func newReplayKey(o *kgo.Record, src *kgo.Record) replayKey {
 	h := fnv.New64a()
 	h.Write([]byte(o.Topic))
 	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(len(o.Key))))
-	h.Write(o.Key)
-	h.Write(o.Value)
+	// The lengths tell a null (-1) from empty bytes (0), and the key from the value.
+	for _, b := range [][]byte{o.Key, o.Value} {
+		n := len(b)
+		if b == nil {
+			n = -1
+		}
+		h.Write([]byte(strconv.Itoa(n) + ":"))
+		h.Write(b)
+	}
 	return replayKey{topic: src.Topic, partition: src.Partition, offset: src.Offset, out: h.Sum64()}
 }
 

@@ -77,6 +77,7 @@ type Runtime struct {
 
 	closing atomic.Bool
 	state   atomic.Int32
+	life    lifecycle                // what the state is derived from, since when, why (lifecycle.go)
 	promise func(*kgo.Record, error) // r.onProduced, bound once
 
 	internal   map[string]bool // repartition topics, purged up to the committed offsets
@@ -307,17 +308,6 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-func (r *Runtime) setState(s State) {
-	old := State(r.state.Swap(int32(s)))
-	if old == s {
-		return
-	}
-	r.log.Info("kstream: state change", "app", r.cfg.ApplicationID, "from", old.String(), "to", s.String())
-	if r.cfg.OnState != nil {
-		r.cfg.OnState(old, s)
-	}
-}
-
 // fail records the first fatal error and stops the poll loop.
 func (r *Runtime) fail(err error) {
 	r.fatalMu.Lock()
@@ -341,7 +331,7 @@ func (r *Runtime) fatal() error {
 // Run starts the instance and blocks until ctx is done (then it shuts down gracefully and
 // returns nil) or a fatal error occurs (then it returns that error).
 func (r *Runtime) Run(ctx context.Context) (err error) {
-	r.setState(StateCreated)
+	r.setState(StateCreated, "starting")
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	r.fatalMu.Lock()
@@ -354,7 +344,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	if r.met != nil {
 		if err := r.met.register(); err != nil {
 			r.fail(err)
-			r.setState(StateError)
+			r.setState(StateError, "")
 			return err
 		}
 		defer r.met.unregister()
@@ -365,7 +355,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	lock, err := r.claimStateDir()
 	if err != nil {
 		r.fail(err)
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return err
 	}
 	defer func() {
@@ -376,12 +366,12 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 
 	if err := r.initClientID(); err != nil {
 		r.fail(err)
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return err
 	}
 	if err := r.openProducer(); err != nil {
 		r.fail(err)
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return err
 	}
 	defer r.producer.Close()
@@ -395,7 +385,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	}()
 	if err := r.prepare(runCtx); err != nil {
 		r.fail(err)
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return err
 	}
 	r.learnLimits(runCtx, r.outputTopics())
@@ -403,13 +393,20 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	defer r.stopGlobal() // before the stores close
 	if err := r.startGlobal(runCtx); err != nil {
 		r.fail(err)
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return err
 	}
+	// REBALANCING from here until the instance has started, holds its assignment and has
+	// restored its tasks (lifecycle.go): the consumer joins the group at once, and an
+	// assignment may arrive while the transactional producer is still being initialized.
+	r.rebalancing("joining the group")
 	if err := r.openConsumer(); err != nil {
 		r.fail(err)
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return err
+	}
+	if r.sess != nil {
+		r.rebalancing(fmt.Sprintf("initializing the transactional producer (transactional id %s) and joining the group", r.txnID))
 	}
 	if err := r.fencePrevious(runCtx); err != nil {
 		// The consumer has joined the group already: leave and close it, or it stays a
@@ -421,14 +418,14 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		if runCtx.Err() != nil && r.fatal() == nil {
 			// Stopped while starting (the transactional id still being initialized, e.g.
 			// while the previous incarnation's transaction aborts): a clean stop.
-			r.setState(StateNotRunning)
+			r.setState(StateNotRunning, "")
 			return nil
 		}
 		r.fail(err)
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return err
 	}
-	r.setState(StateRebalancing)
+	r.startedRunning()
 	r.watchTopics(runCtx)
 
 	loopErr := r.loop(runCtx)
@@ -442,14 +439,14 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	}
 	r.shutdown(loopErr)
 	if ferr := r.fatal(); ferr != nil {
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return ferr
 	}
 	if loopErr != nil {
-		r.setState(StateError)
+		r.setState(StateError, "")
 		return loopErr
 	}
-	r.setState(StateNotRunning)
+	r.setState(StateNotRunning, "")
 	return nil
 }
 
@@ -726,6 +723,12 @@ func (r *Runtime) loop(ctx context.Context) error {
 		if commit && r.joins.putOff(lastCommit) {
 			commit = false // the group is joining: see joinWatch
 		}
+		if errs == 0 && fetches.NumRecords() > 0 && State(r.state.Load()) == StateRebalancing {
+			// Records fetched without an error: the group session is whole again. A session
+			// error noted after the rejoin it caused (its fetch was polled late) left the
+			// state REBALANCING with nothing after it to end it (lifecycle.go).
+			r.maybeRunningLocked()
+		}
 		r.processLocked(fetches, !commit)
 		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			r.commitNow.Store(false)
@@ -791,8 +794,10 @@ func (r *Runtime) fetchError(topic string, p int32, err error) bool {
 		// partitions were given up in onLost; they come back with the next assignment.
 		now := time.Now().UnixNano()
 		r.sessionLost.CompareAndSwap(0, now)
-		if !r.closing.Load() {
-			r.setState(StateRebalancing)
+		if errors.As(err, &gs) {
+			// Not leftGroup: kgo rejoins by itself, and the partitions it gives up go through
+			// onLost; the error may also be polled after the rejoin it caused.
+			r.rebalancing(fmt.Sprintf("not a member of the group (%v): rejoining", err))
 		}
 		since := time.Duration(now - r.sessionLost.Load())
 		if r.cfg.GiveUpAfter > 0 && since > r.cfg.GiveUpAfter {
@@ -1247,6 +1252,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.life.member.Store(true)
 	r.quiesceLocked()
 	var created []string
 	var restoring []*taskRun
@@ -1309,21 +1315,12 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 	r.publishQueryLocked()
 	slices.Sort(created)
 	r.log.Info("kstream: partitions assigned", "app", r.cfg.ApplicationID, "new_tasks", created, "restoring", len(restoring), "tasks", len(r.tasks))
+	if len(restoring) > 0 {
+		// As Kafka Streams: REBALANCING until the new active tasks are restored (StateInfo
+		// names them).
+		r.rebalancing("restoring active tasks")
+	}
 	r.maybeRunningLocked()
-}
-
-// maybeRunningLocked moves the state to RUNNING once no task is restoring (as Kafka
-// Streams stays in REBALANCING until its tasks are restored).
-func (r *Runtime) maybeRunningLocked() {
-	if r.closing.Load() {
-		return
-	}
-	for _, t := range r.tasks {
-		if t.task == nil {
-			return
-		}
-	}
-	r.setState(StateRunning)
 }
 
 // startTask restores the stores of t and creates its task, then resumes its input on cl, the
@@ -1390,9 +1387,7 @@ func (r *Runtime) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[stri
 	if len(revoked) == 0 {
 		return
 	}
-	if !r.closing.Load() {
-		r.setState(StateRebalancing)
-	}
+	r.leftGroup("partitions revoked: waiting for the group's new assignment")
 	if !r.lockOrDefer(revoked) {
 		return
 	}
@@ -1415,9 +1410,7 @@ func (r *Runtime) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int
 		return
 	}
 	r.log.Warn("kstream: partitions lost without a chance to commit; they are processed again from the last commit", "app", r.cfg.ApplicationID, "partitions", lost)
-	if !r.closing.Load() {
-		r.setState(StateRebalancing)
-	}
+	r.leftGroup("partitions lost: rejoining the group")
 	if !r.lockOrDefer(lost) {
 		return
 	}
@@ -1523,7 +1516,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 // tasks and leaves the group.
 func (r *Runtime) shutdown(loopErr error) {
 	r.closing.Store(true)
-	r.setState(StatePendingShutdown)
+	r.setState(StatePendingShutdown, "shutting down")
 	r.stopGlobal() // its dead-letter writes, if any, are flushed below
 	ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 	defer cancel()

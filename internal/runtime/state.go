@@ -304,18 +304,9 @@ func (lb *logBatch) record() *OutRecord {
 	return &lb.recs[len(lb.recs)-1]
 }
 
-// copyKey returns a copy of a record key: nil (a null key) for an empty one, as the
-// changelog has always written it.
-func (lb *logBatch) copyKey(k []byte) []byte {
-	if len(k) == 0 {
-		return nil
-	}
-	return lb.copyBytes(k)
-}
-
 // copyBytes returns a copy of b (never nil; empty for an empty b), from the batch's arena.
 func (lb *logBatch) copyBytes(b []byte) []byte {
-	if lb == nil {
+	if lb == nil || len(b) == 0 {
 		return append([]byte{}, b...)
 	}
 	n := len(lb.arena)
@@ -356,6 +347,12 @@ func (s *loggedStore) operator() string {
 func (s *loggedStore) log(key, value []byte) { s.logTo(nil, key, value) }
 
 // logTo is log taking the record and its bytes from lb, if not nil.
+//
+// A store key is never null: the empty key (which a store or a buffer may hand over as a
+// nil slice) is written as an empty key, length 0 on the wire, as Kafka Streams' changelogs
+// write it. A null key would be lost: restoring skips null keys, as Kafka Streams'
+// StoreChangelogReader does, and Apache Kafka refuses them in a compacted topic
+// (INVALID_RECORD). copyBytes never returns nil.
 func (s *loggedStore) logTo(lb *logBatch, key, value []byte) {
 	if rc, ok := s.spec.Codec.(store.ChangelogRecordCodec); ok {
 		// A versioned store: the codec makes the whole record (key, value, timestamp).
@@ -367,7 +364,7 @@ func (s *loggedStore) logTo(lb *logBatch, key, value []byte) {
 		s.r.stats.changelog.Add(1)
 		o := lb.record()
 		*o = OutRecord{
-			Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: lb.copyKey(k), Timestamp: time.UnixMilli(ts)},
+			Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: lb.copyBytes(k), Timestamp: time.UnixMilli(ts)},
 			Operator:  s.operator(),
 			changelog: s,
 		}
@@ -388,7 +385,7 @@ func (s *loggedStore) logTo(lb *logBatch, key, value []byte) {
 	s.r.stats.changelog.Add(1)
 	o := lb.record()
 	*o = OutRecord{
-		Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: lb.copyKey(key), Value: value},
+		Record:    kgo.Record{Topic: s.spec.Changelog, Partition: s.partition, Key: lb.copyBytes(key), Value: value},
 		Operator:  s.operator(),
 		changelog: s,
 	}

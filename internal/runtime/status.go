@@ -177,6 +177,8 @@ type Status struct {
 	ApplicationID string
 	At            time.Time
 	State         State
+	StateSince    time.Time // when State began
+	StateReason   string    // why the instance is in State (StateInfo.Reason)
 	MemberID      string
 	Endpoint      string
 	Active        []TaskStatus
@@ -242,29 +244,17 @@ func (r *Runtime) Health() Health {
 	switch {
 	case st != StateRunning:
 		h.Reason = "state " + st.String()
+		if si := r.StateInfo(); si.State == st && si.Reason != "" {
+			h.Reason += ": " + si.Reason
+		}
 	default:
-		if n := r.restoringTasks(); n > 0 {
+		if n := len(r.restoringTaskIDs()); n > 0 {
 			h.Reason = strconv.Itoa(n) + " active task(s) restoring"
 		} else {
 			h.Ready = true
 		}
 	}
 	return h
-}
-
-// restoringTasks counts the active tasks whose stores restore, from the query snapshot.
-func (r *Runtime) restoringTasks() int {
-	st := r.query.state.Load()
-	if st == nil {
-		return 0
-	}
-	seen := map[TaskID]bool{}
-	for _, e := range st.active {
-		if e.restoring {
-			seen[e.run.id] = true
-		}
-	}
-	return len(seen)
 }
 
 // publishStatusLocked publishes the active tasks' snapshot: at most every
@@ -374,7 +364,9 @@ func (r *Runtime) taskClosedLocked(t *taskRun) { r.ops.processed += t.processed 
 // active tasks are then as the loop last published them (TasksAsOf says when).
 func (r *Runtime) Status() Status {
 	now := time.Now()
-	s := Status{ApplicationID: r.cfg.ApplicationID, At: now, State: State(r.state.Load()), MemberID: r.MemberID(), Endpoint: r.cfg.ApplicationServer, Stats: r.Stats()}
+	si := r.StateInfo()
+	s := Status{ApplicationID: r.cfg.ApplicationID, At: now, State: si.State, StateSince: si.Since, StateReason: si.Reason,
+		MemberID: r.MemberID(), Endpoint: r.cfg.ApplicationServer, Stats: r.Stats()}
 	if b := r.ops.beat.Load(); b != 0 {
 		s.LoopHeartbeat = time.Unix(0, b)
 	}

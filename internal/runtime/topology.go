@@ -164,6 +164,15 @@ type TaskEnv interface {
 	RecordDropped()
 	// Now is the wall-clock time of the task (the test driver's is its mock clock).
 	Now() time.Time
+	// Upstream tells, for the repartition topic topic, which sub-topology writes it and how
+	// many tasks that sub-topology has, and the topic's partition count; ok is false for
+	// any other topic, or before the counts are known (event-time alignment, align.go in
+	// package kstream).
+	Upstream(topic string) (sub int, tasks, partitions int32, ok bool)
+	// CaughtUp reports whether task id has processed every record fetched for it and each
+	// of its input partitions is at its end as last seen (the task has no known lag).
+	// It is called from the task's own goroutine.
+	CaughtUp(id TaskID) bool
 	// Context is done when the instance shuts down: it bounds the work a task does outside
 	// Kafka while processing (a batch sink's calls and its waits between retries), so that
 	// a shutdown does not wait for it. Work cut short by it is finished in PreCommit.
@@ -235,6 +244,9 @@ type Config struct {
 	RebalanceTimeout  time.Duration
 	CloseTimeout      time.Duration
 	Logger            *slog.Logger
+	// OperatorCounts are the application's counts of what its operators dropped or lost,
+	// which its tasks add to (nil: none kept); the metrics report them.
+	OperatorCounts *OperatorCounts
 	// OnState is called on every state change; it must not block.
 	OnState func(old, new State)
 	// OnProduceError decides what to do with a record Kafka rejected.

@@ -70,6 +70,14 @@ func (it *iterator) Next() bool {
 	}
 	cur := it.buf[it.pos]
 	it.pos++
+	// The empty key and an empty value are empty slices, never nil (as Get's values
+	// are): nil would read as a Kafka null.
+	if it.key == nil {
+		it.key = []byte{}
+	}
+	if it.value == nil {
+		it.value = []byte{}
+	}
 	it.key = append(it.key[:0], cur.key...)
 	it.value = append(it.value[:0], cur.value...)
 	it.valid = true

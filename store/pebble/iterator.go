@@ -68,6 +68,14 @@ func (it *iterator) Next() bool {
 		it.setErr(it.releaseLocked(false))
 		return false
 	}
+	// The empty key and an empty value are empty slices, never nil (as Get's values
+	// are): nil would read as a Kafka null.
+	if it.key == nil {
+		it.key = []byte{}
+	}
+	if it.value == nil {
+		it.value = []byte{}
+	}
 	it.key = append(it.key[:0], it.pit.Key()[dataPrefixLen:]...)
 	it.value = append(it.value[:0], v...)
 	it.valid = true

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		fn   func(t *testing.T, db store.DB)
 	}{
 		{"GetSetDelete", testGetSetDelete},
+		{"EmptyKeyIsNotNull", testEmptyKeyIsNotNull},
 		{"SlicesAreCopied", testSlicesAreCopied},
 		{"Ordering", testOrdering},
 		{"RangeBounds", testRangeBounds},
@@ -314,6 +315,58 @@ func testGetSetDelete(t *testing.T, db store.DB) {
 	wantGet(t, b, "", "empty-key")
 	wantPairs(t, "scan", scanAll(t, b), []kv{{"", "empty-key"}, {"nil", ""}})
 	mustDelete(t, b, "")
+	wantAbsent(t, b, "")
+}
+
+// testEmptyKeyIsNotNull: a nil key is the empty key, and iterators return the empty key
+// and an empty value as empty slices, never nil (which kstream would write to a changelog,
+// or show in a query, as a Kafka null).
+func testEmptyKeyIsNotNull(t *testing.T, db store.DB) {
+	b := mustOpen(t, db, "s", 0)
+	if err := b.Set(nil, []byte("v")); err != nil {
+		t.Fatalf("Set(nil key): %v", err)
+	}
+	wantGet(t, b, "", "v")
+	if v, ok, err := b.Get(nil); err != nil || !ok || string(v) != "v" {
+		t.Errorf("Get(nil) = %q, %v, %v; want the empty key's value", v, ok, err)
+	}
+	bt := b.NewBatch()
+	bt.Set([]byte{}, nil) // overwrites it with an empty value
+	bt.Set([]byte("a"), []byte{})
+	mustCommit(t, bt)
+	for _, c := range []struct {
+		name string
+		open func() (store.Iterator, error)
+	}{
+		{"Range", func() (store.Iterator, error) { return b.Range(nil, nil) }},
+		{"Range from the empty key", func() (store.Iterator, error) { return b.Range([]byte{}, []byte("b")) }},
+		{"ReverseRange", func() (store.Iterator, error) { return b.ReverseRange(nil, nil) }},
+		{"PrefixScan", func() (store.Iterator, error) { return b.PrefixScan(nil) }},
+	} {
+		it, err := c.open()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		n := 0
+		for it.Next() {
+			n++
+			if it.Key() == nil || it.Value() == nil {
+				t.Errorf("%s: key %q (nil %v), value %q (nil %v): want non-nil slices", c.name, it.Key(), it.Key() == nil, it.Value(), it.Value() == nil)
+			}
+		}
+		if err := it.Err(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if err := it.Close(); err != nil {
+			t.Errorf("%s: close: %v", c.name, err)
+		}
+		if n != 2 {
+			t.Errorf("%s: %d keys, want 2 (the empty key and a)", c.name, n)
+		}
+	}
+	if err := b.Delete(nil); err != nil {
+		t.Fatalf("Delete(nil key): %v", err)
+	}
 	wantAbsent(t, b, "")
 }
 

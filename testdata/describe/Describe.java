@@ -1,5 +1,6 @@
 package conformance;
 
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +25,12 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
 import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
 import org.apache.kafka.streams.processor.api.FixedKeyRecord;
@@ -342,6 +349,38 @@ public final class Describe {
             l.toStream().join(t, (v, vt) -> v + vt).to("out");
             l.toStream().filter((k, v) -> true).leftJoin(t.mapValues(v -> v), (v, vt) -> v + vt).to("out");
         });
+        m.put("process-window-stores", b -> {
+            b.addStateStore(Stores.windowStoreBuilder(Stores.persistentWindowStore("win-store", Duration.ofHours(1), Duration.ofSeconds(10), false), S, S));
+            b.addStateStore(Stores.sessionStoreBuilder(Stores.persistentSessionStore("sess-store", Duration.ofHours(1)), S, S));
+            b.addStateStore(Stores.windowStoreBuilder(Stores.inMemoryWindowStore("dup-store", Duration.ofMinutes(1), Duration.ofSeconds(10), true), S, S));
+            in(b).process(Describe::pass, Named.as("windows"), "win-store", "sess-store").to("out");
+            in2(b).process(Describe::pass, "dup-store").to("out2");
+        });
+        m.put("named-aggregations", b -> {
+            KGroupedStream<String, String> g = in(b).groupByKey();
+            g.count(Named.as("counter"), Materialized.as("counts")).toStream().to("out");
+            g.reduce((a, c) -> a + c, Named.as("reducer"), Materialized.as("reduced")).toStream().to("out");
+            g.aggregate(() -> "", (k, v, a) -> a + v, Named.as("aggregator"), Materialized.as("aggregated")).toStream().to("out");
+            g.windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)))
+                    .count(Named.as("win-counter"), Materialized.as("win-counts")).toStream().to("out");
+            g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofSeconds(5)))
+                    .reduce((a, c) -> a + c, Named.as("sess-reducer"), Materialized.as("sess-reduced")).toStream().to("out");
+        });
+        m.put("named-rekeyed-aggregation", b -> in(b).selectKey((k, v) -> v).groupByKey()
+                .aggregate(() -> "", (k, v, a) -> a + v, Named.as("by-value-agg"), Materialized.as("by-value")).toStream().to("out"));
+        m.put("named-table-aggregations", b -> {
+            KGroupedTable<String, String> g = table(b, "table", "table-store").groupBy((k, v) -> KeyValue.pair(v, k));
+            g.count(Named.as("tcounter"), Materialized.as("tcounts")).toStream().to("out");
+            g.reduce((a, c) -> a + c, (a, c) -> a, Named.as("treducer"), Materialized.as("treduced")).toStream().to("out");
+        });
+        m.put("named-totable", b -> in(b).selectKey((k, v) -> v)
+                .toTable(Named.as("as-table"), Materialized.as("tt-store")).toStream().to("out"));
+        m.put("mapvalues-serde-suppress", b -> in(b).groupByKey()
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10))).count(Materialized.as("wcounts"))
+                .filter((k, n) -> n > 0, Materialized.<Windowed<String>, Long, KeyValueStore<Bytes, byte[]>>with(null, Serdes.Long()))
+                .mapValues(n -> "n=" + n, Materialized.<Windowed<String>, String, KeyValueStore<Bytes, byte[]>>with(null, S))
+                .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                .toStream().to("out"));
         m.put("wordcount", b -> {
             KStream<String, String> lines = b.stream("text-lines", Consumed.with(S, S));
             lines.flatMapValues(line -> List.of(line.split(" ")))

@@ -385,6 +385,10 @@ public final class Main {
         add("stream-groupby-null-key", b -> in(b).groupBy((k, v) -> nz(v).length() > 5 ? null : letter(v))
                 .count(Materialized.as("short-counts"))
                 .toStream().mapValues(n -> String.valueOf(n)).to("out"));
+        // stream-groupby-empty-key: groupBy the value itself: the empty word groups under the
+        // empty key "" (zero bytes, not a null), which the repartition keeps and count counts.
+        add("stream-groupby-empty-key", b -> in(b).groupBy((k, v) -> nz(v)).count(Materialized.as("value-counts"))
+                .toStream().mapValues(n -> String.valueOf(n)).to("out"));
         // selectkey-count: selectKey, then groupByKey().count() through a repartition topic.
         add("selectkey-count", b -> in(b).selectKey((k, v) -> letter(v)).groupByKey().count(Materialized.as("sk-counts"))
                 .toStream().mapValues(n -> String.valueOf(n)).to("out"));

@@ -95,7 +95,26 @@ final class StreamJoinScenarios {
             KStream<String, String> s = rekey(sleft(b));
             out(s.join(s, INNER, GRACE, StreamJoined.with(Main.STRING, Main.STRING, Main.STRING).withName("sr")));
         });
+        // The shop (issue 25 item 5): orders left-joined with their payments within 5
+        // minutes, over the topics shop-orders and shop-payments (shop()), to record when Java emits each
+        // unpaid order: it looks for closed windows only once stream time is past the
+        // timestamp it last read from the non-match store (minTime) plus the window, and
+        // that is the latest order then waiting, not the earliest.
+        Main.add("sj-shop-left", b -> out(orders(b).leftJoin(payments(b), OUTER, SHOP_NO_GRACE)));
+        Main.add("sj-shop-left-grace", b -> out(orders(b).leftJoin(payments(b), OUTER, SHOP_GRACE)));
+        Main.add("sj-shop-outer", b -> out(orders(b).outerJoin(payments(b), OUTER, SHOP_GRACE)));
     }
+
+    private static KStream<String, String> orders(StreamsBuilder b) {
+        return b.stream("shop-orders", Consumed.with(Main.STRING, Main.STRING));
+    }
+
+    private static KStream<String, String> payments(StreamsBuilder b) {
+        return b.stream("shop-payments", Consumed.with(Main.STRING, Main.STRING));
+    }
+
+    private static final JoinWindows SHOP_NO_GRACE = JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(5));
+    private static final JoinWindows SHOP_GRACE = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMinutes(5), Duration.ofMinutes(1));
 
     private static final long T0 = Main.T0;
 
@@ -139,6 +158,53 @@ final class StreamJoinScenarios {
         add(recs, "sleft", "a", "L27", 110_000);
         add(recs, "sright", "b", "R28", 111_000);
         add(recs, "sleft", "b", "L29", 200_000);
+        recs.addAll(shop());
+        return recs;
+    }
+
+    /** A time of the shop's day as a timestamp: T0 stands for 10:00:00. */
+    private static long at(int h, int m, int s) {
+        return T0 + (((h - 10) * 60L + m) * 60L + s) * 1000L;
+    }
+
+    /**
+     * The shop's orders and payments (topics shop-orders and shop-payments), piped after the records
+     * above; record i of this list has header i. The keys are order ids chosen to go to
+     * partition 0 of 4, as a, b and k do. Mirrored by confShopRecords in kstreamtest.
+     */
+    private static List<Main.In> shop() {
+        String[][] rows = {
+            // topic, key, value, time of day
+            {"shop-orders", "o4", "o4:book", "09:56:30"}, // unpaid; its window closes at 10:01:30
+            {"shop-orders", "o9", "o9:pen", "10:01:05"}, // unpaid: due once stream time passes 10:06:05
+            {"shop-orders", "o11", "o11:lamp", "10:01:20"}, // paid at 10:02:00
+            {"shop-orders", "o17", "o17:cup", "10:01:40"}, // unpaid; closes o4's window
+            {"shop-payments", "o11", "card", "10:02:00"},
+            {"shop-orders", "o29", "o29:desk", "10:03:30"},
+            {"shop-payments", "o29", "cash", "10:04:10"},
+            {"shop-orders", "o31", "o31:mug", "10:05:50"}, // paid at 10:08:00
+            {"shop-orders", "o36", "o36:chair", "10:06:10"}, // stream time passes o9's 10:06:05
+            {"shop-payments", "o40", "card", "10:06:15"}, // paid before its order came
+            {"shop-orders", "o40", "o40:rug", "10:06:25"},
+            {"shop-orders", "o42", "o42:vase", "10:06:50"}, // stream time passes o17's 10:06:40
+            {"shop-payments", "o17", "card", "10:06:00"}, // o17's payment, late without grace
+            {"shop-payments", "o77", "refund", "10:07:30"}, // a payment of no order
+            {"shop-payments", "o31", "card", "10:08:00"},
+            {"shop-orders", "o44", "o44:fork", "10:09:00"},
+            {"shop-orders", "o49", "o49:bowl", "10:11:00"},
+            {"shop-orders", "o54", "o54:sofa", "10:11:30"}, // passes o36's 10:11:10
+            {"shop-orders", "o55", "o55:bed", "10:12:00"}, // passes o42's 10:11:50
+            {"shop-orders", "o29", "o29:shelf", "10:12:30"}, // a second order o29, unpaid
+            {"shop-orders", "o66", "o66:tray", "10:14:30"}, // passes o44's 10:14:00
+            {"shop-orders", "o67", "o67:jar", "10:16:30"}, // passes o49's 10:16:00
+            {"shop-orders", "o70", "o70:clock", "10:30:00"}, // closes every window above
+        };
+        List<Main.In> recs = new ArrayList<>();
+        for (String[] r : rows) {
+            String[] hms = r[3].split(":");
+            long ts = at(Integer.parseInt(hms[0]), Integer.parseInt(hms[1]), Integer.parseInt(hms[2]));
+            recs.add(new Main.In(r[0], r[1], r[2], ts, String.valueOf(recs.size())));
+        }
         return recs;
     }
 }

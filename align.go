@@ -1,0 +1,322 @@
+package kstream
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kstream-go/kstream/internal/partition"
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/store"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Event-time alignment across repartition topics (Config.EventTimeAlignment; see
+// docs/eventtime.md, "Reprocessing with aligned event time").
+//
+// Kafka Streams' stream time is the largest timestamp a task has seen. Behind a repartition
+// topic, a task sees the records of every upstream task interleaved as they were written:
+// when the upstream tasks replay their input at different speeds (after a reset, or when
+// one of them restarts far behind), a fast one's records push the downstream stream time
+// past the slow ones' windows, whose records then come late and are dropped.
+//
+// With alignment, each upstream task writes its progress into every partition of the
+// repartition topics it writes: a control record (header watermarkHeader, ignored by every
+// operator) with its task id, its stream time, and whether it is caught up with its input.
+// Since it is written after the records it covers, a downstream task reads it in order
+// with them. The downstream task's aligned time is the smallest stream time of the
+// upstream tasks that are not caught up (unknown until it has heard of every upstream
+// task; none, and so its own stream time rules, when every one of them is caught up). Its
+// windowed operators judge lateness and close windows by the smaller of their own stream
+// time and the aligned time, so that a record is late only if it is late for the slowest
+// upstream task, as it would have been in a live run; and their stores keep windows the
+// extra time the alignment allows, since windows are now put ahead of the time that closes
+// them.
+
+// watermarkHeader marks a control record of event-time alignment.
+const watermarkHeader = "kstream.watermark"
+
+// watermarkVersion is the format of a control record's value: version (1 byte), upstream
+// sub-topology (4), upstream partition (4), stream time in ms (8, -1 for none), caught up
+// (1).
+const watermarkVersion = 1
+
+// watermarkEvery is how often (wall-clock) an upstream task writes its progress when it
+// changed; watermarkResend how often when it did not (so that a downstream task that
+// starts hears of every upstream task within it).
+const (
+	watermarkEvery  = 100 * time.Millisecond
+	watermarkResend = 2 * time.Second
+)
+
+// upstreamMark is the last progress a downstream task heard of one upstream task, and when
+// (the downstream task's clock).
+type upstreamMark struct {
+	time     int64
+	caughtUp bool
+	at       time.Time
+}
+
+// caughtUpFor is how long a downstream task believes an upstream task that said it was
+// caught up, without hearing it again (it says so every watermarkResend while it is). An
+// upstream task that died said nothing more: its successor replays what the dead one
+// processed after its last commit, whose outputs may have been lost with it, and until the
+// successor reports, the downstream task must wait for it rather than take the dead one's
+// word.
+const caughtUpFor = 2*watermarkResend + time.Second
+
+// alignment is a task's state of event-time alignment: as an upstream task (sinks), what
+// it writes; as a downstream task (sources), what it heard.
+type alignment struct {
+	extra time.Duration // Config.EventTimeAlignment
+
+	// Upstream: the repartition topics the task writes, with their partition counts.
+	sinks    []alignedSink
+	sentAt   time.Time
+	sentTime int64
+	sentIdle bool
+	sentOnce bool
+
+	// Downstream: the repartition topics the task reads, the number of upstream tasks, what
+	// it heard of each, and the resulting aligned time (runtime.UnknownTime until it heard of
+	// every upstream task; math.MaxInt64 when every one is caught up), which holds until
+	// recompute (zero: until the next report).
+	sources   map[string]bool
+	upstreams int
+	marks     map[runtime.TaskID]upstreamMark
+	aligned   int64
+	recompute time.Time
+	// onAdvance are the operators to run when the aligned time moves on (windows that
+	// emit on close, suppression buffers), with no record in hand.
+	onAdvance []func() error
+}
+
+// alignedSink is a repartition topic an upstream task writes its progress into.
+type alignedSink struct {
+	topic string
+	keys  [][]byte // keys[p] hashes to partition p
+}
+
+// setUpAlignment prepares t's alignment for sub-topology nodes sub, if Config.
+// EventTimeAlignment is set.
+func (t *task) setUpAlignment(sub []*node) error {
+	if t.h.align <= 0 {
+		return nil
+	}
+	a := &alignment{extra: t.h.align, sources: map[string]bool{}, marks: map[runtime.TaskID]upstreamMark{}, aligned: math.MaxInt64}
+	writers := map[int]bool{}
+	for _, n := range sub {
+		switch {
+		case n.kind == kindSink && n.internal && isRepartition(n.sinkTopic):
+			topic := internalTopic(t.appID, n.sinkTopic)
+			_, _, parts, ok := t.env.Upstream(topic)
+			if !ok {
+				return fmt.Errorf("kstream: task %s: event-time alignment: the partition count of %q is not known", t.id, topic)
+			}
+			a.sinks = append(a.sinks, alignedSink{topic: topic, keys: watermarkKeys(parts)})
+		case n.kind == kindSource && n.internal:
+			for _, short := range n.topics {
+				if !isRepartition(short) {
+					continue
+				}
+				topic := internalTopic(t.appID, short)
+				sub, tasks, _, ok := t.env.Upstream(topic)
+				if !ok {
+					return fmt.Errorf("kstream: task %s: event-time alignment: the writer of %q is not known", t.id, topic)
+				}
+				a.sources[topic] = true
+				if !writers[sub] {
+					writers[sub] = true
+					a.upstreams += int(tasks)
+				}
+			}
+		}
+	}
+	if len(a.sources) > 0 {
+		a.aligned = runtime.UnknownTime
+		// Windows are put ahead of the time that closes them by as much as the fastest
+		// upstream task leads: the stores keep them that much longer (their changelogs'
+		// codecs too: see compile).
+		for name, s := range t.stores {
+			if x, ok := s.(store.RetentionExtender); ok {
+				t.stores[name] = x.WithExtraRetention(a.extra)
+			}
+		}
+	}
+	if len(a.sinks) == 0 && len(a.sources) == 0 {
+		return nil
+	}
+	t.align = a
+	if len(a.sinks) > 0 {
+		t.flushers = append(t.flushers, watermarkWriter{t})
+	}
+	return nil
+}
+
+// isRepartition reports whether the internal topic named short is a repartition topic.
+func isRepartition(short string) bool { return strings.HasSuffix(short, "-repartition") }
+
+// watermarkKeys returns, for a topic of n partitions, a key that the default partitioner
+// places on each partition.
+func watermarkKeys(n int32) [][]byte {
+	keys := make([][]byte, n)
+	left := n
+	for i := 0; left > 0; i++ {
+		k := []byte("kstream-watermark-" + strconv.Itoa(i))
+		if p := partition.ForKey(k, n); keys[p] == nil {
+			keys[p] = k
+			left--
+		}
+	}
+	return keys
+}
+
+// eventTime is the time by which a windowed operator of t whose own stream time is
+// observed judges lateness and closes windows: observed, or the aligned time if smaller.
+func (t *task) eventTime(observed int64) int64 {
+	if !t.aligned() {
+		return observed
+	}
+	a := t.align
+	if !a.recompute.IsZero() {
+		if now := t.env.Now(); !now.Before(a.recompute) {
+			a.aligned, a.recompute = a.compute(now)
+		}
+	}
+	return min(observed, a.aligned)
+}
+
+// aligned reports whether t judges event time by its upstream tasks' progress.
+func (t *task) aligned() bool { return t.align != nil && len(t.align.sources) > 0 }
+
+// onAlignedAdvance registers fn to run when t's aligned time moves on (only under
+// alignment of a downstream task).
+func (t *task) onAlignedAdvance(fn func() error) {
+	if t.aligned() {
+		t.align.onAdvance = append(t.align.onAdvance, fn)
+	}
+}
+
+// watermark decodes r if it is a control record of alignment.
+func watermark(r *kgo.Record) (runtime.TaskID, upstreamMark, bool, error) {
+	for _, h := range r.Headers {
+		if h.Key != watermarkHeader {
+			continue
+		}
+		v := r.Value
+		if len(v) != 18 || v[0] != watermarkVersion {
+			return runtime.TaskID{}, upstreamMark{}, true, fmt.Errorf("kstream: a malformed event-time alignment record at topic %q partition %d offset %d (%d bytes)", r.Topic, r.Partition, r.Offset, len(v))
+		}
+		id := runtime.TaskID{SubTopology: int(int32(binary.BigEndian.Uint32(v[1:]))), Partition: int32(binary.BigEndian.Uint32(v[5:]))}
+		return id, upstreamMark{time: int64(binary.BigEndian.Uint64(v[9:])), caughtUp: v[17] == 1}, true, nil
+	}
+	return runtime.TaskID{}, upstreamMark{}, false, nil
+}
+
+// noteWatermark takes in what an upstream task said of its progress, and runs the
+// operators waiting for the aligned time if it moved on.
+func (t *task) noteWatermark(id runtime.TaskID, m upstreamMark) error {
+	a := t.align
+	// The latest report holds, also when it is behind the one before: a task that took
+	// over from one that died replays from its last commit, and what it replays may
+	// include outputs the dead one lost; windows wait for them (at-least-once may then
+	// count an output twice, never miss one).
+	m.at = t.env.Now()
+	a.marks[id] = m
+	prev := a.aligned
+	a.aligned, a.recompute = a.compute(m.at)
+	if a.aligned == prev || len(a.onAdvance) == 0 {
+		return nil
+	}
+	t.punctuating, t.hasTS, t.curTS = true, true, max(t.eventTime(t.streamTime), 0)
+	defer func() { t.punctuating, t.hasTS = false, false }()
+	for _, fn := range a.onAdvance {
+		if err := fn(); err != nil {
+			return err
+		}
+		if t.fatal != nil {
+			return t.fatal
+		}
+	}
+	return nil
+}
+
+// compute is the aligned time at now: unknown until every upstream task was heard of; the
+// smallest stream time of those not caught up (one that said it was, longer than
+// caughtUpFor ago, is not believed any more); none (math.MaxInt64) if all are. It also
+// returns when to compute it again (when the first of the caught-up ones stops being
+// believed; zero if none is).
+func (a *alignment) compute(now time.Time) (int64, time.Time) {
+	if len(a.marks) < a.upstreams {
+		return runtime.UnknownTime, time.Time{}
+	}
+	aligned := int64(math.MaxInt64)
+	var again time.Time
+	for _, m := range a.marks {
+		until := m.at.Add(caughtUpFor)
+		if !m.caughtUp || !now.Before(until) {
+			aligned = min(aligned, m.time)
+			continue
+		}
+		if again.IsZero() || until.Before(again) {
+			again = until
+		}
+	}
+	return aligned, again
+}
+
+// watermarkWriter is the flusher that writes an upstream task's progress into its
+// repartition topics: at every commit, and every watermarkEvery when it changed (every
+// watermarkResend when it did not).
+type watermarkWriter struct{ t *task }
+
+// due is watermarkEvery after the last report while the stream time moves, watermarkResend
+// after it otherwise (a task that only became caught up tells so then, or at the next
+// commit): an idle task does not wake up every watermarkEvery (under exactly-once, each
+// wake-up would be a transaction).
+func (w watermarkWriter) due() time.Time {
+	a := w.t.align
+	switch {
+	case a.sentAt.IsZero():
+		return w.t.env.Now()
+	case a.sentOnce && w.t.streamTime == a.sentTime:
+		return a.sentAt.Add(watermarkResend)
+	}
+	return a.sentAt.Add(watermarkEvery)
+}
+
+func (w watermarkWriter) flush(context.Context) error {
+	t, a := w.t, w.t.align
+	now := t.env.Now()
+	idle := t.env.CaughtUp(t.id)
+	st := t.streamTime
+	changed := !a.sentOnce || st != a.sentTime || idle != a.sentIdle
+	if !changed && now.Sub(a.sentAt) < watermarkResend {
+		return nil
+	}
+	// A task that processed nothing yet and is not caught up says so too (stream time
+	// unknown): downstream tasks wait for it, as they must for a task that took over from
+	// one that died.
+	a.sentAt, a.sentTime, a.sentIdle, a.sentOnce = now, st, idle, true
+	v := make([]byte, 18)
+	v[0] = watermarkVersion
+	binary.BigEndian.PutUint32(v[1:], uint32(int32(t.id.SubTopology)))
+	binary.BigEndian.PutUint32(v[5:], uint32(t.id.Partition))
+	binary.BigEndian.PutUint64(v[9:], uint64(st))
+	if idle {
+		v[17] = 1
+	}
+	ts := time.UnixMilli(max(st, 0))
+	for _, s := range a.sinks {
+		for p, k := range s.keys {
+			o := &runtime.OutRecord{Operator: "event-time alignment", Record: kgo.Record{Topic: s.topic, Partition: int32(p), Key: k, Value: v, Timestamp: ts,
+				Headers: []kgo.RecordHeader{{Key: watermarkHeader}}}}
+			t.env.Produce(o)
+		}
+	}
+	return nil
+}
