@@ -42,32 +42,46 @@ const watermarkHeader = "kstream.watermark"
 
 // watermarkVersion is the format of a control record's value: version (1 byte), upstream
 // sub-topology (4), upstream partition (4), stream time in ms (8, -1 for none), caught up
-// (1).
-const watermarkVersion = 1
+// (1), and the writer's wall-clock time in ms when it wrote it (8).
+const watermarkVersion = 2
+
+// watermarkLen is the length of a control record's value.
+const watermarkLen = 26
 
 // watermarkEvery is how often (wall-clock) an upstream task writes its progress when it
-// changed; watermarkResend how often when it did not (so that a downstream task that
-// starts hears of every upstream task within it).
+// changed; caughtUpResend how often when it did not and the task is caught up (each report
+// keeps it believed: see caughtUpFor); watermarkResend how often otherwise (so that a
+// downstream task that starts hears of every upstream task within it).
 const (
 	watermarkEvery  = 100 * time.Millisecond
+	caughtUpResend  = 250 * time.Millisecond
 	watermarkResend = 2 * time.Second
 )
 
 // upstreamMark is the last progress a downstream task heard of one upstream task, and when
-// (the downstream task's clock).
+// the upstream task wrote it (its wall clock, ms).
 type upstreamMark struct {
 	time     int64
 	caughtUp bool
-	at       time.Time
+	written  int64
 }
 
 // caughtUpFor is how long a downstream task believes an upstream task that said it was
-// caught up, without hearing it again (it says so every watermarkResend while it is). An
-// upstream task that died said nothing more: its successor replays what the dead one
-// processed after its last commit, whose outputs may have been lost with it, and until the
-// successor reports, the downstream task must wait for it rather than take the dead one's
-// word.
-const caughtUpFor = 2*watermarkResend + time.Second
+// caught up: until it reads a report of another upstream task written caughtUpFor after
+// it, without a newer one from that task (which says so every caughtUpResend while it is).
+// The clock is the writers', read in the order of the partition, not the reader's: a
+// downstream task that reads a backlog (it restarted, or it lags) does not believe an old
+// report because it reads it now.
+//
+// An upstream task that died says nothing more: its successor replays what the dead one
+// processed after its last commit, whose outputs may have been lost with it, and the
+// input that came in meanwhile; after caughtUpFor, the downstream task waits for it at the
+// dead one's last stream time rather than take its word. What the other upstream tasks
+// move event time on by in caughtUpFor of wall-clock time (plus the skew of the writers'
+// clocks) must stay within the grace of the windows for a failover to lose nothing: true
+// when event time runs with the wall clock and the grace is a few seconds (see
+// docs/eventtime.md).
+const caughtUpFor = time.Second
 
 // alignment is a task's state of event-time alignment: as an upstream task (sinks), what
 // it writes; as a downstream task (sources), what it heard.
@@ -84,12 +98,12 @@ type alignment struct {
 	// Downstream: the repartition topics the task reads, the number of upstream tasks, what
 	// it heard of each, and the resulting aligned time (runtime.UnknownTime until it heard of
 	// every upstream task; math.MaxInt64 when every one is caught up), which holds until
-	// recompute (zero: until the next report).
+	// the next report; latest is the newest writer's time of the reports heard.
 	sources   map[string]bool
 	upstreams int
 	marks     map[runtime.TaskID]upstreamMark
 	aligned   int64
-	recompute time.Time
+	latest    int64
 	// onAdvance are the operators to run when the aligned time moves on (windows that
 	// emit on close, suppression buffers), with no record in hand.
 	onAdvance []func() error
@@ -181,13 +195,7 @@ func (t *task) eventTime(observed int64) int64 {
 	if !t.aligned() {
 		return observed
 	}
-	a := t.align
-	if !a.recompute.IsZero() {
-		if now := t.env.Now(); !now.Before(a.recompute) {
-			a.aligned, a.recompute = a.compute(now)
-		}
-	}
-	return min(observed, a.aligned)
+	return min(observed, t.align.aligned)
 }
 
 // aligned reports whether t judges event time by its upstream tasks' progress.
@@ -208,11 +216,11 @@ func watermark(r *kgo.Record) (runtime.TaskID, upstreamMark, bool, error) {
 			continue
 		}
 		v := r.Value
-		if len(v) != 18 || v[0] != watermarkVersion {
+		if len(v) != watermarkLen || v[0] != watermarkVersion {
 			return runtime.TaskID{}, upstreamMark{}, true, fmt.Errorf("kstream: a malformed event-time alignment record at topic %q partition %d offset %d (%d bytes)", r.Topic, r.Partition, r.Offset, len(v))
 		}
 		id := runtime.TaskID{SubTopology: int(int32(binary.BigEndian.Uint32(v[1:]))), Partition: int32(binary.BigEndian.Uint32(v[5:]))}
-		return id, upstreamMark{time: int64(binary.BigEndian.Uint64(v[9:])), caughtUp: v[17] == 1}, true, nil
+		return id, upstreamMark{time: int64(binary.BigEndian.Uint64(v[9:])), caughtUp: v[17] == 1, written: int64(binary.BigEndian.Uint64(v[18:]))}, true, nil
 	}
 	return runtime.TaskID{}, upstreamMark{}, false, nil
 }
@@ -225,10 +233,10 @@ func (t *task) noteWatermark(id runtime.TaskID, m upstreamMark) error {
 	// over from one that died replays from its last commit, and what it replays may
 	// include outputs the dead one lost; windows wait for them (at-least-once may then
 	// count an output twice, never miss one).
-	m.at = t.env.Now()
 	a.marks[id] = m
+	a.latest = max(a.latest, m.written)
 	prev := a.aligned
-	a.aligned, a.recompute = a.compute(m.at)
+	a.aligned = a.compute()
 	if a.aligned == prev || len(a.onAdvance) == 0 {
 		return nil
 	}
@@ -245,48 +253,50 @@ func (t *task) noteWatermark(id runtime.TaskID, m upstreamMark) error {
 	return nil
 }
 
-// compute is the aligned time at now: unknown until every upstream task was heard of; the
-// smallest stream time of those not caught up (one that said it was, longer than
-// caughtUpFor ago, is not believed any more); none (math.MaxInt64) if all are. It also
-// returns when to compute it again (when the first of the caught-up ones stops being
-// believed; zero if none is).
-func (a *alignment) compute(now time.Time) (int64, time.Time) {
+// compute is the aligned time: unknown until every upstream task was heard of; the
+// smallest stream time of those not caught up (one that said it was is not believed once
+// a report written caughtUpFor after its last was heard: see caughtUpFor); none
+// (math.MaxInt64) if all are.
+func (a *alignment) compute() int64 {
 	if len(a.marks) < a.upstreams {
-		return runtime.UnknownTime, time.Time{}
+		return runtime.UnknownTime
 	}
 	aligned := int64(math.MaxInt64)
-	var again time.Time
+	stale := a.latest - caughtUpFor.Milliseconds()
 	for _, m := range a.marks {
-		until := m.at.Add(caughtUpFor)
-		if !m.caughtUp || !now.Before(until) {
+		if !m.caughtUp || m.written < stale {
 			aligned = min(aligned, m.time)
-			continue
-		}
-		if again.IsZero() || until.Before(again) {
-			again = until
 		}
 	}
-	return aligned, again
+	return aligned
 }
 
 // watermarkWriter is the flusher that writes an upstream task's progress into its
-// repartition topics: at every commit, and every watermarkEvery when it changed (every
-// watermarkResend when it did not).
+// repartition topics: at every commit, and every watermarkEvery when it changed (when it
+// did not, every caughtUpResend while it is caught up, every watermarkResend otherwise).
 type watermarkWriter struct{ t *task }
 
-// due is watermarkEvery after the last report while the stream time moves, watermarkResend
-// after it otherwise (a task that only became caught up tells so then, or at the next
-// commit): an idle task does not wake up every watermarkEvery (under exactly-once, each
-// wake-up would be a transaction).
+// due is watermarkEvery after the last report while the stream time moves, the resend
+// interval after it otherwise (a task that only became caught up tells so then, or at the
+// next commit): an idle task does not wake up every watermarkEvery (under exactly-once,
+// each wake-up is a transaction).
 func (w watermarkWriter) due() time.Time {
 	a := w.t.align
 	switch {
 	case a.sentAt.IsZero():
 		return w.t.env.Now()
 	case a.sentOnce && w.t.streamTime == a.sentTime:
-		return a.sentAt.Add(watermarkResend)
+		return a.sentAt.Add(a.resend())
 	}
 	return a.sentAt.Add(watermarkEvery)
+}
+
+// resend is how long an upstream task's last report holds when nothing changed.
+func (a *alignment) resend() time.Duration {
+	if a.sentIdle {
+		return caughtUpResend
+	}
+	return watermarkResend
 }
 
 func (w watermarkWriter) flush(context.Context) error {
@@ -295,14 +305,14 @@ func (w watermarkWriter) flush(context.Context) error {
 	idle := t.env.CaughtUp(t.id)
 	st := t.streamTime
 	changed := !a.sentOnce || st != a.sentTime || idle != a.sentIdle
-	if !changed && now.Sub(a.sentAt) < watermarkResend {
+	if !changed && now.Sub(a.sentAt) < a.resend() {
 		return nil
 	}
 	// A task that processed nothing yet and is not caught up says so too (stream time
 	// unknown): downstream tasks wait for it, as they must for a task that took over from
 	// one that died.
 	a.sentAt, a.sentTime, a.sentIdle, a.sentOnce = now, st, idle, true
-	v := make([]byte, 18)
+	v := make([]byte, watermarkLen)
 	v[0] = watermarkVersion
 	binary.BigEndian.PutUint32(v[1:], uint32(int32(t.id.SubTopology)))
 	binary.BigEndian.PutUint32(v[5:], uint32(t.id.Partition))
@@ -310,6 +320,7 @@ func (w watermarkWriter) flush(context.Context) error {
 	if idle {
 		v[17] = 1
 	}
+	binary.BigEndian.PutUint64(v[18:], uint64(now.UnixMilli()))
 	ts := time.UnixMilli(max(st, 0))
 	for _, s := range a.sinks {
 		for p, k := range s.keys {

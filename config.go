@@ -38,8 +38,8 @@ type Config struct {
 	// operators' window stores grows by it, so that windows put ahead of the time that
 	// closes them are kept. Zero (the default) is Kafka Streams' rule. It costs a control
 	// record per upstream task and downstream partition every 100 ms while progress
-	// changes (every 2 s when it does not), and windows close only once every upstream
-	// task has reported.
+	// changes (every 250 ms when it does not and the task is caught up, every 2 s
+	// otherwise), and windows close only once every upstream task has reported.
 	EventTimeAlignment time.Duration
 	// ProfileOperators runs each operator under the pprof label operator=<its name>, on
 	// top of the labels task=<task id> and subtopology=<n> that processing always carries,

@@ -51,7 +51,11 @@ func newSlidingAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA]
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
-	p.start(t)
+	if a.onClose {
+		p.start(t, p.st)
+	} else {
+		p.start(t, nil)
+	}
 	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
 }
 

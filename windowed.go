@@ -1,6 +1,7 @@
 package kstream
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -289,7 +290,11 @@ func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, 
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
-	p.start(t)
+	if a.onClose {
+		p.start(t, p.st)
+	} else {
+		p.start(t, nil)
+	}
 	if a.onClose {
 		t.onAlignedAdvance(func() error {
 			if p.ctx == nil {
@@ -352,18 +357,28 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 type windowClock struct {
 	observed, lastEmit           int64
 	savedObserved, savedLastEmit int64
+	// loggedEmit is the last emitted close time written to the store's logged metadata
+	// (see emitted), -1 if none.
+	loggedEmit int64
 	// t is the task, whose aligned event time caps observed when Config.EventTimeAlignment
-	// is set (align.go).
-	t *task
+	// is set (align.go); st the store whose metadata keeps lastEmit, for an aggregation that
+	// emits on close (nil otherwise).
+	t  *task
+	st metaStore
 }
 
-func newWindowClock() windowClock { return windowClock{observed: -1, lastEmit: -1} }
+func newWindowClock() windowClock { return windowClock{observed: -1, lastEmit: -1, loggedEmit: -1} }
 
-// start saves the clock's recovered time and registers it with the task's commits.
-func (c *windowClock) start(t *task) {
-	c.t = t
+// start saves the clock's recovered time and registers it with the task's commits. st is
+// the store whose metadata keeps the last emitted close time of an aggregation that emits
+// on close, nil for one that does not.
+func (c *windowClock) start(t *task, st metaStore) {
+	c.t, c.st = t, st
 	c.committed()
 	t.txnHooks = append(t.txnHooks, c)
+	if st != nil && !t.h.eos {
+		t.flushers = append(t.flushers, c)
+	}
 }
 
 // now is the time by which the operator judges lateness and closes windows: its observed
@@ -379,10 +394,30 @@ func (c *windowClock) committed() { c.savedObserved, c.savedLastEmit = c.observe
 
 func (c *windowClock) aborted() { c.observed, c.lastEmit = c.savedObserved, c.savedLastEmit }
 
-// metaStore is a window or session store's operator metadata (store.WindowStore.Meta).
+// flush implements flusher for an aggregation that emits on close under at-least-once: at
+// each commit, before the stores are logged, it logs the close time up to which final
+// results were emitted as of the previous commit, which acknowledged them (see emitted).
+func (c *windowClock) flush(context.Context) error {
+	if c.savedLastEmit <= c.loggedEmit {
+		return nil
+	}
+	if err := c.st.SetLoggedMeta(lastEmitMeta, c.savedLastEmit); err != nil {
+		return err
+	}
+	c.loggedEmit = c.savedLastEmit
+	return nil
+}
+
+// due implements flusher: the close time is logged at commits only.
+func (c *windowClock) due() time.Time { return time.Time{} }
+
+// metaStore is a window or session store's operator metadata (store.WindowStore.Meta and
+// LoggedMeta).
 type metaStore interface {
 	Meta(name string) (int64, bool, error)
 	SetMeta(name string, v int64) error
+	LoggedMeta(name string) (int64, bool, error)
+	SetLoggedMeta(name string, v int64) error
 }
 
 // lastEmitMeta names the store metadata holding the close time up to which an aggregation
@@ -390,30 +425,52 @@ type metaStore interface {
 const lastEmitMeta = "last-emit-close-time"
 
 // recoverLastEmit sets the last emitted close time of an aggregation that emits on close,
-// for a task that starts with state. Under exactly-once it is the close time derived from
-// the recovered stream time (derived; none unless derivedOK): final results are emitted
-// after every record. Under at-least-once it is the close time of the last commit, kept in
-// the store's metadata, or, for a store restored from its changelog alone, none (every
-// closed window still in the store is emitted again: duplicates rather than a loss).
+// for a task that starts with state: the latest of what the store's metadata keeps (kept on
+// disk with each commit) and of what its changelog restored (logged metadata, see
+// emitted), and, under exactly-once without alignment (eos), derived from the recovered
+// stream time (derived; none unless derivedOK), since final results are then emitted after
+// every record. With none of them (a store restored from a changelog written before the
+// close time was logged), every closed window still in the store is emitted again:
+// duplicates rather than a loss.
 func (c *windowClock) recoverLastEmit(st metaStore, eos bool, derived int64, derivedOK bool) error {
-	if !eos {
-		v, ok, err := st.Meta(lastEmitMeta)
-		if ok {
-			c.lastEmit = v
-		}
+	local, okLocal, err := st.Meta(lastEmitMeta)
+	if err != nil {
 		return err
 	}
-	if derivedOK {
-		c.lastEmit = derived
+	logged, okLogged, err := st.LoggedMeta(lastEmitMeta)
+	if err != nil {
+		return err
+	}
+	if okLocal {
+		c.lastEmit = max(c.lastEmit, local)
+	}
+	if okLogged {
+		c.lastEmit = max(c.lastEmit, logged)
+		c.loggedEmit = logged
+	}
+	if eos && derivedOK {
+		c.lastEmit = max(c.lastEmit, derived)
 	}
 	return nil
 }
 
 // emitted notes that final results were emitted up to closeTime, in the clock and in the
-// store's metadata.
+// store's metadata. The close time reaches the changelog too (logged metadata), so that a
+// task restored from its changelog alone (on another instance) does not emit them again:
+// under exactly-once now, in the transaction that holds the final results; under
+// at-least-once at the commit after the one that acknowledged them (flush), so that a
+// crash between the two never loses a final result, at the cost of emitting again those of
+// one commit interval.
 func (c *windowClock) emitted(st metaStore, closeTime int64) error {
 	c.lastEmit = closeTime
-	return st.SetMeta(lastEmitMeta, closeTime)
+	if err := st.SetMeta(lastEmitMeta, closeTime); err != nil {
+		return err
+	}
+	if c.t != nil && c.t.h.eos {
+		c.loggedEmit = closeTime
+		return st.SetLoggedMeta(lastEmitMeta, closeTime)
+	}
+	return nil
 }
 
 func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowed[K], change[VA]], r Record[K, V]) error {

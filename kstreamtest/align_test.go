@@ -177,8 +177,8 @@ func TestAlignmentControlRecordsSkippedWithoutAlignment(t *testing.T) {
 	d := driverWith(t, shopRevenue(false), kstream.Config{ApplicationID: "shop"}, kstreamtest.WallClock(base))
 	rep := kstreamtest.CreateInputTopic(d, "shop-by-customer-repartition", serde.String(), serde.String())
 	out := kstreamtest.CreateOutputTopic(d, "revenue", serde.String(), serde.String())
-	v := make([]byte, 18)
-	v[0] = 1 // version 1, upstream task 0_0, stream time 0, not caught up
+	v := make([]byte, 26)
+	v[0] = 2 // version 2, upstream task 0_0, stream time 0, not caught up, written at 0
 	if err := rep.PipeRaw([]byte("kstream-watermark-0"), v, base, kstream.Header{Key: "kstream.watermark"}); err != nil {
 		t.Fatalf("a control record: %v", err)
 	}

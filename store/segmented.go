@@ -289,8 +289,40 @@ func schemaKeyOf(k []byte) ([]byte, bool) {
 	return k[segPrefixLen:], true
 }
 
-// changelogKey implements ChangelogCodec.ChangelogKey for every segmented store.
-func changelogKey(k []byte) ([]byte, bool) { return schemaKeyOf(k) }
+// changelogKey implements ChangelogCodec.ChangelogKey for every segmented store: data keys
+// are logged as their schema keys, logged operator metadata (see [WindowStore.SetLoggedMeta])
+// under metaChangelogKey, the rest of the metadata not at all.
+func changelogKey(k []byte) ([]byte, bool) {
+	if name, ok := bytes.CutPrefix(k, segLoggedMetaPrefix); ok {
+		return metaChangelogKey(name), true
+	}
+	return schemaKeyOf(k)
+}
+
+// metaChangelogTag starts the changelog key of logged operator metadata, and
+// metaChangelogEnd ends it: 16 bytes of 0xff, whose last 8 or 16 bytes read as a window's
+// or a session's timestamps are negative, so that no data key has this form (no store
+// writes a window before 0) and a restorer that does not know it skips it as such a window.
+var (
+	metaChangelogTag = []byte("\x00kstream-meta\x00")
+	metaChangelogEnd = bytes.Repeat([]byte{0xff}, 16)
+)
+
+// metaChangelogKey is the changelog key of the logged operator metadata named name.
+func metaChangelogKey(name []byte) []byte {
+	k := make([]byte, 0, len(metaChangelogTag)+len(name)+len(metaChangelogEnd))
+	return append(append(append(k, metaChangelogTag...), name...), metaChangelogEnd...)
+}
+
+// metaOfChangelogKey returns the name of the logged operator metadata whose changelog key
+// is key, or false for a key of data.
+func metaOfChangelogKey(key []byte) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(key, metaChangelogTag)
+	if !ok {
+		return nil, false
+	}
+	return bytes.CutSuffix(rest, metaChangelogEnd)
+}
 
 // segTime returns the segment timestamp of schema key sk.
 func (s *segmented) segTime(sk []byte) int64 {
@@ -359,6 +391,15 @@ func (s *segmented) write(w writer, st *segState, dk []byte, ts int64, value []b
 // restore implements Restorer.Restore for every segmented store. seq, if not nil, returns
 // the sequence number of a schema key and whether it is to replace the state's.
 func (s *segmented) restore(st *segState, bt Batch, key, value []byte, seq func(sk []byte) (int32, bool)) error {
+	if name, ok := metaOfChangelogKey(key); ok {
+		k := append(append([]byte(nil), segLoggedMetaPrefix...), name...)
+		if value == nil {
+			bt.Delete(k)
+		} else {
+			bt.Set(k, append([]byte(nil), value...))
+		}
+		return nil
+	}
 	if len(key) < s.suffixLen {
 		return fmt.Errorf("store %s: restoring: malformed changelog key %x: shorter than %d bytes", s.name, key, s.suffixLen)
 	}
@@ -598,12 +639,16 @@ func checkRetention(retention, interval time.Duration) (int64, int64, error) {
 }
 
 // segOpMetaPrefix starts the keys of operator metadata (see [WindowStore.Meta]), under the
-// meta prefix so that they are never logged.
-var segOpMetaPrefix = []byte{segMetaPrefix, 0x02}
+// meta prefix so that they are never logged; segLoggedMetaPrefix those of logged operator
+// metadata ([WindowStore.LoggedMeta]), which changelogKey logs.
+var (
+	segOpMetaPrefix     = []byte{segMetaPrefix, 0x02}
+	segLoggedMetaPrefix = []byte{segMetaPrefix, 0x03}
+)
 
-// meta reads the operator metadata value named name.
-func (s *segmented) meta(name string) (int64, bool, error) {
-	v, ok, err := s.b.Get(append(append([]byte(nil), segOpMetaPrefix...), name...))
+// meta reads the operator metadata value named name, under prefix.
+func (s *segmented) meta(prefix []byte, name string) (int64, bool, error) {
+	v, ok, err := s.b.Get(append(append([]byte(nil), prefix...), name...))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -613,9 +658,12 @@ func (s *segmented) meta(name string) (int64, bool, error) {
 	return int64(binary.BigEndian.Uint64(v)), true, nil
 }
 
-// setMeta writes the operator metadata value named name.
-func (s *segmented) setMeta(name string, v int64) error {
-	k := append(append([]byte(nil), segOpMetaPrefix...), name...)
+// setMeta writes the operator metadata value named name, under prefix. The value is 8
+// bytes: logged, a timestamped store's changelog carries it as the record timestamp (with
+// an empty value), and restoring puts it back as the value's timestamp prefix, which is the
+// same 8 bytes.
+func (s *segmented) setMeta(prefix []byte, name string, v int64) error {
+	k := append(append([]byte(nil), prefix...), name...)
 	return s.b.Set(k, binary.BigEndian.AppendUint64(nil, uint64(v)))
 }
 

@@ -446,7 +446,23 @@ func (s *SessionStore[K, V]) iter(sc *segScan, key func([]byte) (K, error)) (*Wi
 }
 
 // Meta returns the operator metadata value named name; see [WindowStore.Meta].
-func (s *SessionStore[K, V]) Meta(name string) (v int64, ok bool, err error) { return s.s.meta(name) }
+func (s *SessionStore[K, V]) Meta(name string) (v int64, ok bool, err error) {
+	return s.s.meta(segOpMetaPrefix, name)
+}
 
 // SetMeta writes the operator metadata value named name; see [WindowStore.Meta].
-func (s *SessionStore[K, V]) SetMeta(name string, v int64) error { return s.s.setMeta(name, v) }
+func (s *SessionStore[K, V]) SetMeta(name string, v int64) error {
+	return s.s.setMeta(segOpMetaPrefix, name, v)
+}
+
+// LoggedMeta returns the logged operator metadata value named name; see
+// [WindowStore.LoggedMeta].
+func (s *SessionStore[K, V]) LoggedMeta(name string) (v int64, ok bool, err error) {
+	return s.s.meta(segLoggedMetaPrefix, name)
+}
+
+// SetLoggedMeta writes the logged operator metadata value named name; see
+// [WindowStore.LoggedMeta].
+func (s *SessionStore[K, V]) SetLoggedMeta(name string, v int64) error {
+	return s.s.setMeta(segLoggedMetaPrefix, name, v)
+}

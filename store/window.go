@@ -691,10 +691,29 @@ func (i *WindowedIterator[K, V]) Close() error { return i.sc.Close() }
 // Meta returns the operator metadata value named name, written with [WindowStore.SetMeta];
 // ok is false if there is none. Operator metadata is kept with the store's data, written
 // to disk with it at each commit, but never logged: a store restored from its changelog
-// alone has none. An operator keeps there what Kafka Streams keeps in the metadata of its
+// alone has none (see [WindowStore.LoggedMeta] for metadata that is logged). An operator keeps there what Kafka Streams keeps in the metadata of its
 // committed offsets (the close time up to which a windowed aggregation emitted its final
 // results).
-func (w *WindowStore[K, V]) Meta(name string) (v int64, ok bool, err error) { return w.s.meta(name) }
+func (w *WindowStore[K, V]) Meta(name string) (v int64, ok bool, err error) {
+	return w.s.meta(segOpMetaPrefix, name)
+}
 
 // SetMeta writes the operator metadata value named name (see [WindowStore.Meta]).
-func (w *WindowStore[K, V]) SetMeta(name string, v int64) error { return w.s.setMeta(name, v) }
+func (w *WindowStore[K, V]) SetMeta(name string, v int64) error {
+	return w.s.setMeta(segOpMetaPrefix, name, v)
+}
+
+// LoggedMeta returns the logged operator metadata value named name, written with
+// [WindowStore.SetLoggedMeta]; ok is false if there is none. Unlike [WindowStore.Meta], it
+// is logged with the store's writes (under a changelog key no window has) and restored
+// from the changelog: under exactly-once it is part of the transaction that emits what it
+// describes.
+func (w *WindowStore[K, V]) LoggedMeta(name string) (v int64, ok bool, err error) {
+	return w.s.meta(segLoggedMetaPrefix, name)
+}
+
+// SetLoggedMeta writes the logged operator metadata value named name (see
+// [WindowStore.LoggedMeta]).
+func (w *WindowStore[K, V]) SetLoggedMeta(name string, v int64) error {
+	return w.s.setMeta(segLoggedMetaPrefix, name, v)
+}

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -489,5 +490,98 @@ func TestWindowFetchOfANewWindowSkipsTheEngine(t *testing.T) {
 	}
 	if got := fetch("a", 3000) + fetch("a", 1000) + fetch("b", 3000); got != "30001000-" {
 		t.Fatalf("after a flush: %s; want 30001000-", got)
+	}
+}
+
+// Operator metadata: Meta is never logged; LoggedMeta is logged under a changelog key that
+// no window or session has (its timestamps read as negative, so that an older restorer
+// skips it as a window before 0), and a restorer of either kind of store puts it back.
+func TestLoggedMetaRoundTrip(t *testing.T) {
+	wc, err := store.NewWindowChangelog(store.WindowOptions{Retention: time.Hour, WindowSize: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := store.NewSessionChangelog(store.SessionOptions{Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type changelogged struct {
+		key, value []byte
+	}
+	for _, kind := range []string{"window", "session"} {
+		t.Run(kind, func(t *testing.T) {
+			codec := wc
+			if kind == "session" {
+				codec = sc
+			}
+			src, err := memory.New().Open("s", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log []string
+			var recs []changelogged
+			rec := recorder{src, codec, &log}
+			type metas interface {
+				SetMeta(string, int64) error
+				SetLoggedMeta(string, int64) error
+				Meta(string) (int64, bool, error)
+				LoggedMeta(string) (int64, bool, error)
+			}
+			open := func(b store.Backend) metas {
+				if kind == "session" {
+					s, err := store.NewSessionStore("s", b, serde.String(), serde.String(), store.SessionOptions{Retention: time.Hour})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return s
+				}
+				w, err := store.NewWindowStore("s", b, serde.String(), serde.String(), store.WindowOptions{Retention: time.Hour, WindowSize: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return w
+			}
+			s := open(rec)
+			if err := s.SetMeta("local", 7); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetLoggedMeta("last-emit-close-time", 1_700_000_000_000); err != nil {
+				t.Fatal(err)
+			}
+			if len(log) != 1 {
+				t.Fatalf("changelog %q; want one record (the logged metadata)", log)
+			}
+			var key, value []byte
+			fmt.Sscanf(log[0], "changelog %x %x", &key, &value)
+			recs = append(recs, changelogged{key, value})
+			if ts := int64(binary.BigEndian.Uint64(key[len(key)-8:])); ts >= 0 {
+				t.Errorf("changelog key %x: its last 8 bytes read as timestamp %d; want negative", key, ts)
+			}
+
+			dst, err := memory.New().Open("s", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := codec.NewRestorer(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bt := dst.NewBatch()
+			for _, c := range recs {
+				if err := r.Restore(bt, c.key, c.value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := bt.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			restored := open(dst)
+			if v, ok, err := restored.LoggedMeta("last-emit-close-time"); err != nil || !ok || v != 1_700_000_000_000 {
+				t.Errorf("restored LoggedMeta = %d, %v, %v; want 1700000000000", v, ok, err)
+			}
+			if _, ok, err := restored.Meta("local"); err != nil || ok {
+				t.Errorf("restored Meta(local) = %v, %v; want none (never logged)", ok, err)
+			}
+		})
 	}
 }
