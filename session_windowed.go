@@ -268,11 +268,7 @@ func newSessionAggregator[K, V, VA any](t *task, n *node, a *sessionAgg[K, V, VA
 	if err := p.recover(); err != nil {
 		return nil, fmt.Errorf("operator %s: session store %q: %w", n.name, a.store, err)
 	}
-	if a.onClose {
-		p.start(t, p.st)
-	} else {
-		p.start(t, nil)
-	}
+	p.start(t, p.st, a.onClose)
 	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
 }
 

@@ -51,11 +51,7 @@ func newSlidingAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA]
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
-	if a.onClose {
-		p.start(t, p.st)
-	} else {
-		p.start(t, nil)
-	}
+	p.start(t, p.st, a.onClose)
 	return processorInstance(t, n, ProcessorFunc[K, V, serde.Windowed[K], change[VA]](p.process))
 }
 

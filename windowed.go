@@ -287,14 +287,11 @@ type timeWindowAggregator[K, V, VA any] struct {
 
 func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
 	p := &timeWindowAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
+	p.rewinds = true
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
-	if a.onClose {
-		p.start(t, p.st)
-	} else {
-		p.start(t, nil)
-	}
+	p.start(t, p.st, a.onClose)
 	if a.onClose {
 		t.onAlignedAdvance(func() error {
 			if p.ctx == nil {
@@ -343,6 +340,9 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 		return err
 	}
 	it.Close()
+	if err := p.recoverCommitted(p.st, p.t.h.eos); err != nil {
+		return err
+	}
 	if !p.a.onClose {
 		return nil
 	}
@@ -357,26 +357,35 @@ func (p *timeWindowAggregator[K, V, VA]) recover() error {
 type windowClock struct {
 	observed, lastEmit           int64
 	savedObserved, savedLastEmit int64
-	// loggedEmit is the last emitted close time written to the store's logged metadata
-	// (see emitted), -1 if none.
-	loggedEmit int64
+	// loggedEmit and loggedObserved are the last values of lastEmit and of the committed
+	// stream time written to the store's metadata under at-least-once (see flush), -1 if
+	// none.
+	loggedEmit, loggedObserved int64
 	// t is the task, whose aligned event time caps observed when Config.EventTimeAlignment
-	// is set (align.go); st the store whose metadata keeps lastEmit, for an aggregation that
-	// emits on close (nil otherwise).
-	t  *task
-	st metaStore
+	// is set (align.go); st the store whose metadata keeps the clock; onClose whether the
+	// aggregation emits on close (and keeps lastEmit).
+	t       *task
+	st      metaStore
+	onClose bool
+	// rewinds is set for an aggregation that goes back to its committed stream time after a
+	// crash under at-least-once (recoverCommitted); storeAhead is then the stream time of
+	// its store at the start, if later (-1 if not): until the aggregation gets there, a
+	// window the store has expired is not one it may write (see expiredInStore).
+	rewinds    bool
+	storeAhead int64
 }
 
-func newWindowClock() windowClock { return windowClock{observed: -1, lastEmit: -1, loggedEmit: -1} }
+func newWindowClock() windowClock {
+	return windowClock{observed: -1, lastEmit: -1, loggedEmit: -1, loggedObserved: -1, storeAhead: -1}
+}
 
-// start saves the clock's recovered time and registers it with the task's commits. st is
-// the store whose metadata keeps the last emitted close time of an aggregation that emits
-// on close, nil for one that does not.
-func (c *windowClock) start(t *task, st metaStore) {
-	c.t, c.st = t, st
+// start saves the clock's recovered time and registers it with the task's commits; st is
+// the aggregation's store, onClose whether it emits on close.
+func (c *windowClock) start(t *task, st metaStore, onClose bool) {
+	c.t, c.st, c.onClose = t, st, onClose
 	c.committed()
 	t.txnHooks = append(t.txnHooks, c)
-	if st != nil && !t.h.eos {
+	if !t.h.eos {
 		t.flushers = append(t.flushers, c)
 	}
 }
@@ -394,18 +403,89 @@ func (c *windowClock) committed() { c.savedObserved, c.savedLastEmit = c.observe
 
 func (c *windowClock) aborted() { c.observed, c.lastEmit = c.savedObserved, c.savedLastEmit }
 
-// flush implements flusher for an aggregation that emits on close under at-least-once: at
-// each commit, before the stores are logged, it logs the close time up to which final
-// results were emitted as of the previous commit, which acknowledged them (see emitted).
+// flush implements flusher under at-least-once: at each commit, before the stores are
+// logged, it writes down the clock as of the previous commit, which acknowledged what it
+// covers: the stream time (committedStreamTimeMeta, see recoverCommitted), and, for an
+// aggregation that emits on close, the close time up to which final results were emitted
+// (logged: see emitted).
 func (c *windowClock) flush(context.Context) error {
-	if c.savedLastEmit <= c.loggedEmit {
+	if c.rewinds && c.savedObserved > c.loggedObserved {
+		if err := c.st.SetMeta(committedStreamTimeMeta, c.savedObserved); err != nil {
+			return err
+		}
+		if err := c.st.SetLoggedMeta(committedStreamTimeMeta, c.savedObserved); err != nil {
+			return err
+		}
+		c.loggedObserved = c.savedObserved
+	}
+	if c.onClose && c.savedLastEmit > c.loggedEmit {
+		if err := c.st.SetLoggedMeta(lastEmitMeta, c.savedLastEmit); err != nil {
+			return err
+		}
+		c.loggedEmit = c.savedLastEmit
+	}
+	return nil
+}
+
+// committedStreamTimeMeta names the store metadata holding the stream time of an
+// aggregation at a commit, under at-least-once.
+const committedStreamTimeMeta = "committed-stream-time"
+
+// recoverCommitted, under at-least-once (eos false), takes the recovered stream time back
+// to the one written down at a commit (see flush), if the store's is later. After a crash,
+// the store may hold updates made after the last commit (a buffer written out early, or a
+// changelog logged by a commit whose offsets were not committed), and its stream time with
+// them: judged by it, the records replayed from the committed offsets would be late, dropped,
+// and never reach what is below (a suppression buffer restored without those updates would
+// emit a window's final result below its count). Judged by the committed stream time, they
+// are on time again, as when they were first processed: aggregated a second time, which
+// at-least-once allows, and forwarded.
+func (c *windowClock) recoverCommitted(st metaStore, eos bool) error {
+	if eos || c.observed < 0 || !c.rewinds {
 		return nil
 	}
-	if err := c.st.SetLoggedMeta(lastEmitMeta, c.savedLastEmit); err != nil {
+	storeTime := c.observed
+	local, okLocal, err := st.Meta(committedStreamTimeMeta)
+	if err != nil {
 		return err
 	}
-	c.loggedEmit = c.savedLastEmit
+	logged, okLogged, err := st.LoggedMeta(committedStreamTimeMeta)
+	if err != nil {
+		return err
+	}
+	switch {
+	case okLocal && okLogged:
+		c.observed = min(c.observed, max(local, logged))
+	case okLocal:
+		c.observed = min(c.observed, local)
+	case okLogged:
+		c.observed = min(c.observed, logged)
+	}
+	if c.observed < storeTime {
+		c.storeAhead = storeTime
+	}
 	return nil
+}
+
+// liveStore is a window store's retention check (store.WindowStore.Live).
+type liveStore interface {
+	Live(windowStart time.Time) (bool, error)
+}
+
+// expiredInStore reports whether the window starting at start has expired in st while the
+// aggregation's stream time is behind its store's after a rewind (recoverCommitted): a
+// record for it is late, as the store would drop its write and has lost the window's
+// value (aggregating it anew would forward a value below the window's).
+func (c *windowClock) expiredInStore(st liveStore, start int64) (bool, error) {
+	if c.storeAhead < 0 {
+		return false, nil
+	}
+	if c.observed >= c.storeAhead {
+		c.storeAhead = -1 // caught up with the store: its retention never drops a window on time
+		return false, nil
+	}
+	live, err := st.Live(msTime(start))
+	return !live, err
 }
 
 // due implements flusher: the close time is logged at commits only.
@@ -502,6 +582,12 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 	for _, start := range a.w.windowsFor(ts) {
 		end := a.w.windowEnd(start)
 		if end <= closeTime {
+			t.lateRecord(p.n, ts, start, end, closeTime, p.observed)
+			continue
+		}
+		if expired, err := p.expiredInStore(p.st, start); err != nil {
+			return err
+		} else if expired {
 			t.lateRecord(p.n, ts, start, end, closeTime, p.observed)
 			continue
 		}
