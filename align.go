@@ -29,8 +29,8 @@ import (
 // operator) with its task id, its stream time, and whether it is caught up with its input.
 // Since it is written after the records it covers, a downstream task reads it in order
 // with them. The downstream task's aligned time is the smallest stream time of the
-// upstream tasks that are not caught up (unknown until it has heard of every upstream
-// task; none, and so its own stream time rules, when every one of them is caught up). Its
+// upstream tasks that are not caught up, and of its own stream time when it last heard of
+// each that is (unknown until it has heard of every upstream task; see compute). Its
 // windowed operators judge lateness and close windows by the smaller of their own stream
 // time and the aligned time, so that a record is late only if it is late for the slowest
 // upstream task, as it would have been in a live run; and their stores keep windows the
@@ -58,12 +58,14 @@ const (
 	watermarkResend = 2 * time.Second
 )
 
-// upstreamMark is the last progress a downstream task heard of one upstream task, and when
-// the upstream task wrote it (its wall clock, ms).
+// upstreamMark is the last progress a downstream task heard of one upstream task, when the
+// upstream task wrote it (its wall clock, ms), and the downstream task's stream time when
+// it read it (readAt).
 type upstreamMark struct {
 	time     int64
 	caughtUp bool
 	written  int64
+	readAt   int64
 }
 
 // caughtUpFor is how long a downstream task believes an upstream task that said it was
@@ -73,14 +75,11 @@ type upstreamMark struct {
 // downstream task that reads a backlog (it restarted, or it lags) does not believe an old
 // report because it reads it now.
 //
-// An upstream task that died says nothing more: its successor replays what the dead one
-// processed after its last commit, whose outputs may have been lost with it, and the
-// input that came in meanwhile; after caughtUpFor, the downstream task waits for it at the
-// dead one's last stream time rather than take its word. What the other upstream tasks
-// move event time on by in caughtUpFor of wall-clock time (plus the skew of the writers'
-// clocks) must stay within the grace of the windows for a failover to lose nothing: true
-// when event time runs with the wall clock and the grace is a few seconds (see
-// docs/eventtime.md).
+// While it is believed, a caught-up upstream task holds the aligned time at the downstream
+// task's stream time when its last report was read (compute); then at its own stream time.
+// An upstream task that died says nothing more: the aligned time stays there, and windows
+// wait for its successor, which replays what the dead one processed after its last commit
+// (whose outputs may have been lost with it) and the input that came in meanwhile.
 const caughtUpFor = time.Second
 
 // alignment is a task's state of event-time alignment: as an upstream task (sinks), what
@@ -97,7 +96,7 @@ type alignment struct {
 
 	// Downstream: the repartition topics the task reads, the number of upstream tasks, what
 	// it heard of each, and the resulting aligned time (runtime.UnknownTime until it heard of
-	// every upstream task; math.MaxInt64 when every one is caught up), which holds until
+	// every upstream task), which holds until
 	// the next report; latest is the newest writer's time of the reports heard.
 	sources   map[string]bool
 	upstreams int
@@ -233,6 +232,7 @@ func (t *task) noteWatermark(id runtime.TaskID, m upstreamMark) error {
 	// over from one that died replays from its last commit, and what it replays may
 	// include outputs the dead one lost; windows wait for them (at-least-once may then
 	// count an output twice, never miss one).
+	m.readAt = t.streamTime
 	a.marks[id] = m
 	a.latest = max(a.latest, m.written)
 	prev := a.aligned
@@ -253,10 +253,13 @@ func (t *task) noteWatermark(id runtime.TaskID, m upstreamMark) error {
 	return nil
 }
 
-// compute is the aligned time: unknown until every upstream task was heard of; the
-// smallest stream time of those not caught up (one that said it was is not believed once
-// a report written caughtUpFor after its last was heard: see caughtUpFor); none
-// (math.MaxInt64) if all are.
+// compute is the aligned time: unknown until every upstream task was heard of; else the
+// smallest, over the upstream tasks, of the stream time of one that is not caught up, and,
+// for one that said it was, of the downstream task's own stream time when it read that (a
+// caught-up task is not behind what the downstream task had read then, and says so again
+// every caughtUpResend while it is; one that died says nothing more, and the aligned time
+// stays where it was when its last word was read, until its successor reports). A caught-up
+// task whose last word is stale (see caughtUpFor) counts with its stream time.
 func (a *alignment) compute() int64 {
 	if len(a.marks) < a.upstreams {
 		return runtime.UnknownTime
@@ -264,7 +267,9 @@ func (a *alignment) compute() int64 {
 	aligned := int64(math.MaxInt64)
 	stale := a.latest - caughtUpFor.Milliseconds()
 	for _, m := range a.marks {
-		if !m.caughtUp || m.written < stale {
+		if m.caughtUp && m.written >= stale {
+			aligned = min(aligned, m.readAt)
+		} else {
 			aligned = min(aligned, m.time)
 		}
 	}

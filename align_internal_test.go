@@ -1,31 +1,36 @@
 package kstream
 
 import (
-	"math"
 	"testing"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 )
 
-// The aligned time believes an upstream task that said it was caught up only while its
-// word is fresh by the writers' clocks: a report of another upstream task written more
-// than caughtUpFor after its last one makes it count with its stream time, also when the
-// downstream task reads both at once (a backlog after a restart, where the dead task's last
-// report is old but read now).
-func TestAlignedTimeBelievesCaughtUpOnlyWhileFresh(t *testing.T) {
+// The aligned time: a caught-up upstream task whose word is fresh by the writers' clocks
+// holds it at the downstream task's stream time when its last report was read (so that a
+// task that dies while caught up holds it there until its successor reports); one whose
+// word is stale (a report of another task written more than caughtUpFor after its last one
+// was read, also when both are read at once from a backlog) and one not caught up hold it
+// at their own stream time.
+func TestAlignedTime(t *testing.T) {
 	u, v := runtime.TaskID{SubTopology: 0, Partition: 0}, runtime.TaskID{SubTopology: 0, Partition: 1}
 	ms := caughtUpFor.Milliseconds()
 	for _, c := range []struct {
-		name       string
-		marks      []upstreamMark // u's, then v's (in reading order)
-		want       int64
-		wantReason string
+		name   string
+		marks  []upstreamMark // u's, then v's (in reading order)
+		want   int64
+		reason string
 	}{
-		{"one not heard of yet", []upstreamMark{{time: 100, caughtUp: true, written: 1000}}, runtime.UnknownTime, "unknown until every upstream task reported"},
-		{"both caught up, fresh", []upstreamMark{{time: 100, caughtUp: true, written: 1000}, {time: 900, caughtUp: true, written: 1000 + ms}}, math.MaxInt64, "no aligned time: both believed"},
-		{"u's word is stale", []upstreamMark{{time: 100, caughtUp: true, written: 1000}, {time: 900, caughtUp: true, written: 1001 + ms}}, 100, "u counts with its stream time"},
-		{"v is behind", []upstreamMark{{time: 100, caughtUp: true, written: 1000}, {time: 50, caughtUp: false, written: 1000}}, 50, "v, not caught up, sets it"},
-		{"neither caught up", []upstreamMark{{time: 100, written: 1000}, {time: 900, written: 1000}}, 100, "the slowest sets it"},
+		{"one not heard of yet", []upstreamMark{{time: 100, caughtUp: true, written: 1000, readAt: 150}},
+			runtime.UnknownTime, "unknown until every upstream task reported"},
+		{"both caught up, fresh", []upstreamMark{{time: 100, caughtUp: true, written: 1000, readAt: 150}, {time: 900, caughtUp: true, written: 1000 + ms, readAt: 950}},
+			150, "the downstream task's stream time when it read u's last word"},
+		{"u's word is stale", []upstreamMark{{time: 100, caughtUp: true, written: 1000, readAt: 150}, {time: 900, caughtUp: true, written: 1001 + ms, readAt: 950}},
+			100, "u counts with its stream time"},
+		{"v is behind", []upstreamMark{{time: 100, caughtUp: true, written: 1000, readAt: 150}, {time: 50, written: 1000, readAt: 150}},
+			50, "v, not caught up, sets it"},
+		{"neither caught up", []upstreamMark{{time: 100, written: 1000, readAt: 950}, {time: 900, written: 1000, readAt: 950}},
+			100, "the slowest sets it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := &alignment{upstreams: 2, marks: map[runtime.TaskID]upstreamMark{}}
@@ -34,7 +39,7 @@ func TestAlignedTimeBelievesCaughtUpOnlyWhileFresh(t *testing.T) {
 				a.latest = max(a.latest, m.written)
 			}
 			if got := a.compute(); got != c.want {
-				t.Errorf("aligned time %d, want %d (%s)", got, c.want, c.wantReason)
+				t.Errorf("aligned time %d, want %d (%s)", got, c.want, c.reason)
 			}
 		})
 	}

@@ -28,7 +28,7 @@ type Config struct {
 	// SASL, if set, authenticates with this franz-go mechanism (plain, scram, oauth, aws).
 	SASL sasl.Mechanism
 	// EventTimeAlignment, when positive, carries event time through repartition topics so
-	// that reprocessing gives the results of a live run (see docs/eventtime.md,
+	// that reprocessing and failovers give the results of a live run (see docs/eventtime.md,
 	// "Reprocessing with aligned event time"): each upstream task writes its progress into
 	// the repartition topics it writes (control records, which no operator sees), and a
 	// windowed operator behind them (time, sliding and session windows, Suppress of window
