@@ -144,10 +144,10 @@ func (t *task) runPunctuator(s *schedule, now int64) {
 
 // Punctuate implements runtime.Task: the wall-clock punctuators due at now.
 func (t *task) Punctuate(now time.Time) (bool, error) {
-	t.fatal = nil
+	t.fatal, t.idleEmitted = nil, false
 	ran := t.punctuate(WallClockTime, now.UnixMilli())
-	t.flushDue(now) // batches held for their longest wait (batch_sink.go)
-	return ran, t.fatal
+	t.flushDue(now) // batches held for their longest wait (batch_sink.go), idle windows (windowed.go)
+	return ran || t.idleEmitted, t.fatal
 }
 
 // NextPunctuation implements runtime.Task.

@@ -55,6 +55,9 @@ type task struct {
 	curTS       int64
 	hasTS       bool
 	punctuating bool
+	// idleEmitted is set when an aggregation emitted on idleness (CloseWhenIdle) in a
+	// wall-clock turn: Punctuate reports it, so that the outputs are committed.
+	idleEmitted bool
 	// streamTime is the largest timestamp processed (ms), runtime.UnknownTime before the
 	// first record; savedStreamTime is its value at the last commit.
 	streamTime, savedStreamTime int64

@@ -74,6 +74,21 @@ type CloseOption func(*closeOptions)
 
 type closeOptions struct {
 	beforeExpiry bool
+	idle         time.Duration
+}
+
+// CloseWhenIdle lets the stream time of an aggregation over time windows that emits on
+// window close move on with the wall clock once its task is caught up with its input and
+// no record has reached the aggregation for d: from the largest timestamp it has seen, by
+// the wall-clock time since that record came. The last windows of a burst then close, and
+// their final results come out, without a new record. It is off by default (Kafka Streams
+// has no such setting: its windows close only when records move stream time on) and is a
+// deviation from Kafka Streams (docs/semantics.md): results then depend on when records
+// arrive, and a record that comes after a quiet period may be late for the time the
+// aggregation moved on to (counted and logged as late, see docs/windows.md). Session
+// windows do not take it (a Build error).
+func CloseWhenIdle(d time.Duration) CloseOption {
+	return func(o *closeOptions) { o.idle = d }
 }
 
 // EmitBeforeExpiry makes an aggregation that emits on window close emit the final result
@@ -137,12 +152,14 @@ type windowAgg[K, V, VA any] struct {
 	// beforeExpiry is EmitBeforeExpiry: closed windows are emitted even when they expired
 	// from the store with the record that closed them.
 	beforeExpiry bool
-	init         func() VA // nil for a reduce
-	agg          func(K, V, VA, bool) VA
-	reduce       bool
-	ks           serde.Serde[K]
-	store        string
-	info         *tableInfo
+	// idle is CloseWhenIdle's quiet time, zero if not set.
+	idle   time.Duration
+	init   func() VA // nil for a reduce
+	agg    func(K, V, VA, bool) VA
+	reduce bool
+	ks     serde.Serde[K]
+	store  string
+	info   *tableInfo
 }
 
 func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName string, init func() VA, agg func(K, V, VA, bool) VA, reduce bool, vs serde.Serde[VA], name string, opts []StoreOption) KTable[serde.Windowed[K], VA] {
@@ -177,7 +194,7 @@ func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName
 	n.windowGrace, n.hasWindowGrace = w.w.grace, true // for KTable.Suppress(UntilWindowCloses)
 	b.addStore(d, n)
 	info := storedInfo()
-	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, beforeExpiry: w.close.beforeExpiry, init: init, agg: agg, reduce: reduce, ks: s.ks, store: name, info: info}
+	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, beforeExpiry: w.close.beforeExpiry, idle: w.close.idle, init: init, agg: agg, reduce: reduce, ks: s.ks, store: name, info: info}
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskWindowStore[K, VA](t, name)
 		if err != nil {
@@ -283,6 +300,10 @@ type timeWindowAggregator[K, V, VA any] struct {
 	windowClock
 	// ctx is the processor context, kept for emissions without a record in hand (align.go).
 	ctx ProcessorContext[serde.Windowed[K], change[VA]]
+	// lastWall is when the last record came (wall clock) and lastObserved the stream time
+	// it left, lastMove when the stream time last moved on by idleness (CloseWhenIdle).
+	lastWall, lastMove time.Time
+	lastObserved       int64
 }
 
 func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
@@ -292,6 +313,9 @@ func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, 
 		return nil, err
 	}
 	p.start(t, p.st, a.onClose)
+	if a.onClose && a.idle > 0 {
+		t.flushers = append(t.flushers, idleCloser[K, V, VA]{p})
+	}
 	if a.onClose {
 		t.onAlignedAdvance(func() error {
 			if p.ctx == nil {
@@ -568,6 +592,9 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 	ts := unixMs(r.Timestamp)
 	p.observed = max(p.observed, ts)
 	p.ctx = ctx
+	if a.idle > 0 {
+		p.lastWall, p.lastObserved = t.env.Now(), p.observed
+	}
 	closeTime := p.now() - a.w.grace
 	// The windows that close are read before the record's writes, which may move the
 	// store's stream time past their retention (see emitFinal).
@@ -628,6 +655,54 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 		return p.emitFinal(ctx, r, closeTime, finals)
 	}
 	return nil
+}
+
+// idleCloser is the flusher of an aggregation with CloseWhenIdle: when its task is caught
+// up and no record came for the quiet time, it moves the stream time on with the wall
+// clock and emits the windows that close, checking again every idleTick.
+type idleCloser[K, V, VA any] struct {
+	p *timeWindowAggregator[K, V, VA]
+}
+
+// idleTick is how often an idle aggregation's stream time moves on after its quiet time.
+const idleTick = time.Second
+
+func (c idleCloser[K, V, VA]) due() time.Time {
+	p := c.p
+	if p.lastWall.IsZero() {
+		return time.Time{}
+	}
+	at := p.lastWall.Add(p.a.idle)
+	if next := p.lastMove.Add(min(p.a.idle, idleTick)); next.After(at) {
+		at = next
+	}
+	return at
+}
+
+func (c idleCloser[K, V, VA]) flush(context.Context) error {
+	p, t := c.p, c.p.t
+	now := t.env.Now()
+	if p.lastWall.IsZero() || p.ctx == nil || now.Sub(p.lastWall) < p.a.idle {
+		return nil
+	}
+	p.lastMove = now
+	if !t.env.CaughtUp(t.id) {
+		return nil
+	}
+	moved := p.lastObserved + now.Sub(p.lastWall).Milliseconds()
+	if moved <= p.observed {
+		return nil
+	}
+	p.observed = moved
+	closeTime := p.now() - p.a.w.grace
+	finals, due, err := p.closed(closeTime)
+	if err != nil || !due {
+		return err
+	}
+	t.punctuating, t.hasTS, t.curTS = true, true, max(p.now(), 0)
+	defer func() { t.punctuating, t.hasTS = false, false }()
+	t.idleEmitted = true
+	return p.emitFinal(p.ctx, Record[K, V]{}, closeTime, finals)
 }
 
 // windowFinal is a closed window read from the store: its key and value.
