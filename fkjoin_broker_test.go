@@ -3,7 +3,6 @@ package kstream_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -40,16 +39,8 @@ func fkJoinTopology(orders, customers, out string) *kstream.Builder {
 // runFKJoinChild runs fkJoinTopology under exactly-once in a child process until it is
 // killed, configured by APP_ID, STATE_DIR, ORDERS, CUSTOMERS and OUT.
 func runFKJoinChild() error {
-	cfg := kstream.Config{
-		ApplicationID:     os.Getenv("APP_ID"),
-		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
-		StateDir:          os.Getenv("STATE_DIR"),
-		Guarantee:         kstream.ExactlyOnce,
-		CommitInterval:    100 * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
+	cfg := childConfig()
+	cfg.Guarantee = kstream.ExactlyOnce
 	app, err := kstream.New(fkJoinTopology(os.Getenv("ORDERS"), os.Getenv("CUSTOMERS"), os.Getenv("OUT")), cfg)
 	if err != nil {
 		return err

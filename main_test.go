@@ -123,3 +123,22 @@ func rec(topic, key, value string, tsMs int, headers ...string) *kgo.Record {
 	}
 	return r
 }
+
+// childConfig is the Config of an application in a child process (kafkatest.StartChild):
+// APP_ID, STATE_DIR and the brokers from the environment, commits every 100 ms, a 6 s
+// session, logs at info on stderr, and exactly-once if GUARANTEE=eos.
+func childConfig() kstream.Config {
+	cfg := kstream.Config{
+		ApplicationID:     os.Getenv("APP_ID"),
+		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
+		StateDir:          os.Getenv("STATE_DIR"),
+		CommitInterval:    100 * time.Millisecond,
+		SessionTimeout:    6 * time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+	if os.Getenv("GUARANTEE") == "eos" {
+		cfg.Guarantee = kstream.ExactlyOnce
+	}
+	return cfg
+}

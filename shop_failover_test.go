@@ -3,7 +3,6 @@ package kstream_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -64,18 +63,7 @@ func shopTopology(orders, payments, closeOut, suppressOut, joinOut string) *kstr
 // APP_ID, STATE_DIR, the topics ORDERS, PAYMENTS, CLOSE_OUT, SUPPRESS_OUT and JOIN_OUT,
 // GUARANTEE=eos and ALIGN (Config.EventTimeAlignment).
 func runShopChild() error {
-	cfg := kstream.Config{
-		ApplicationID:     os.Getenv("APP_ID"),
-		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
-		StateDir:          os.Getenv("STATE_DIR"),
-		CommitInterval:    100 * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
-	if os.Getenv("GUARANTEE") == "eos" {
-		cfg.Guarantee = kstream.ExactlyOnce
-	}
+	cfg := childConfig()
 	if a := os.Getenv("ALIGN"); a != "" {
 		d, err := time.ParseDuration(a)
 		if err != nil {

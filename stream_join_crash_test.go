@@ -3,7 +3,6 @@ package kstream_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -38,16 +37,8 @@ func streamJoinTopology(left, right, out string) *kstream.Builder {
 // runStreamJoinChild runs streamJoinTopology in a child process until it is killed,
 // configured by APP_ID, STATE_DIR, LEFT, RIGHT and OUT, under exactly-once.
 func runStreamJoinChild() error {
-	cfg := kstream.Config{
-		ApplicationID:     os.Getenv("APP_ID"),
-		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
-		StateDir:          os.Getenv("STATE_DIR"),
-		Guarantee:         kstream.ExactlyOnce,
-		CommitInterval:    100 * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
+	cfg := childConfig()
+	cfg.Guarantee = kstream.ExactlyOnce
 	app, err := kstream.New(streamJoinTopology(os.Getenv("LEFT"), os.Getenv("RIGHT"), os.Getenv("OUT")), cfg)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package kstream_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -32,16 +31,8 @@ func versionedJoinTopology(prices, orders, out string) *kstream.Builder {
 // runVersionedJoinChild runs versionedJoinTopology under exactly-once in a child process
 // until it is killed, configured by APP_ID, STATE_DIR, PRICES, ORDERS and OUT.
 func runVersionedJoinChild() error {
-	cfg := kstream.Config{
-		ApplicationID:     os.Getenv("APP_ID"),
-		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
-		StateDir:          os.Getenv("STATE_DIR"),
-		CommitInterval:    100 * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		Guarantee:         kstream.ExactlyOnce,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
+	cfg := childConfig()
+	cfg.Guarantee = kstream.ExactlyOnce
 	app, err := kstream.New(versionedJoinTopology(os.Getenv("PRICES"), os.Getenv("ORDERS"), os.Getenv("OUT")), cfg)
 	if err != nil {
 		return err

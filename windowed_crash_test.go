@@ -3,7 +3,6 @@ package kstream_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -41,18 +40,7 @@ func windowTopology(in, out, emit string) *kstream.Builder {
 // runWindowChild runs windowTopology in a child process until it is killed, configured by
 // APP_ID, STATE_DIR, IN, OUT, EMIT and GUARANTEE=eos.
 func runWindowChild() error {
-	cfg := kstream.Config{
-		ApplicationID:     os.Getenv("APP_ID"),
-		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
-		StateDir:          os.Getenv("STATE_DIR"),
-		CommitInterval:    100 * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
-		HeartbeatInterval: 200 * time.Millisecond,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
-	if os.Getenv("GUARANTEE") == "eos" {
-		cfg.Guarantee = kstream.ExactlyOnce
-	}
+	cfg := childConfig()
 	app, err := kstream.New(windowTopology(os.Getenv("IN"), os.Getenv("OUT"), os.Getenv("EMIT")), cfg)
 	if err != nil {
 		return err
