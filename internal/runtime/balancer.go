@@ -66,6 +66,13 @@ type taskBalancer struct {
 	// group's assignment carried by each new assignment. May be nil.
 	endpoint string
 	onHosts  func(self string, hosts []hostAssignment)
+	// fixed, if set, returns the partition count that a source topic of keyed state
+	// (stores, or co-partitioning) had when the application started; onGrown is called when
+	// the group's metadata shows more. The new partitions are never assigned: their keys'
+	// state lives in other tasks' stores, and the topic watcher stops the application with
+	// the error that says so (watch.go). May be nil.
+	fixed   func(topic string) (int32, bool)
+	onGrown func(topic string, was, now int32)
 }
 
 func newTaskBalancer(topo *Topology) *taskBalancer {
@@ -345,7 +352,16 @@ func (tb *taskBalancer) tasks(topics map[string]int32) []TaskID {
 	counts := make([]int32, len(tb.topo.SubTopologies))
 	for i, st := range tb.topo.SubTopologies {
 		for _, src := range st.Sources {
-			counts[i] = max(counts[i], topics[src.Topic])
+			n := topics[src.Topic]
+			if tb.fixed != nil {
+				if was, ok := tb.fixed(src.Topic); ok && n > was {
+					if tb.onGrown != nil {
+						tb.onGrown(src.Topic, was, n)
+					}
+					n = was
+				}
+			}
+			counts[i] = max(counts[i], n)
 		}
 		maxParts = max(maxParts, counts[i])
 	}

@@ -243,3 +243,48 @@ func TestAssignTasksSpreadsEachSubTopology(t *testing.T) {
 		}
 	}
 }
+
+// A source topic of keyed state that grew: the balancer assigns none of its new partitions
+// (their records would be counted in tasks whose stores do not hold their keys' state) and
+// reports the growth, so that the topic watcher stops the application with the error that
+// says why. A stateless sub-topology takes its new partitions.
+func TestBalanceKeepsNewPartitionsOfKeyedSourcesOut(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{
+		{ID: 0, Sources: []Source{{Topic: "keyed"}}},
+		{ID: 1, Sources: []Source{{Topic: "stateless"}}},
+	}}
+	tb := newTaskBalancer(topo)
+	tb.fixed = func(topic string) (int32, bool) { return 2, topic == "keyed" }
+	var grown []string
+	tb.onGrown = func(topic string, was, now int32) { grown = append(grown, fmt.Sprintf("%s %d->%d", topic, was, now)) }
+	var members []kmsg.JoinGroupResponseMember
+	for i := range 2 {
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID = fmt.Sprintf("m%d", i)
+		m.ProtocolMetadata = tb.JoinGroupMetadata([]string{"keyed", "stateless"}, nil, 1)
+		members = append(members, m)
+	}
+	gmb, _, err := tb.MemberBalancer(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"keyed": 4, "stateless": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]int32{}
+	for _, ts := range into.(standbyPlan).plan.(*kgo.BalancePlan).AsMemberIDMap() {
+		for topic, ps := range ts {
+			got[topic] = append(got[topic], ps...)
+		}
+	}
+	for topic := range got {
+		slices.Sort(got[topic])
+	}
+	if want := map[string][]int32{"keyed": {0, 1}, "stateless": {0, 1, 2, 3}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("assigned %v, want %v", got, want)
+	}
+	if !slices.Equal(grown, []string{"keyed 2->4"}) {
+		t.Errorf("growth reported: %v, want [keyed 2->4]", grown)
+	}
+}
