@@ -1256,12 +1256,20 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 	r.quiesceLocked()
 	var created []string
 	var restoring []*taskRun
+	refused := map[string][]int32{}
 	for topic, parts := range assigned {
 		sub, ok := r.topicSub[topic]
 		if !ok {
 			continue
 		}
 		for _, p := range parts {
+			if n, ok := r.fixedCount(topic); ok && p >= n {
+				// A new partition of a source of keyed state (a balancer of another version
+				// assigned it): no task, no record of it processed; the topic watcher
+				// stops the application (watch.go).
+				refused[topic] = append(refused[topic], p)
+				continue
+			}
 			id := TaskID{sub, p}
 			t := r.tasks[id]
 			if t == nil {
@@ -1295,6 +1303,11 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 			t.group.AddPartition(topic, p)
 			r.parts[tp] = t
 		}
+	}
+	if len(refused) > 0 {
+		cl.PauseFetchPartitions(refused)
+		r.log.Warn("kstream: assigned new partitions of a source topic of keyed state; not processing them", "partitions", refused)
+		r.checkTopicsSoon()
 	}
 	// Tasks with stores restore in the background, their input paused meanwhile, so that
 	// the other tasks go on processing.

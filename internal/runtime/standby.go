@@ -427,14 +427,7 @@ func (r *Runtime) newBalancer() *taskBalancer {
 	tb.numStandbys = r.cfg.NumStandbys
 	tb.offsets = r.localOffsets
 	tb.endpoint = r.cfg.ApplicationServer
-	tb.fixed = func(topic string) (int32, bool) {
-		sub, ok := r.topicSub[topic]
-		if !ok || !r.keyed(sub, topic) {
-			return 0, false
-		}
-		n, ok := r.counts[topic]
-		return n, ok && n > 0
-	}
+	tb.fixed = r.fixedCount
 	tb.onGrown = func(topic string, was, now int32) {
 		r.warnEvery("grown "+topic, "kstream: a source topic of keyed state has more partitions than when the application started; the new ones are not assigned", "topic", topic, "from", was, "to", now)
 		r.checkTopicsSoon()

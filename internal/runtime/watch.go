@@ -167,3 +167,14 @@ func (r *Runtime) keyed(sub int, topic string) bool {
 	}
 	return false
 }
+
+// fixedCount returns the partition count that source topic had when the application
+// started, if it feeds keyed state (see keyed): a count the application cannot follow.
+func (r *Runtime) fixedCount(topic string) (int32, bool) {
+	sub, ok := r.topicSub[topic]
+	if !ok || !r.keyed(sub, topic) {
+		return 0, false
+	}
+	n, ok := r.counts[topic]
+	return n, ok && n > 0
+}
