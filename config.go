@@ -177,6 +177,20 @@ type Config struct {
 	// which one hosts which key ([App.KeyMetadata], [App.Metadata]), and package query
 	// forwards requests to it. Kafka Streams' application.server. Optional.
 	ApplicationServer string
+	// InstanceID, if set, makes this instance a static member of the group (Kafka Streams'
+	// group.instance.id, KIP-345): it must be unique in the application and the same
+	// across restarts of the instance (a Kubernetes StatefulSet's pod name, a host name).
+	// A static member that stops does not leave the group unless LeaveGroupOnClose is set:
+	// started again within SessionTimeout, it gets its tasks back without a rebalance, and
+	// restores nothing beyond its local checkpoint; the others keep processing meanwhile,
+	// and its tasks wait for it. One that does not come back within SessionTimeout is
+	// removed, and its tasks move, as a dynamic member's do at once. See
+	// docs/operations-guide.md.
+	InstanceID string
+	// LeaveGroupOnClose makes a static member (InstanceID) leave the group when it stops,
+	// so that its tasks move at once (scaling in) rather than wait SessionTimeout for it
+	// (restarting). Kafka Streams' CloseOptions.leaveGroup. A dynamic member always leaves.
+	LeaveGroupOnClose bool
 	// StandbyListener, if set, is told when a standby starts following a changelog, applies
 	// a batch, and stops. This corresponds to Kafka Streams' StandbyUpdateListener.
 	StandbyListener StandbyListener
@@ -473,6 +487,8 @@ func (c Compression) codec() (kgo.CompressionCodec, bool) {
 func (c Config) runtimeConfig() runtime.Config {
 	rc := runtime.Config{
 		ApplicationID:     c.ApplicationID,
+		InstanceID:        c.InstanceID,
+		LeaveOnClose:      c.LeaveGroupOnClose,
 		ClientID:          c.ClientID,
 		Brokers:           c.Brokers,
 		ClientOpts:        append([]kgo.Opt(nil), c.ClientOptions...),

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -151,6 +152,28 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 // leaveAndClose lets a waiting rebalance through, leaves the group so that the other
 // members take over at once, and closes the consumer, waiting at most until ctx ends.
 func (r *Runtime) leaveAndClose(ctx context.Context) {
+	r.leaveAndCloseAs(ctx, false)
+}
+
+// leaveAndCloseAs is leaveAndClose; final says the runtime is stopping (not rejoining
+// after a fence), when a static member leaves only if Config.LeaveOnClose is set. kgo sends
+// no LeaveGroup for a static member: it leaves through the admin client, by its instance
+// id, once the consumer is closed, as Kafka Streams does.
+func (r *Runtime) leaveAndCloseAs(ctx context.Context, final bool) {
+	defer func() {
+		if r.cfg.InstanceID == "" || !final || !r.cfg.LeaveOnClose || r.admin == nil {
+			return
+		}
+		resp, err := r.admin.LeaveGroup(ctx, kadm.LeaveGroup(r.cfg.ApplicationID).InstanceIDs(r.cfg.InstanceID).Reason("kstream: closing with LeaveGroupOnClose"))
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			r.log.Warn("kstream: leaving the group as a static member", "app", r.cfg.ApplicationID, "instance_id", r.cfg.InstanceID, "err", err)
+		} else {
+			r.log.Info("kstream: left the group (static member)", "app", r.cfg.ApplicationID, "instance_id", r.cfg.InstanceID)
+		}
+	}()
 	r.allowRebalance()
 	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
 		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)

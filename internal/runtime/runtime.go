@@ -571,6 +571,9 @@ func (r *Runtime) openConsumer() error {
 	if r.cfg.RebalanceTimeout > 0 {
 		opts = append(opts, kgo.RebalanceTimeout(r.cfg.RebalanceTimeout))
 	}
+	if r.cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(r.cfg.InstanceID)) // a static member (fence.go, leaveAndCloseAs)
+	}
 	opts = append(opts, r.clientMetrics("consumer", "")...)
 	opts = append(opts, r.traceOpts()...)
 	opts = append(opts, r.cfg.ConsumerOpts...)
@@ -1560,7 +1563,7 @@ func (r *Runtime) shutdown(loopErr error) {
 	r.standby.close()
 	// Nothing is processed any more: let a waiting rebalance (and leaving) through, leave
 	// the group now so the remaining members take over at once, and close.
-	r.leaveAndClose(ctx)
+	r.leaveAndCloseAs(ctx, true)
 	if r.fatal() == nil && r.sess == nil {
 		if err := r.flush(ctx); err != nil {
 			r.log.Warn("kstream: flushing at shutdown", "err", err)

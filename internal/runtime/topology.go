@@ -265,6 +265,10 @@ type Config struct {
 	// ApplicationServer is this instance's query endpoint ("host:port"), carried in the
 	// group metadata for key discovery; "" if none.
 	ApplicationServer string
+	// InstanceID makes the consumer a static group member (group.instance.id); LeaveOnClose
+	// makes such a member leave the group when the runtime stops (fence.go, leaveAndClose).
+	InstanceID   string
+	LeaveOnClose bool
 	// ExactlyOnce turns on exactly-once v2 (see eos.go); CommitInterval then defaults to
 	// 100ms.
 	ExactlyOnce bool

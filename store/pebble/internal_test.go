@@ -198,7 +198,10 @@ func TestApproximateCount(t *testing.T) {
 	fill(a, 40_000, 50)
 	fill(b, 5_000, 50)
 	fill(c, 60_000, 10)
-	check("a in memtable", a, 40_000, 0)
+	// The three partitions' entries (about 10 MB with the memtable's overhead) may fill an
+	// 8 MiB memtable, which then flushes in the background: a's count is then an estimate
+	// (39,722 for 40,000, seen once under load), within the flushed tolerance.
+	check("a in memtable", a, 40_000, 0.25)
 	check("b in memtable", b, 5_000, 0)
 	if err := d.flush(); err != nil {
 		t.Fatal(err)
