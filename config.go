@@ -191,6 +191,32 @@ type Config struct {
 	// so that its tasks move at once (scaling in) rather than wait SessionTimeout for it
 	// (restarting). Kafka Streams' CloseOptions.leaveGroup. A dynamic member always leaves.
 	LeaveGroupOnClose bool
+	// AcceptableRecoveryLag is how many changelog records an instance may be behind on a
+	// task's state and still count as caught up with it, overriding the default 10,000
+	// (Kafka Streams' acceptable.recovery.lag); negative means none at all. A stateful task
+	// moves (to a new instance, to rebalance) only to an instance caught up with it: until
+	// then it keeps running where it is while a warm-up replica restores it on its target,
+	// and a probing rebalance moves it once the warm-up caught up. So the task pauses for a
+	// rebalance and the last few records, not for a whole restore. A task whose owner is gone
+	// goes to the instance with the most of its state, caught up or not.
+	AcceptableRecoveryLag int64
+	// MaxWarmupReplicas bounds the warm-up replicas of the whole application at any time,
+	// overriding the default 2 (Kafka Streams' max.warmup.replicas): a larger value moves
+	// more tasks at each probing rebalance, and restores more at once. Negative means none:
+	// a stateful task moves at once to its target and restores there, as kstream did before
+	// warm-up replicas.
+	MaxWarmupReplicas int
+	// ProbingRebalanceInterval is how often an instance that holds warm-up replicas asks the
+	// group for a rebalance, overriding the default 10 minutes (Kafka Streams'
+	// probing.rebalance.interval.ms). An instance whose warm-ups are all caught up asks at
+	// once, without waiting for the interval (Kafka Streams waits; docs/semantics.md).
+	ProbingRebalanceInterval time.Duration
+	// Rack is the rack (zone, data centre) this instance runs in, as its brokers name theirs
+	// (broker.rack): the consumers fetch from a replica in the same rack when the brokers
+	// allow it (KIP-392, franz-go's Rack option), and standbys are placed on other racks
+	// than their active's when possible (Kafka Streams' rack.aware.assignment.tags with one
+	// tag). Optional.
+	Rack string
 	// StandbyListener, if set, is told when a standby starts following a changelog, applies
 	// a batch, and stops. This corresponds to Kafka Streams' StandbyUpdateListener.
 	StandbyListener StandbyListener
@@ -512,6 +538,22 @@ func (c Config) runtimeConfig() runtime.Config {
 	}
 	rc.BufferedRecordsPerPartition = c.BufferedRecordsPerPartition
 	rc.NumStandbys = c.NumStandbys
+	rc.Rack = c.Rack
+	rc.AcceptableRecoveryLag = c.AcceptableRecoveryLag
+	switch {
+	case c.AcceptableRecoveryLag == 0:
+		rc.AcceptableRecoveryLag = 10000
+	case c.AcceptableRecoveryLag < 0:
+		rc.AcceptableRecoveryLag = 0
+	}
+	rc.MaxWarmupReplicas = c.MaxWarmupReplicas
+	switch {
+	case c.MaxWarmupReplicas == 0:
+		rc.MaxWarmupReplicas = 2
+	case c.MaxWarmupReplicas < 0:
+		rc.MaxWarmupReplicas = 0
+	}
+	rc.ProbingInterval = c.ProbingRebalanceInterval
 	rc.ApplicationServer = c.ApplicationServer
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce

@@ -56,15 +56,13 @@ func TestStaticMembersRollingRestart(t *testing.T) {
 		slices.Sort(ids)
 		return ids
 	}
-	settled := func() bool {
-		n := 0
+	settled := func() bool { // balanced: each instance runs a third of the tasks
 		for _, in := range insts {
-			if in.r.app.State() != kstream.StateRunning {
+			if in.r.app.State() != kstream.StateRunning || len(tasksOf(in.r)) != parts/len(insts) {
 				return false
 			}
-			n += len(tasksOf(in.r))
 		}
-		return n == parts
+		return true
 	}
 	produced := 0
 	produce := func() {

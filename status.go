@@ -86,7 +86,11 @@ type StandbyTaskStatus struct {
 	// Following says the standby follows its changelogs; it does once its local stores
 	// were checked against them.
 	Following bool
-	Stores    []StandbyStoreStatus // sorted by store
+	// Warmup says it is a warm-up replica (Kafka Streams' warm-up task, KIP-441): the
+	// group is to move the task here once this copy is within Config.AcceptableRecoveryLag
+	// of the changelogs' ends; meanwhile the task runs on its current owner.
+	Warmup bool
+	Stores []StandbyStoreStatus // sorted by store
 }
 
 // StandbyStoreStatus is one store partition of a standby task: Kafka Streams' LagInfo of a
@@ -163,7 +167,7 @@ func (a *App) Status() Status {
 		s.Active[i] = ts
 	}
 	for i, t := range rs.Standby {
-		ss := StandbyTaskStatus{ID: TaskID(t.ID), Following: t.Following, Stores: make([]StandbyStoreStatus, len(t.Stores))}
+		ss := StandbyTaskStatus{ID: TaskID(t.ID), Following: t.Following, Warmup: t.Warmup, Stores: make([]StandbyStoreStatus, len(t.Stores))}
 		for j, st := range t.Stores {
 			ss.Stores[j] = StandbyStoreStatus{Store: st.Store, Changelog: st.Changelog, Partition: st.Partition, Position: st.Position, EndOffset: st.End, Lag: st.Lag}
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,21 +16,31 @@ import (
 const balancerProtocol = "kstream-tasks"
 
 // memberUserData is carried in every member's join metadata. It is versioned so later
-// releases can add fields (query endpoints, task lags) without breaking older members.
+// releases can add fields without breaking older members; unknown fields are ignored.
 type memberUserData struct {
 	Version int `json:"v"`
 	// Offsets are, for each stateful task the member has local state for, the sum of its
-	// stores' checkpointed changelog offsets: the leader prefers the member with the most
-	// state when a task's owner is gone, and places standbys where state already is.
+	// stores' changelog positions: the leader prefers the member with the most state when a
+	// task's owner is gone, and places standbys where state already is.
 	Offsets map[string]int64 `json:"o,omitempty"`
+	// Lags are, for the tasks of Offsets whose lag the member knows, how many changelog
+	// records it is behind (0 for a running active task): the leader moves a stateful task
+	// only to a member within the acceptable recovery lag, and warms the others up.
+	Lags map[string]int64 `json:"l,omitempty"`
 	// Endpoint is the member's query endpoint (Config.ApplicationServer), "" if none.
 	Endpoint string `json:"e,omitempty"`
+	// Rack is the member's rack (Config.Rack), "" if none: standbys go to other racks than
+	// their active's.
+	Rack string `json:"r,omitempty"`
 }
 
 // assignmentUserData is carried in every member's assignment.
 type assignmentUserData struct {
 	Version  int      `json:"v"`
 	Standbys []string `json:"s,omitempty"` // standby task ids, "<sub>_<partition>"
+	// Warmups are the member's warm-up tasks: standbys beyond NumStandbys that restore a
+	// task this member is to take over once caught up (a probing rebalance moves it).
+	Warmups []string `json:"w,omitempty"`
 	// Member is the id of the member this assignment is for; Hosts is the whole group's
 	// assignment, so that every member knows which one hosts which task (key discovery,
 	// as Kafka Streams' partitionsByHost and standbyPartitionByHost).
@@ -47,32 +58,36 @@ type hostAssignment struct {
 	Endpoint string   `json:"e,omitempty"`
 	Active   []string `json:"a,omitempty"`
 	Standby  []string `json:"s,omitempty"`
+	Warmup   []string `json:"w,omitempty"`
 }
 
 // taskBalancer is a cooperative group balancer that assigns whole tasks: every source
 // partition of a task goes to the same member. It keeps tasks where they were when it can
 // (sticky), and spreads the rest so that member loads differ by at most one. A stateful task
-// whose owner left goes to the member holding the most of its state (a standby), and each
-// stateful task gets up to numStandbys standby replicas on other members.
+// moves only to a member that is caught up with its state (within the acceptable recovery
+// lag): while the target member is not, the task stays where it is caught up and the target
+// gets a warm-up replica, and a later (probing) rebalance moves it. A stateful task whose
+// owner left goes to the member holding the most of its state (a standby), and each stateful
+// task gets up to numStandbys standby replicas on other members, on other racks first.
 type taskBalancer struct {
 	topo        *Topology
 	topicSubs   map[string][]int // topic -> sub-topologies reading it
 	numStandbys int
-	// offsets reports this member's local state (see memberUserData.Offsets); may be nil.
-	offsets func() map[TaskID]int64
-	// onStandbys receives the standby and active tasks of each new assignment; may be nil.
-	onStandbys func(standbys, actives []TaskID)
-	// endpoint is this member's query endpoint; onHosts receives this member's id and the
-	// group's assignment carried by each new assignment. May be nil.
+	// acceptableLag is the lag within which a member counts as caught up with a task;
+	// maxWarmups bounds the warm-up replicas of the group (0: none, tasks move at once).
+	acceptableLag int64
+	maxWarmups    int
+	// endpoint and rack are this member's, carried in its join metadata.
 	endpoint string
-	onHosts  func(self string, hosts []hostAssignment)
-	// fixed, if set, returns the partition count that a source topic of keyed state
-	// (stores, or co-partitioning) had when the application started; onGrown is called when
-	// the group's metadata shows more. The new partitions are never assigned: their keys'
-	// state lives in other tasks' stores, and the topic watcher stops the application with
-	// the error that says so (watch.go). May be nil.
-	fixed   func(topic string) (int32, bool)
-	onGrown func(topic string, was, now int32)
+	rack     string
+	// host is the runtime (member.go); nil in tests that need no local state.
+	host memberHost
+	// target is the owner (member id) of each task in the last assignment this member
+	// made as the group's leader. A cooperative move takes two rebalances: the first
+	// revokes the task, the second assigns it to its new owner; in the second nobody owns
+	// it, and the target of the first says where it goes (not back to the member that
+	// just gave it up, which holds the most of its state).
+	target map[TaskID]string
 }
 
 func newTaskBalancer(topo *Topology) *taskBalancer {
@@ -104,13 +119,19 @@ func (tb *taskBalancer) JoinGroupMetadata(interests []string, current map[string
 		op.Partitions = current[t]
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
-	ud := memberUserData{Version: 2, Endpoint: tb.endpoint}
-	if tb.offsets != nil {
-		for id, o := range tb.offsets() {
+	ud := memberUserData{Version: 3, Endpoint: tb.endpoint, Rack: tb.rack}
+	if tb.host != nil {
+		for id, st := range tb.host.taskStates() {
 			if ud.Offsets == nil {
 				ud.Offsets = map[string]int64{}
 			}
-			ud.Offsets[id.String()] = o
+			ud.Offsets[id.String()] = st.Offset
+			if st.Lag >= 0 {
+				if ud.Lags == nil {
+					ud.Lags = map[string]int64{}
+				}
+				ud.Lags[id.String()] = st.Lag
+			}
 		}
 	}
 	meta.UserData, _ = json.Marshal(ud)
@@ -126,37 +147,45 @@ func (tb *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 	for _, t := range a.Topics {
 		out[t.Topic] = t.Partitions
 	}
-	var standbys []TaskID
+	var set TaskSet
+	var ud assignmentUserData
 	if len(a.UserData) > 0 {
-		var ud assignmentUserData
 		if err := json.Unmarshal(a.UserData, &ud); err != nil {
 			return nil, fmt.Errorf("kstream: reading the group assignment's user data: %w", err)
 		}
-		for _, s := range ud.Standbys {
-			id, err := parseTaskID(s)
-			if err != nil {
-				return nil, err
-			}
-			standbys = append(standbys, id)
+		var err error
+		if set.Standby, err = parseTaskIDs(ud.Standbys); err != nil {
+			return nil, err
 		}
-		if tb.onHosts != nil && ud.Hosts != nil {
-			tb.onHosts(ud.Member, ud.Hosts)
+		if set.Warmup, err = parseTaskIDs(ud.Warmups); err != nil {
+			return nil, err
 		}
 	}
-	if tb.onStandbys != nil {
-		seen := map[TaskID]bool{}
-		var actives []TaskID
-		for topic, ps := range out {
-			for _, sub := range tb.topicSubs[topic] {
-				for _, p := range ps {
-					if id := (TaskID{sub, p}); !seen[id] {
-						seen[id] = true
-						actives = append(actives, id)
-					}
+	seen := map[TaskID]bool{}
+	for topic, ps := range out {
+		for _, sub := range tb.topicSubs[topic] {
+			for _, p := range ps {
+				if id := (TaskID{sub, p}); !seen[id] {
+					seen[id] = true
+					set.Active = append(set.Active, id)
 				}
 			}
 		}
-		tb.onStandbys(standbys, actives)
+	}
+	if tb.host != nil {
+		tb.host.assignedTasks(ud.Member, set, ud.Hosts)
+	}
+	return out, nil
+}
+
+func parseTaskIDs(ss []string) ([]TaskID, error) {
+	var out []TaskID
+	for _, s := range ss {
+		id, err := parseTaskID(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
 	}
 	return out, nil
 }
@@ -180,50 +209,84 @@ func (tb *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (
 	return b, b.MemberTopics(), nil
 }
 
+// groupView is what the leader knows of the group when it balances: per member (by index in
+// the sorted member list), what it owns, its local state and lags, endpoint and rack.
+type groupView struct {
+	owned     map[TaskID]int     // the member running each task now
+	state     []map[TaskID]int64 // offset sums per member
+	lags      []map[TaskID]int64 // known lags per member
+	endpoints []string
+	racks     []string
+	target    map[TaskID]int // the owners of the leader's previous assignment, if still members
+}
+
+// caughtUp reports whether member m is caught up with task id: it runs it, or its lag is
+// within acceptable. The lag is the one m reports (a standby or warm-up knows it), else the
+// owner's changelog position (or the furthest a member reports) minus m's, all of it when m
+// has no state: as in Kafka Streams, a task whose whole changelog is within the acceptable
+// lag moves at once, as restoring it is cheap.
+func (v *groupView) caughtUp(m int, id TaskID, acceptable int64) bool {
+	o, owned := v.owned[id]
+	if owned && o == m {
+		return true
+	}
+	if l, ok := v.lags[m][id]; ok {
+		return l <= acceptable
+	}
+	// The changelog's position: the owner's, or without one the furthest any member has.
+	pos, ok := int64(0), false
+	if owned {
+		pos, ok = v.state[o][id]
+	} else {
+		for _, st := range v.state {
+			if p, has := st[id]; has && (!ok || p > pos) {
+				pos, ok = p, true
+			}
+		}
+	}
+	if !ok {
+		return true // nobody has state on disk yet: nothing to restore
+	}
+	return pos-v.state[m][id] <= acceptable
+}
+
 // Balance implements kgo.ConsumerBalancerBalance.
 func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
 	members := b.Members() // sorted by instance id, then member id
-	prev := make(map[TaskID]int, 64)
-	state := make([]map[TaskID]int64, len(members)) // local state per member
-	endpoints := make([]string, len(members))
+	n := len(members)
+	v := &groupView{owned: make(map[TaskID]int, 64), state: make([]map[TaskID]int64, n), lags: make([]map[TaskID]int64, n),
+		endpoints: make([]string, n), racks: make([]string, n)}
 	b.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		idx := memberIndex(members, m.MemberID)
 		for _, op := range meta.OwnedPartitions {
 			for _, sub := range tb.topicSubs[op.Topic] {
 				for _, p := range op.Partitions {
-					prev[TaskID{sub, p}] = idx
+					v.owned[TaskID{sub, p}] = idx
 				}
 			}
 		}
 		var ud memberUserData
 		if len(meta.UserData) > 0 && json.Unmarshal(meta.UserData, &ud) == nil {
-			endpoints[idx] = ud.Endpoint
-			for s, o := range ud.Offsets {
-				if id, err := parseTaskID(s); err == nil {
-					if state[idx] == nil {
-						state[idx] = map[TaskID]int64{}
-					}
-					state[idx][id] = o
-				}
-			}
+			v.endpoints[idx], v.racks[idx] = ud.Endpoint, ud.Rack
+			v.state[idx] = parseTaskMap(ud.Offsets)
+			v.lags[idx] = parseTaskMap(ud.Lags)
 		}
 	})
-	tasks := tb.tasks(topics)
-	// A stateful task without a live owner goes preferably to the member with the most of
-	// its state: its standby, which then restores only the changelog's tail.
-	for _, id := range tasks {
-		if _, ok := prev[id]; ok || !tb.stateful(id) {
-			continue
-		}
-		if m := mostState(state, id, -1); m >= 0 {
-			prev[id] = m
+	v.target = make(map[TaskID]int, len(tb.target))
+	for id, member := range tb.target {
+		if m := memberIndex(members, member); m >= 0 {
+			v.target[id] = m
 		}
 	}
-	owner := assignTasks(tasks, prev, len(members))
-	standbys := assignStandbys(tasks, owner, state, len(members), tb.numStandbys, tb.stateful)
+	tasks := tb.tasks(topics)
+	a := tb.assign(tasks, v, n)
+	tb.target = make(map[TaskID]string, len(tasks))
+	for i, id := range tasks {
+		tb.target[id] = members[a.owner[i]].MemberID
+	}
 	plan := b.NewPlan()
 	for i, id := range tasks {
-		m := &members[owner[i]]
+		m := &members[a.owner[i]]
 		for _, src := range tb.topo.SubTopologies[id.SubTopology].Sources {
 			if n, ok := topics[src.Topic]; ok && id.Partition < n {
 				plan.AddPartition(m, src.Topic, id.Partition)
@@ -231,24 +294,153 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 		}
 	}
 	plan.AdjustCooperative(b)
-	sp := standbyPlan{plan: plan, standbys: map[string][]string{}, topics: tb.topicSubs}
-	hosts := make([]hostAssignment, len(members))
+	sp := standbyPlan{plan: plan, standbys: map[string][]string{}, warmups: map[string][]string{}, topics: tb.topicSubs}
+	hosts := make([]hostAssignment, n)
 	for m := range members {
-		hosts[m] = hostAssignment{Member: members[m].MemberID, Endpoint: endpoints[m]}
+		hosts[m] = hostAssignment{Member: members[m].MemberID, Endpoint: v.endpoints[m]}
 	}
 	// The hosts are those of the target assignment: a task moving between members is
 	// listed at its new owner, which gets it after the follow-up rebalance.
 	for i, id := range tasks {
-		hosts[owner[i]].Active = append(hosts[owner[i]].Active, id.String())
+		hosts[a.owner[i]].Active = append(hosts[a.owner[i]].Active, id.String())
 	}
-	for m, ids := range standbys {
+	for m, ids := range a.standbys {
 		for _, id := range ids {
 			sp.standbys[members[m].MemberID] = append(sp.standbys[members[m].MemberID], id.String())
 			hosts[m].Standby = append(hosts[m].Standby, id.String())
 		}
 	}
+	for m, ids := range a.warmups {
+		for _, id := range ids {
+			sp.warmups[members[m].MemberID] = append(sp.warmups[members[m].MemberID], id.String())
+			hosts[m].Warmup = append(hosts[m].Warmup, id.String())
+		}
+	}
 	sp.hosts = hosts
 	return sp
+}
+
+func parseTaskMap(m map[string]int64) map[TaskID]int64 {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[TaskID]int64, len(m))
+	for s, o := range m {
+		if id, err := parseTaskID(s); err == nil {
+			out[id] = o
+		}
+	}
+	return out
+}
+
+// assignment is the balancer's decision: the owner of each task (by index in the task list),
+// and the standby and warm-up tasks of each member.
+type assignment struct {
+	owner    []int
+	standbys map[int][]TaskID
+	warmups  map[int][]TaskID
+}
+
+// assign decides the assignment of tasks over n members given the group's view. First a
+// balanced target, sticky, that prefers for each moving task a member caught up with it,
+// then one with some of its state. Then each stateful task whose target member is not caught
+// up stays with a member that is (its owner, or a caught-up standby), if any, and the
+// target gets a warm-up replica (at most maxWarmups in the group; without one the task
+// stays and waits for a later rebalance). Then the standbys.
+func (tb *taskBalancer) assign(tasks []TaskID, v *groupView, n int) assignment {
+	a := assignment{standbys: map[int][]TaskID{}, warmups: map[int][]TaskID{}}
+	prev := make(map[TaskID]int, len(v.owned))
+	for id, m := range v.owned {
+		prev[id] = m
+	}
+	warm := tb.maxWarmups > 0 && tb.acceptableLag >= 0
+	caught := func(m int, id TaskID) bool {
+		return !warm || v.caughtUp(m, id, tb.acceptableLag)
+	}
+	// A task without a live owner goes to the owner the previous assignment meant for it
+	// (the second rebalance of a cooperative move); else, if stateful, to the member with
+	// the most of its state (a standby, which then restores only the changelog's tail).
+	for _, id := range tasks {
+		if _, ok := prev[id]; ok {
+			continue
+		}
+		if m, ok := v.target[id]; ok {
+			prev[id] = m
+			continue
+		}
+		if !tb.stateful(id) {
+			continue
+		}
+		if m := mostState(v.state, id, -1); m >= 0 {
+			prev[id] = m
+		}
+	}
+	pref := func(i, m int) int {
+		id := tasks[i]
+		if !tb.stateful(id) {
+			return 0
+		}
+		if warm && caught(m, id) {
+			return 2
+		}
+		if _, ok := v.state[m][id]; ok {
+			return 1
+		}
+		return 0
+	}
+	if !warm {
+		pref = nil
+	}
+	a.owner = placeTasks(tasks, prev, n, pref)
+	// pending are the tasks kept with a caught-up member while their target is not caught
+	// up: task index -> target member.
+	pending := map[int]int{}
+	if warm {
+		for i, id := range tasks {
+			t := a.owner[i]
+			if !tb.stateful(id) || caught(t, id) {
+				continue
+			}
+			c := -1
+			if o, ok := v.owned[id]; ok {
+				c = o // its owner runs it: caught up
+			} else {
+				var best int64 = -1
+				for m := range n {
+					if l, ok := v.lags[m][id]; ok && m != t && l <= tb.acceptableLag && (best < 0 || l < best) {
+						c, best = m, l
+					}
+				}
+			}
+			if c < 0 || c == t {
+				continue // no member is caught up: the task moves now and restores
+			}
+			a.owner[i] = c
+			pending[i] = t
+		}
+	}
+	a.standbys = assignStandbys(tasks, a.owner, v.state, v.racks, n, tb.numStandbys, tb.stateful)
+	// The target of a pending task gets a warm-up replica, unless it holds a standby of the
+	// task already (the standby warms it up); at most maxWarmups in the group. A pending
+	// task without one stays where it is until a later rebalance. The warm-ups listed for
+	// a member include its standbys of pending tasks: the member asks for a probing
+	// rebalance once they are caught up (probe.go).
+	used := 0
+	for i, id := range tasks {
+		t, ok := pending[i]
+		if !ok {
+			continue
+		}
+		if slices.Contains(a.standbys[t], id) {
+			a.warmups[t] = append(a.warmups[t], id)
+			continue
+		}
+		if used < tb.maxWarmups {
+			a.warmups[t] = append(a.warmups[t], id)
+			used++
+		}
+	}
+	return a
 }
 
 // stateful reports whether task id has a store with a changelog (only those have standbys
@@ -273,13 +465,20 @@ func mostState(state []map[TaskID]int64, id TaskID, except int) int {
 }
 
 // assignStandbys places up to n standby replicas of every stateful task on members other
-// than its owner: first where its state already is (most state first), then on the members
-// with the fewest standbys (lowest index on ties). It returns the standby tasks per member.
-func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, nMembers, n int, stateful func(TaskID) bool) map[int][]TaskID {
+// than its owner: first on racks that hold no replica of the task yet (when racks are
+// known), then where its state already is (most state first), then on the members with the
+// fewest standbys (lowest index on ties). It returns the standby tasks per member.
+func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, racks []string, nMembers, n int, stateful func(TaskID) bool) map[int][]TaskID {
 	out := map[int][]TaskID{}
 	n = min(n, nMembers-1)
 	if n <= 0 {
 		return out
+	}
+	rack := func(m int) string {
+		if m < len(racks) {
+			return racks[m]
+		}
+		return ""
 	}
 	load := make([]int, nMembers)
 	for i, id := range tasks {
@@ -287,6 +486,7 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, nMemb
 			continue
 		}
 		chosen := map[int]bool{owner[i]: true}
+		usedRacks := map[string]bool{rack(owner[i]): true}
 		for range n {
 			best := -1
 			for m := range nMembers {
@@ -295,6 +495,15 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, nMemb
 				}
 				if best < 0 {
 					best = m
+					continue
+				}
+				// A rack without a replica of the task beats one with (rack awareness);
+				// racks unknown ("") are all one rack.
+				mNew, bNew := !usedRacks[rack(m)], !usedRacks[rack(best)]
+				if mNew != bNew {
+					if mNew {
+						best = m
+					}
 					continue
 				}
 				_, mHas := state[m][id]
@@ -314,6 +523,7 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, nMemb
 				break
 			}
 			chosen[best] = true
+			usedRacks[rack(best)] = true
 			load[best]++
 			out[best] = append(out[best], id)
 		}
@@ -321,11 +531,12 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, nMemb
 	return out
 }
 
-// standbyPlan is a balance plan whose member assignments carry their standby tasks in the
-// assignment's user data.
+// standbyPlan is a balance plan whose member assignments carry their standby and warm-up
+// tasks in the assignment's user data.
 type standbyPlan struct {
 	plan     kgo.IntoSyncAssignment
 	standbys map[string][]string // member id -> standby task ids
+	warmups  map[string][]string // member id -> warm-up task ids
 	hosts    []hostAssignment
 	topics   map[string][]int // source topic -> sub-topologies reading it
 }
@@ -338,14 +549,17 @@ func (p standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment
 		if err := a.ReadFrom(out[i].MemberAssignment); err != nil {
 			continue // cannot happen: kgo encoded it
 		}
-		a.UserData, _ = json.Marshal(assignmentUserData{Version: 2, Standbys: p.standbys[out[i].MemberID], Member: out[i].MemberID, Hosts: p.hosts, Topics: p.topics})
+		a.UserData, _ = json.Marshal(assignmentUserData{Version: 3, Standbys: p.standbys[out[i].MemberID], Warmups: p.warmups[out[i].MemberID],
+			Member: out[i].MemberID, Hosts: p.hosts, Topics: p.topics})
 		out[i].MemberAssignment = a.AppendTo(nil)
 	}
 	return out
 }
 
 // tasks lists every task, ordered by partition then sub-topology so that a round-robin
-// placement spreads each sub-topology across members.
+// placement spreads each sub-topology across members. The new partitions of a source topic
+// of keyed state are left out: their keys' state lives in other tasks' stores, and the topic
+// watcher stops the application with the error that says so (watch.go).
 func (tb *taskBalancer) tasks(topics map[string]int32) []TaskID {
 	var out []TaskID
 	var maxParts int32
@@ -353,11 +567,9 @@ func (tb *taskBalancer) tasks(topics map[string]int32) []TaskID {
 	for i, st := range tb.topo.SubTopologies {
 		for _, src := range st.Sources {
 			n := topics[src.Topic]
-			if tb.fixed != nil {
-				if was, ok := tb.fixed(src.Topic); ok && n > was {
-					if tb.onGrown != nil {
-						tb.onGrown(src.Topic, was, n)
-					}
+			if tb.host != nil {
+				if was, ok := tb.host.fixedCount(src.Topic); ok && n > was {
+					tb.host.sourceGrown(src.Topic, was, n)
 					n = was
 				}
 			}
@@ -384,10 +596,21 @@ func memberIndex(members []kmsg.JoinGroupResponseMember, id string) int {
 	return -1
 }
 
-// assignTasks returns the member index of each task. Tasks stay with their previous owner
+// assignTasks is placeTasks without preferences.
+func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
+	return placeTasks(tasks, prev, nMembers, nil)
+}
+
+// placeTasks returns the member index of each task. Tasks stay with their previous owner
 // while that owner is below its fair share; the rest go to the least loaded member (lowest
 // index on ties), so the result is deterministic for the same input.
-func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
+//
+// pref, if not nil, ranks member m for task i (2 caught up with its state, 1 holds some of
+// it, 0 neither). An owner above its fair share then keeps first the tasks that no other
+// member ranks higher than 0, and a task that moves goes first to a member that ranks it
+// highest among those with room: so that the tasks that move are those whose state is
+// already elsewhere (a warm-up replica that caught up).
+func placeTasks(tasks []TaskID, prev map[TaskID]int, nMembers int, pref func(i, m int) int) []int {
 	owner := make([]int, len(tasks))
 	if nMembers == 0 {
 		return owner
@@ -411,9 +634,27 @@ func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
 		}
 		load[m]++
 	}
-	for i, id := range tasks {
+	// elsewhere is the best rank of task i on a member other than m.
+	elsewhere := func(i, m int) int {
+		best := 0
+		if pref != nil {
+			for o := range nMembers {
+				if o != m {
+					best = max(best, pref(i, o))
+				}
+			}
+		}
+		return best
+	}
+	for i := range owner {
 		owner[i] = -1
-		if m, ok := prev[id]; ok && m >= 0 && m < nMembers && fits(m) {
+	}
+	for rank := 0; rank <= 2; rank++ {
+		for i, id := range tasks {
+			m, ok := prev[id]
+			if !ok || owner[i] >= 0 || m < 0 || m >= nMembers || elsewhere(i, m) != rank || !fits(m) {
+				continue
+			}
 			owner[i] = m
 			take(m)
 		}
@@ -430,25 +671,49 @@ func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
 			subLoad[owner[i]][id.SubTopology]++
 		}
 	}
-	for i, id := range tasks {
-		if owner[i] >= 0 {
-			continue
-		}
-		best := -1
+	place := func(i int, minRank int) {
+		id := tasks[i]
+		best, bestRank := -1, -1
 		for m := 0; m < nMembers; m++ {
 			if !fits(m) {
 				continue
 			}
-			if best < 0 || load[m] < load[best] || (load[m] == load[best] && subLoad[m][id.SubTopology] < subLoad[best][id.SubTopology]) {
-				best = m
+			r := 0
+			if pref != nil {
+				r = pref(i, m)
+			}
+			if r < minRank {
+				continue
+			}
+			if best < 0 || r > bestRank || (r == bestRank && (load[m] < load[best] || (load[m] == load[best] && subLoad[m][id.SubTopology] < subLoad[best][id.SubTopology]))) {
+				best, bestRank = m, r
 			}
 		}
-		if best < 0 { // cannot happen: total capacity equals the task count
-			best = 0
+		if best < 0 {
+			if minRank > 0 {
+				return
+			}
+			best = 0 // cannot happen: total capacity equals the task count
 		}
 		owner[i] = best
 		take(best)
 		subLoad[best][id.SubTopology]++
+	}
+	if pref != nil {
+		// Tasks that a member with room is caught up with, then that one holds state of,
+		// go there before any other task takes the room.
+		for _, minRank := range []int{2, 1} {
+			for i := range tasks {
+				if owner[i] < 0 {
+					place(i, minRank)
+				}
+			}
+		}
+	}
+	for i := range tasks {
+		if owner[i] < 0 {
+			place(i, 0)
+		}
 	}
 	return owner
 }

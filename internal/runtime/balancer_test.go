@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -17,6 +18,43 @@ func taskList(subs, parts int) []TaskID {
 		for s := range subs {
 			out = append(out, TaskID{s, int32(p)})
 		}
+	}
+	return out
+}
+
+// fakeHost is a memberHost for balancer tests.
+type fakeHost struct {
+	states   map[TaskID]taskState
+	set      func(self string, set TaskSet)
+	fixed    func(topic string) (int32, bool)
+	onGrown  func(topic string, was, now int32)
+	lastHost []hostAssignment
+}
+
+func (h *fakeHost) taskStates() map[TaskID]taskState { return h.states }
+func (h *fakeHost) assignedTasks(self string, set TaskSet, hosts []hostAssignment) {
+	h.lastHost = hosts
+	if h.set != nil {
+		h.set(self, set)
+	}
+}
+func (h *fakeHost) fixedCount(topic string) (int32, bool) {
+	if h.fixed == nil {
+		return 0, false
+	}
+	return h.fixed(topic)
+}
+func (h *fakeHost) sourceGrown(topic string, was, now int32) {
+	if h.onGrown != nil {
+		h.onGrown(topic, was, now)
+	}
+}
+
+// offsetStates are task states with offsets only (lags unknown).
+func offsetStates(offsets map[TaskID]int64) map[TaskID]taskState {
+	out := map[TaskID]taskState{}
+	for id, o := range offsets {
+		out[id] = taskState{Offset: o, Lag: -1}
 	}
 	return out
 }
@@ -159,7 +197,7 @@ func TestBalanceStandbys(t *testing.T) {
 	got := map[string][]TaskID{}
 	newMember := func(id string, offsets map[TaskID]int64) kmsg.JoinGroupResponseMember {
 		tb := newTaskBalancer(topo)
-		tb.offsets = func() map[TaskID]int64 { return offsets }
+		tb.host = &fakeHost{states: offsetStates(offsets)}
 		m := kmsg.NewJoinGroupResponseMember()
 		m.MemberID = id
 		m.ProtocolMetadata = tb.JoinGroupMetadata([]string{"in", "other"}, nil, 1)
@@ -184,7 +222,7 @@ func TestBalanceStandbys(t *testing.T) {
 	owner := map[TaskID]string{}
 	for _, a := range into.IntoSyncAssignment() {
 		parser := newTaskBalancer(topo)
-		parser.onStandbys = func(ids, _ []TaskID) { got[a.MemberID] = ids }
+		parser.host = &fakeHost{set: func(_ string, set TaskSet) { got[a.MemberID] = set.Standby }}
 		parts, err := parser.ParseSyncAssignment(a.MemberAssignment)
 		if err != nil {
 			t.Fatal(err)
@@ -254,9 +292,11 @@ func TestBalanceKeepsNewPartitionsOfKeyedSourcesOut(t *testing.T) {
 		{ID: 1, Sources: []Source{{Topic: "stateless"}}},
 	}}
 	tb := newTaskBalancer(topo)
-	tb.fixed = func(topic string) (int32, bool) { return 2, topic == "keyed" }
 	var grown []string
-	tb.onGrown = func(topic string, was, now int32) { grown = append(grown, fmt.Sprintf("%s %d->%d", topic, was, now)) }
+	tb.host = &fakeHost{
+		fixed:   func(topic string) (int32, bool) { return 2, topic == "keyed" },
+		onGrown: func(topic string, was, now int32) { grown = append(grown, fmt.Sprintf("%s %d->%d", topic, was, now)) },
+	}
 	var members []kmsg.JoinGroupResponseMember
 	for i := range 2 {
 		m := kmsg.NewJoinGroupResponseMember()
@@ -286,5 +326,307 @@ func TestBalanceKeepsNewPartitionsOfKeyedSourcesOut(t *testing.T) {
 	}
 	if !slices.Equal(grown, []string{"keyed 2->4"}) {
 		t.Errorf("growth reported: %v, want [keyed 2->4]", grown)
+	}
+}
+
+// warmGroup simulates a group of members over the balancer: each member reports what it
+// owns and its task states, the leader balances, and the test reads back each member's
+// active, standby and warm-up tasks.
+type warmGroup struct {
+	t      *testing.T
+	topo   *Topology
+	leader *taskBalancer
+	ids    []string
+	racks  map[string]string
+	active map[string][]TaskID
+	states map[string]map[TaskID]taskState
+	sets   map[string]TaskSet
+}
+
+func (g *warmGroup) balance(parts int32) {
+	g.t.Helper()
+	var members []kmsg.JoinGroupResponseMember
+	for _, id := range g.ids {
+		tb := newTaskBalancer(g.topo)
+		tb.host = &fakeHost{states: g.states[id]}
+		tb.rack = g.racks[id]
+		current := map[string][]int32{}
+		for _, task := range g.active[id] {
+			current["in"] = append(current["in"], task.Partition)
+		}
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID = id
+		m.ProtocolMetadata = tb.JoinGroupMetadata([]string{"in"}, current, 1)
+		members = append(members, m)
+	}
+	gmb, _, err := g.leader.MemberBalancer(members)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"in": parts})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	// The target, as the cooperative protocol reaches it after its follow-up rebalance:
+	// read the hosts rather than the partitions of this round.
+	g.sets = map[string]TaskSet{}
+	for _, a := range into.IntoSyncAssignment() {
+		h := &fakeHost{}
+		var set TaskSet
+		h.set = func(_ string, s TaskSet) { set = s }
+		parser := newTaskBalancer(g.topo)
+		parser.host = h
+		if _, err := parser.ParseSyncAssignment(a.MemberAssignment); err != nil {
+			g.t.Fatal(err)
+		}
+		for _, host := range h.lastHost {
+			if host.Member == a.MemberID {
+				set.Active, _ = parseTaskIDs(host.Active)
+			}
+		}
+		g.sets[a.MemberID] = set
+	}
+	g.active = map[string][]TaskID{}
+	for id, set := range g.sets {
+		g.active[id] = set.Active
+	}
+}
+
+func (g *warmGroup) loads() []int {
+	var out []int
+	for _, id := range g.ids {
+		out = append(out, len(g.sets[id].Active))
+	}
+	return out
+}
+
+// A new member gets warm-up replicas, not tasks: no stateful task moves to a member that is
+// not caught up while another is. Once its warm-ups report a lag within the acceptable one,
+// a probing rebalance moves exactly those tasks to it, and gives it the next warm-ups; the
+// group is balanced after two probes with 4 tasks to move and 2 warm-ups at a time.
+func TestBalanceWarmupsThenProbingMoves(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{
+		{ID: 0, Sources: []Source{{Topic: "in"}}, Stores: []StoreSpec{{Name: "s", Changelog: "app-s-changelog"}}},
+	}}
+	leader := newTaskBalancer(topo)
+	leader.acceptableLag, leader.maxWarmups = 100, 2
+	g := &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"a", "b"}, states: map[string]map[TaskID]taskState{}}
+	g.balance(12)
+	if l := g.loads(); !slices.Equal(l, []int{6, 6}) {
+		t.Fatalf("two members: loads %v", l)
+	}
+	for _, id := range g.ids {
+		g.states[id] = map[TaskID]taskState{}
+		for _, task := range g.active[id] {
+			g.states[id][task] = taskState{Offset: 1e6, Lag: 0}
+		}
+	}
+	before := map[TaskID]string{}
+	for _, id := range g.ids {
+		for _, task := range g.active[id] {
+			before[task] = id
+		}
+	}
+	g.ids = append(g.ids, "c")
+	g.balance(12)
+	if l := g.loads(); !slices.Equal(l, []int{6, 6, 0}) {
+		t.Fatalf("a new member took tasks it had no state for: loads %v", l)
+	}
+	if w := g.sets["c"].Warmup; len(w) != 2 {
+		t.Fatalf("new member's warm-ups %v, want 2", w)
+	}
+	for probe := 1; ; probe++ {
+		if probe > 3 {
+			t.Fatalf("not balanced after %d probing rebalances: loads %v", probe-1, g.loads())
+		}
+		warm := g.sets["c"].Warmup
+		g.states["c"] = map[TaskID]taskState{}
+		for _, task := range g.active["c"] {
+			g.states["c"][task] = taskState{Offset: 1e6, Lag: 0}
+		}
+		for _, task := range warm {
+			g.states["c"][task] = taskState{Offset: 1e6 - 50, Lag: 50} // caught up
+		}
+		g.balance(12)
+		for _, task := range warm {
+			if !slices.Contains(g.active["c"], task) {
+				t.Fatalf("probe %d: caught-up warm-up %v not moved to c (c has %v)", probe, task, g.active["c"])
+			}
+		}
+		for _, id := range []string{"a", "b"} {
+			for _, task := range g.active[id] {
+				if before[task] != id {
+					t.Fatalf("probe %d: task %v moved from %s to %s", probe, task, before[task], id)
+				}
+			}
+		}
+		if l := g.loads(); slices.Max(l)-slices.Min(l) <= 1 {
+			if probe != 2 {
+				t.Errorf("balanced after %d probes, want 2", probe)
+			}
+			if w := g.sets["c"].Warmup; len(w) != 0 {
+				t.Errorf("balanced, but c still has warm-ups %v", w)
+			}
+			break
+		}
+	}
+	// Balanced and stable: a rebalance with the same states moves nothing.
+	prev := maps.Clone(g.active)
+	g.balance(12)
+	for id := range prev {
+		a, b := slices.Clone(prev[id]), slices.Clone(g.active[id])
+		slices.SortFunc(a, compareTaskIDs)
+		slices.SortFunc(b, compareTaskIDs)
+		if !slices.Equal(a, b) {
+			t.Errorf("stable group: %s had %v, now %v", id, prev[id], g.active[id])
+		}
+	}
+}
+
+// A warm-up that has not caught up stays a warm-up of the same task: the task does not move,
+// and the warm-up is not moved to another task.
+func TestBalanceWarmupNotCaughtUpKeepsItsTask(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{
+		{ID: 0, Sources: []Source{{Topic: "in"}}, Stores: []StoreSpec{{Name: "s", Changelog: "app-s-changelog"}}},
+	}}
+	leader := newTaskBalancer(topo)
+	leader.acceptableLag, leader.maxWarmups = 100, 2
+	g := &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"a", "b"}, states: map[string]map[TaskID]taskState{}}
+	g.balance(6)
+	for _, id := range g.ids {
+		g.states[id] = map[TaskID]taskState{}
+		for _, task := range g.active[id] {
+			g.states[id][task] = taskState{Offset: 1e6, Lag: 0}
+		}
+	}
+	g.ids = append(g.ids, "c")
+	g.balance(6)
+	warm := g.sets["c"].Warmup
+	g.states["c"] = map[TaskID]taskState{}
+	for _, task := range warm {
+		g.states["c"][task] = taskState{Offset: 1000, Lag: 500000}
+	}
+	g.balance(6)
+	if len(g.active["c"]) != 0 || !slices.Equal(g.sets["c"].Warmup, warm) {
+		t.Errorf("c: active %v, warm-ups %v; want none and the same warm-ups %v", g.active["c"], g.sets["c"].Warmup, warm)
+	}
+}
+
+// Without a caught-up member (its owner is gone and nobody reports a small lag), a task goes
+// to the member with the most of its state at once; with MaxWarmupReplicas 0, tasks move to
+// a new member at once, as before warm-ups.
+func TestBalanceNoCaughtUpMemberMovesAtOnce(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{
+		{ID: 0, Sources: []Source{{Topic: "in"}}, Stores: []StoreSpec{{Name: "s", Changelog: "app-s-changelog"}}},
+	}}
+	leader := newTaskBalancer(topo)
+	leader.acceptableLag, leader.maxWarmups = 100, 2
+	g := &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"a", "b"}, states: map[string]map[TaskID]taskState{
+		"a": {{0, 0}: {Offset: 10, Lag: 5000}},
+		"b": {{0, 0}: {Offset: 900, Lag: 4000}},
+	}}
+	g.balance(2)
+	if !slices.Contains(g.active["b"], TaskID{0, 0}) {
+		t.Errorf("task 0_0 without owner went to %v, want b (most state)", g.active)
+	}
+	// A task whose changelog is within the acceptable lag moves at once: restoring all of
+	// it is cheap (as in Kafka Streams, where a member without state lags by the whole
+	// changelog).
+	g = &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"a"}, states: map[string]map[TaskID]taskState{}}
+	g.balance(4)
+	g.states["a"] = map[TaskID]taskState{}
+	for _, task := range g.active["a"] {
+		g.states["a"][task] = taskState{Offset: 80, Lag: 0}
+	}
+	g.ids = append(g.ids, "b")
+	g.balance(4)
+	if l := g.loads(); !slices.Equal(l, []int{2, 2}) || len(g.sets["b"].Warmup) != 0 {
+		t.Errorf("small state: loads %v, warm-ups %v; want 2/2 at once", l, g.sets["b"].Warmup)
+	}
+	leader.maxWarmups = 0
+	g = &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"a"}, states: map[string]map[TaskID]taskState{}}
+	g.balance(4)
+	g.states["a"] = map[TaskID]taskState{}
+	for _, task := range g.active["a"] {
+		g.states["a"][task] = taskState{Offset: 1e6, Lag: 0}
+	}
+	g.ids = append(g.ids, "b")
+	g.balance(4)
+	if l := g.loads(); !slices.Equal(l, []int{2, 2}) || len(g.sets["b"].Warmup) != 0 {
+		t.Errorf("without warm-ups: loads %v, warm-ups %v; want 2/2 at once", l, g.sets["b"].Warmup)
+	}
+}
+
+// Standbys go to another rack than their active's when there is one.
+func TestBalanceStandbysOnOtherRacks(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{
+		{ID: 0, Sources: []Source{{Topic: "in"}}, Stores: []StoreSpec{{Name: "s", Changelog: "app-s-changelog"}}},
+	}}
+	leader := newTaskBalancer(topo)
+	leader.numStandbys = 1
+	g := &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"a1", "a2", "b1", "b2"},
+		racks:  map[string]string{"a1": "a", "a2": "a", "b1": "b", "b2": "b"},
+		states: map[string]map[TaskID]taskState{}}
+	g.balance(8)
+	owner := map[TaskID]string{}
+	for id, set := range g.sets {
+		for _, task := range set.Active {
+			owner[task] = id
+		}
+	}
+	standbys := 0
+	for id, set := range g.sets {
+		for _, task := range set.Standby {
+			standbys++
+			if g.racks[id] == g.racks[owner[task]] {
+				t.Errorf("task %v: active on %s, standby on %s, same rack %s", task, owner[task], id, g.racks[id])
+			}
+		}
+		if n := len(set.Standby); n != 2 {
+			t.Errorf("%s has %d standbys, want 2 (balanced)", id, n)
+		}
+	}
+	if standbys != 8 {
+		t.Errorf("%d standbys, want 8", standbys)
+	}
+}
+
+// A cooperative move takes two rebalances: the first revokes, the second assigns. In the
+// second, the revoked tasks have no owner, and the member that gave them up reports the most
+// of their state; they still go where the first meant them to go, and the tasks that stayed
+// stay (with standbys caught up on the new member, the target used to flip between the two).
+func TestBalanceCooperativeSecondRoundKeepsTheTarget(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{
+		{ID: 0, Sources: []Source{{Topic: "in"}}, Stores: []StoreSpec{{Name: "s", Changelog: "app-s-changelog"}}},
+	}}
+	leader := newTaskBalancer(topo)
+	leader.acceptableLag, leader.maxWarmups, leader.numStandbys = 10000, 2, 1
+	g := &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"a"}, states: map[string]map[TaskID]taskState{}}
+	g.balance(4)
+	g.states["a"] = map[TaskID]taskState{}
+	for _, task := range g.active["a"] {
+		g.states["a"][task] = taskState{Offset: 300, Lag: 0}
+	}
+	g.ids = append(g.ids, "b")
+	g.balance(4) // the first round: its target
+	target := maps.Clone(g.active)
+	if l := g.loads(); !slices.Equal(l, []int{2, 2}) {
+		t.Fatalf("target loads %v, want 2/2 (small state moves at once)", l)
+	}
+	// The second round: a owns what it kept, b nothing yet; b's standbys of a's tasks are
+	// caught up; a still has the state of the tasks it gave up.
+	g.active = map[string][]TaskID{"a": target["a"]}
+	g.states["b"] = map[TaskID]taskState{}
+	for _, task := range g.sets["b"].Standby {
+		g.states["b"][task] = taskState{Offset: 300, Lag: 0}
+	}
+	g.balance(4)
+	for id := range target {
+		a, b := slices.Clone(target[id]), slices.Clone(g.active[id])
+		slices.SortFunc(a, compareTaskIDs)
+		slices.SortFunc(b, compareTaskIDs)
+		if !slices.Equal(a, b) {
+			t.Errorf("second round: %s has %v, the first round's target was %v", id, b, a)
+		}
 	}
 }

@@ -129,9 +129,15 @@ type Runtime struct {
 	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
 	standby  *standbys
 	wantMu   sync.Mutex
-	want     []TaskID // standby tasks of the last assignment
+	want     []TaskID // standby and warm-up tasks of the last assignment
 	assigned []TaskID // active tasks of the last assignment
+	warmups  []TaskID // warm-up tasks of the last assignment (probe.go)
 	memberID string   // this member's id, from the last assignment
+	// assignedAt is when the last assignment came; probed is set once this member asked for
+	// a rebalance because its warm-ups caught up since then (probe.go).
+	assignedAt time.Time
+	probed     bool
+	member     membership // the membership seam (member.go)
 
 	// Interactive queries (query.go).
 	query  queryRuntime
@@ -256,6 +262,9 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 30 * time.Second
 	}
+	if cfg.ProbingInterval <= 0 {
+		cfg.ProbingInterval = defaultProbingInterval
+	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = filepath.Join(os.TempDir(), "kstream", cfg.ApplicationID)
 	}
@@ -278,6 +287,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	r.storeCache.Store(int64(cmp.Or(cfg.StoreCacheBytes, storeCacheBytes)))
 	r.standby = newStandbys(r)
+	r.member = newClassicMembership(r)
 	r.qindex = newQueryIndex(topo)
 	if cfg.Metrics != nil {
 		r.met = newMetrics(r, cfg.Metrics)
@@ -427,6 +437,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	}
 	r.startedRunning()
 	r.watchTopics(runCtx)
+	r.watchWarmups(runCtx)
 
 	loopErr := r.loop(runCtx)
 	// A fenced producer is a task migration (fence.go): rejoin with a new session.
@@ -455,6 +466,9 @@ func (r *Runtime) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 		// A leader or coordinator that moved is looked up again at once, not after kgo's
 		// default 5s between metadata refreshes: one retriable error costs a round trip.
 		kgo.MetadataMinAge(250 * time.Millisecond),
+	}
+	if r.cfg.Rack != "" {
+		opts = append(opts, kgo.Rack(r.cfg.Rack)) // fetch from a replica in this rack (KIP-392)
 	}
 	opts = append(opts, r.cfg.ClientOpts...)
 	return append(opts, extra...)
@@ -528,9 +542,7 @@ func (r *Runtime) openConsumer() error {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	opts := r.clientOpts(
-		kgo.ConsumerGroup(r.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
-		kgo.Balancers(r.newBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
@@ -550,10 +562,6 @@ func (r *Runtime) openConsumer() error {
 		// fetch then returns one batch of each partition, and a smaller limit changes
 		// nothing).
 		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
-		kgo.OnPartitionsAssigned(r.onAssigned),
-		kgo.OnPartitionsRevoked(r.onRevoked),
-		kgo.OnPartitionsLost(r.onLost),
-		kgo.OnPartitionsCallbackBlocked(r.onBlocked),
 		kgo.WithHooks(&r.joins),
 		kgo.AdjustFetchOffsetsFn(r.adjustOffsets),
 		// Control records (transaction markers) come too, so that the position after the
@@ -562,18 +570,7 @@ func (r *Runtime) openConsumer() error {
 		kgo.KeepControlRecords(),
 		r.clientIDOpt(roleConsumer),
 	)
-	if r.cfg.SessionTimeout > 0 {
-		opts = append(opts, kgo.SessionTimeout(r.cfg.SessionTimeout))
-	}
-	if r.cfg.HeartbeatInterval > 0 {
-		opts = append(opts, kgo.HeartbeatInterval(r.cfg.HeartbeatInterval))
-	}
-	if r.cfg.RebalanceTimeout > 0 {
-		opts = append(opts, kgo.RebalanceTimeout(r.cfg.RebalanceTimeout))
-	}
-	if r.cfg.InstanceID != "" {
-		opts = append(opts, kgo.InstanceID(r.cfg.InstanceID)) // a static member (fence.go, leaveAndCloseAs)
-	}
+	opts = append(opts, r.member.groupOpts()...)
 	opts = append(opts, r.clientMetrics("consumer", "")...)
 	opts = append(opts, r.traceOpts()...)
 	opts = append(opts, r.cfg.ConsumerOpts...)

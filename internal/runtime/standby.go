@@ -133,6 +133,25 @@ func (s *standbys) offsetSum(id TaskID) (int64, bool) {
 	return sum, true
 }
 
+// lag returns how many records the standby id is behind its changelogs' ends as last
+// known, and whether it is a standby that knows all its ends.
+func (s *standbys) lag(id TaskID) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tasks[id]
+	if t == nil || !t.following {
+		return 0, false
+	}
+	var sum int64
+	for _, st := range t.stores {
+		if st.end < 0 {
+			return 0, false
+		}
+		sum += max(st.end-st.pos, 0)
+	}
+	return sum, true
+}
+
 // add starts a standby for id: each logged store is checked against its changelog (and
 // wiped if it cannot come from it, see checkLocal) in the background, then follows the
 // changelog from its checkpoint.
@@ -421,32 +440,54 @@ func compareTaskIDs(a, b TaskID) int {
 	return int(a.Partition - b.Partition)
 }
 
-// newBalancer returns the group balancer of this instance, wired to its standbys.
-func (r *Runtime) newBalancer() *taskBalancer {
-	tb := newTaskBalancer(r.topo)
-	tb.numStandbys = r.cfg.NumStandbys
-	tb.offsets = r.localOffsets
-	tb.endpoint = r.cfg.ApplicationServer
-	tb.fixed = r.fixedCount
-	tb.onGrown = func(topic string, was, now int32) {
-		r.warnEvery("grown "+topic, "kstream: a source topic of keyed state has more partitions than when the application started; the new ones are not assigned", "topic", topic, "from", was, "to", now)
-		r.checkTopicsSoon()
+// The runtime is the memberHost of its membership (member.go).
+
+// taskStates implements memberHost: the local state of each stateful task (localOffsets),
+// with its lag where known: 0 for an active task, and a standby's (or warm-up's) lag behind
+// the changelogs' ends as last refreshed.
+func (r *Runtime) taskStates() map[TaskID]taskState {
+	offsets := r.localOffsets()
+	out := make(map[TaskID]taskState, len(offsets))
+	for id, o := range offsets {
+		st := taskState{Offset: o, Lag: -1}
+		if l, ok := r.standby.lag(id); ok {
+			st.Lag = l
+		}
+		out[id] = st
 	}
-	tb.onHosts = func(self string, hosts []hostAssignment) {
-		r.wantMu.Lock()
-		r.memberID = self
-		r.wantMu.Unlock()
+	// Active tasks count as caught up (the leader sees that they are owned); r.mu is not
+	// taken here, as the loop may hold it while it waits for the group.
+	r.wantMu.Lock()
+	for _, id := range r.assigned {
+		if st, ok := out[id]; ok {
+			st.Lag = 0
+			out[id] = st
+		}
+	}
+	r.wantMu.Unlock()
+	return out
+}
+
+// assignedTasks implements memberHost.
+func (r *Runtime) assignedTasks(self string, set TaskSet, hosts []hostAssignment) {
+	r.wantMu.Lock()
+	r.memberID = self
+	r.want = append(slices.Clone(set.Standby), set.Warmup...)
+	r.warmups, r.assigned = set.Warmup, set.Active
+	r.assignedAt, r.probed = time.Now(), false
+	r.wantMu.Unlock()
+	if hosts != nil {
 		r.setMetadata(hosts)
 	}
-	tb.onStandbys = func(ids, actives []TaskID) {
-		r.wantMu.Lock()
-		r.want, r.assigned = ids, actives
-		r.wantMu.Unlock()
-		// The assignment may change only standbys, with no partition callback to follow:
-		// reconcile now, off the group's goroutine.
-		r.bg.Go(r.reconcileStandbys)
-	}
-	return tb
+	// The assignment may change only standbys, with no partition callback to follow:
+	// reconcile now, off the group's goroutine.
+	r.bg.Go(r.reconcileStandbys)
+}
+
+// sourceGrown implements memberHost.
+func (r *Runtime) sourceGrown(topic string, was, now int32) {
+	r.warnEvery("grown "+topic, "kstream: a source topic of keyed state has more partitions than when the application started; the new ones are not assigned", "topic", topic, "from", was, "to", now)
+	r.checkTopicsSoon()
 }
 
 // reconcileStandbys starts the standbys of the last assignment that are not active here

@@ -106,7 +106,10 @@ type StandbyStatus struct {
 	ID TaskID
 	// Following says the standby follows its changelogs (it was checked against them).
 	Following bool
-	Stores    []StandbyStoreStatus
+	// Warmup says it is a warm-up replica: this instance is to take the task over once
+	// caught up (member.go).
+	Warmup bool
+	Stores []StandbyStoreStatus
 }
 
 // StandbyStoreStatus is one store partition of a standby task.
@@ -380,6 +383,11 @@ func (r *Runtime) Status() Status {
 		r.probeEnds(snap)
 	}
 	s.Standby = r.standby.status()
+	r.wantMu.Lock()
+	for i := range s.Standby {
+		s.Standby[i].Warmup = slices.Contains(r.warmups, s.Standby[i].ID)
+	}
+	r.wantMu.Unlock()
 	s.Restores = r.restoreStatus(now)
 	s.DeadLetters, s.DeadLettersN = r.deadLetters()
 	return s

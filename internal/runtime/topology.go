@@ -269,6 +269,15 @@ type Config struct {
 	// makes such a member leave the group when the runtime stops (fence.go, leaveAndClose).
 	InstanceID   string
 	LeaveOnClose bool
+	// Rack is this instance's rack: carried in the join metadata (standbys go to other
+	// racks) and given to the clients for follower fetching.
+	Rack string
+	// AcceptableRecoveryLag, MaxWarmupReplicas and ProbingInterval are Kafka Streams'
+	// acceptable.recovery.lag, max.warmup.replicas and probing.rebalance.interval.ms
+	// (member.go, probe.go), resolved: zero MaxWarmupReplicas means none.
+	AcceptableRecoveryLag int64
+	MaxWarmupReplicas     int
+	ProbingInterval       time.Duration
 	// ExactlyOnce turns on exactly-once v2 (see eos.go); CommitInterval then defaults to
 	// 100ms.
 	ExactlyOnce bool

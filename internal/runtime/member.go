@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The membership seam. The runtime runs the tasks a membership gives it and does not know the
+// protocol that decided them. A membership:
+//   - makes the consumer a member of the application's group (groupOpts), and calls the
+//     runtime's partition callbacks (onAssigned, onRevoked, onLost) with the source partitions
+//     of the active tasks it gains and loses;
+//   - reads the runtime's local state of each task (memberHost.taskStates: offsets and lags)
+//     and carries it to whoever assigns, with the instance's endpoint, instance id and rack;
+//   - tells the runtime, for each assignment, this member's id, its standby and warm-up tasks
+//     and the group's hosts (memberHost.assignedTasks);
+//   - asks for a rebalance when the runtime wants one (probe: warm-up replicas caught up, or a
+//     probing interval passed).
+//
+// classicMembership is the classic consumer group with kstream's own task balancer
+// (balancer.go), which the group's leader runs. A membership for Kafka 4.x's streams group
+// (KIP-1071), where the broker assigns, fits the same seam: it reports the same task states,
+// and feeds the same callbacks from its heartbeat responses.
+
+// TaskSet is what an assignment gives this instance: the tasks it runs (Active), the ones it
+// keeps an up-to-date copy of (Standby), and the ones it restores so as to take them over at a
+// later rebalance (Warmup, Kafka Streams' warm-up replicas, KIP-441).
+type TaskSet struct {
+	Active, Standby, Warmup []TaskID
+}
+
+// taskState is a stateful task's local state as this instance reports it when it joins.
+type taskState struct {
+	// Offset is the sum of its stores' changelog positions (checkpointed, or applied by a
+	// standby): the leader prefers the member with the most state.
+	Offset int64
+	// Lag is how many changelog records the instance is behind the changelogs' ends: 0 for a
+	// running active task, unknown (-1) for state on disk that nothing follows.
+	Lag int64
+}
+
+// memberHost is the runtime as a membership sees it.
+type memberHost interface {
+	// taskStates reports the local state of each stateful task this instance has state for.
+	// It is called on the group's goroutine when the member joins.
+	taskStates() map[TaskID]taskState
+	// assignedTasks receives each new assignment: this member's id, its task set (the active
+	// tasks also come as partitions, through onAssigned), and the whole group's assignment.
+	assignedTasks(self string, set TaskSet, hosts []hostAssignment)
+	// fixedCount returns the partition count a source topic of keyed state had at start;
+	// sourceGrown is told when the group's metadata shows more (watch.go).
+	fixedCount(topic string) (int32, bool)
+	sourceGrown(topic string, was, now int32)
+}
+
+// membership makes the runtime a member of its application's group.
+type membership interface {
+	// groupOpts returns the consumer options that make the consumer a member.
+	groupOpts() []kgo.Opt
+	// probe asks the group for a rebalance without leaving it; why is logged.
+	probe(cl *kgo.Client, why string)
+}
+
+// classicMembership is the classic consumer group protocol with kstream's task balancer.
+type classicMembership struct {
+	r  *Runtime
+	tb *taskBalancer
+}
+
+func newClassicMembership(r *Runtime) *classicMembership {
+	tb := newTaskBalancer(r.topo)
+	tb.host = r
+	tb.numStandbys = r.cfg.NumStandbys
+	tb.endpoint = r.cfg.ApplicationServer
+	tb.rack = r.cfg.Rack
+	tb.acceptableLag = r.cfg.AcceptableRecoveryLag
+	tb.maxWarmups = r.cfg.MaxWarmupReplicas
+	return &classicMembership{r: r, tb: tb}
+}
+
+func (m *classicMembership) groupOpts() []kgo.Opt {
+	r := m.r
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(r.cfg.ApplicationID),
+		kgo.Balancers(m.tb),
+		kgo.OnPartitionsAssigned(r.onAssigned),
+		kgo.OnPartitionsRevoked(r.onRevoked),
+		kgo.OnPartitionsLost(r.onLost),
+		kgo.OnPartitionsCallbackBlocked(r.onBlocked),
+	}
+	if r.cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(r.cfg.SessionTimeout))
+	}
+	if r.cfg.HeartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(r.cfg.HeartbeatInterval))
+	}
+	if r.cfg.RebalanceTimeout > 0 {
+		opts = append(opts, kgo.RebalanceTimeout(r.cfg.RebalanceTimeout))
+	}
+	if r.cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(r.cfg.InstanceID)) // a static member (fence.go, leaveAndCloseAs)
+	}
+	return opts
+}
+
+// probe rejoins the group. The broker rebalances when the member's join metadata changed
+// (its task lags did: that is why it probes) or when the member is the leader.
+func (m *classicMembership) probe(cl *kgo.Client, why string) {
+	m.r.log.Info("kstream: asking the group for a probing rebalance", "app", m.r.cfg.ApplicationID, "why", why)
+	cl.ForceRebalance()
+}
+
+// Defaults of the warm-up settings, as Kafka Streams' (KIP-441).
+const (
+	defaultAcceptableRecoveryLag = 10000
+	defaultMaxWarmupReplicas     = 2
+	defaultProbingInterval       = 10 * time.Minute
+)
