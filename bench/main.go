@@ -192,6 +192,10 @@ var scenarios = []scenario{
 	{name: "passthrough-1000p", keep: keepAll, run: runPassthrough, partitions: scalePartitions},
 	{name: "scale-rebalance", own: runScaleRebalance},
 	{name: "scale-rebalance-eos", own: runScaleRebalanceEOS},
+	{name: "scale-out", own: runScaleOut}, // elastic.go
+	{name: "scale-out-nowarmup", own: runScaleOutNoWarmup},
+	{name: "rolling-restart", own: runRollingRestart},
+	{name: "scale-in", own: runScaleIn},
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half
