@@ -10,6 +10,7 @@ import (
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -107,6 +108,11 @@ func TestStaticMembersRollingRestart(t *testing.T) {
 		if n := inst.restored.n.Load(); n != 0 {
 			t.Errorf("pod-%d restored %d records when it came back, want 0 (its local checkpoint is current)", i, n)
 		}
+		// Status names the member id the broker knows it by now, not the one of the
+		// assignment it got back.
+		if id, ids := inst.r.app.Status().MemberID, groupMemberIDs(t, app); !slices.Contains(ids, id) {
+			t.Errorf("pod-%d: Status().MemberID %q is not one of the group's members %v", i, id, ids)
+		}
 	}
 	// Exact: the last count of each key is what was produced for it.
 	last := map[string]int64{}
@@ -153,4 +159,19 @@ func TestStaticMemberLeavesOnClose(t *testing.T) {
 		return len(runs[0].app.Tasks()) == parts && runs[0].app.State() == kstream.StateRunning
 	})
 	t.Logf("pod-0 took every task %s after pod-1 stopped", time.Since(stopped).Round(time.Millisecond))
+}
+
+// groupMemberIDs lists the member ids of group as the broker describes it.
+func groupMemberIDs(t *testing.T, group string) []string {
+	t.Helper()
+	adm := kadm.NewClient(kafkatest.Client(t))
+	described, err := adm.DescribeGroups(kafkatest.Context(t, 10*time.Second), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range described[group].Members {
+		ids = append(ids, m.MemberID)
+	}
+	return ids
 }

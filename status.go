@@ -20,7 +20,9 @@ type Status struct {
 	StateSince  time.Time
 	StateReason string
 	// Endpoint is this instance's Config.ApplicationServer ("" if none); MemberID its group
-	// member id ("" before it joined).
+	// member id as the broker knows it now ("" before it joined). A static member that came
+	// back without a rebalance has a new member id, while the group's metadata (Metadata,
+	// KeyMetadata) names it by its previous one until the next rebalance.
 	Endpoint string
 	MemberID string
 	// Time is when the snapshot was taken. Active is as of TasksAsOf: the snapshot never

@@ -457,11 +457,21 @@ func (r *Runtime) Metadata() *GroupMetadata { return r.query.meta.Load() }
 // ApplicationServer returns this instance's query endpoint (Config.ApplicationServer).
 func (r *Runtime) ApplicationServer() string { return r.cfg.ApplicationServer }
 
-// MemberID returns this instance's group member id ("" before it joined).
+// MemberID returns this instance's group member id as the group's metadata names it (""
+// before it joined): the id in Metadata's members.
 func (r *Runtime) MemberID() string {
 	r.wantMu.Lock()
 	defer r.wantMu.Unlock()
 	return r.memberID
+}
+
+// LiveMemberID returns the member id the broker knows this instance by now. It differs from
+// MemberID after a static member came back without a rebalance: its assignment, and every
+// member's metadata, still name it by its previous id until the next rebalance.
+func (r *Runtime) LiveMemberID() string {
+	r.wantMu.Lock()
+	defer r.wantMu.Unlock()
+	return cmp.Or(r.liveID, r.memberID)
 }
 
 // setMetadata publishes the metadata carried by an assignment.

@@ -133,6 +133,10 @@ type Runtime struct {
 	assigned []TaskID // active tasks of the last assignment
 	warmups  []TaskID // warm-up tasks of the last assignment (probe.go)
 	memberID string   // this member's id, from the last assignment
+	// liveID is the member id the broker knows this member by now (kgo's, at the last
+	// assignment): a static member that came back without a rebalance has a new id, while
+	// the assignment it got back still names it by its previous one (memberID).
+	liveID string
 	// assignedAt is when the last assignment came; probed is set once this member asked for
 	// a rebalance because its warm-ups caught up since then (probe.go).
 	assignedAt time.Time
@@ -1249,6 +1253,11 @@ func (r *Runtime) flush(ctx context.Context) error {
 func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	if r.sessionLost.Swap(0) != 0 {
 		r.log.Info("kstream: member of the group again", "app", r.cfg.ApplicationID)
+	}
+	if id, _ := cl.GroupMetadata(); id != "" {
+		r.wantMu.Lock()
+		r.liveID = id
+		r.wantMu.Unlock()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -369,7 +369,7 @@ func (r *Runtime) Status() Status {
 	now := time.Now()
 	si := r.StateInfo()
 	s := Status{ApplicationID: r.cfg.ApplicationID, At: now, State: si.State, StateSince: si.Since, StateReason: si.Reason,
-		MemberID: r.MemberID(), Endpoint: r.cfg.ApplicationServer, Stats: r.Stats()}
+		MemberID: r.LiveMemberID(), Endpoint: r.cfg.ApplicationServer, Stats: r.Stats()}
 	if b := r.ops.beat.Load(); b != 0 {
 		s.LoopHeartbeat = time.Unix(0, b)
 	}
