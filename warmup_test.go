@@ -38,7 +38,7 @@ func (w *warmupRecorder) OnUpdateSuspended(_, _ string, p int32, _ int64, reason
 
 // A third instance joins two that hold a counting application's state while input keeps
 // coming (exactly-once). The new instance first gets warm-up replicas, not tasks: each task
-// it ends up running was restored there as a warm-up first, and its active
+// it ends up running was restored there as a warm-up and then promoted, and its active
 // restore replays only the changelog's tail (at most about the acceptable recovery lag),
 // never the whole store. The group ends balanced (2/2/2) with no warm-ups left, and every
 // key's counts are exactly 1..n.
@@ -134,11 +134,10 @@ func TestScaleOutWarmsUpBeforeMoving(t *testing.T) {
 	defer restored.mu.Unlock()
 	for _, id := range c.Tasks() {
 		p := id.Partition
-		// The warm-up stops when the first round of the cooperative move makes this
-		// instance the task's target ("migrated"; its store checkpointed at its last
-		// batch), or when the task comes ("promoted").
-		if !warm.started[p] || warm.suspended[p] == "" {
-			t.Errorf("task %v: warm-up started %v, suspended %q; want a warm-up that ended", id, warm.started[p], warm.suspended[p])
+		// The warm-up follows the changelog until the task comes (through the first round
+		// of the cooperative move, which makes this instance its target), and is promoted.
+		if !warm.started[p] || warm.suspended[p] != "promoted" {
+			t.Errorf("task %v: warm-up started %v, suspended %q; want a warm-up promoted", id, warm.started[p], warm.suspended[p])
 		}
 		// The active restore replays the tail written since the warm-up's last batch: at
 		// most about the acceptable lag, plus what came during the probing rebalance.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -413,23 +414,25 @@ func runScaleIn(k *kafka, o options, env *runEnv, run int) error {
 	cfg := func(c *kstream.Config, _ int) { c.NumStandbys = 1 }
 	return fleetRun(k, o, env, run, "scale-in", 3, cfg, func(f *fleet) (string, error) {
 		// The standbys caught up first.
+		var seen []string
 		if err := f.waitFor("standbys caught up", func() bool {
+			seen = seen[:0]
+			ok := true
 			for _, m := range f.members {
 				st := m.app.Status()
-				if len(st.Standby) != rebalancePartitions/3 {
-					return false
-				}
+				var lags []int64
 				for _, s := range st.Standby {
 					for _, ss := range s.Stores {
-						if ss.Lag < 0 || ss.Lag > 10_000 {
-							return false
-						}
+						lags = append(lags, ss.Lag)
+						ok = ok && ss.Lag >= 0 && ss.Lag <= 10_000
 					}
 				}
+				seen = append(seen, fmt.Sprintf("%d active, standby lags %v", len(st.Active), lags))
+				ok = ok && len(st.Standby) == rebalancePartitions/3
 			}
-			return true
+			return ok
 		}); err != nil {
-			return "", err
+			return "", fmt.Errorf("%w (last seen: %s)", err, strings.Join(seen, "; "))
 		}
 		before := owners(f.members)
 		gone := f.members[2]

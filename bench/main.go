@@ -196,6 +196,7 @@ var scenarios = []scenario{
 	{name: "scale-out-nowarmup", own: runScaleOutNoWarmup},
 	{name: "rolling-restart", own: runRollingRestart},
 	{name: "scale-in", own: runScaleIn},
+	{name: "kill-9", own: runKill9}, // kill.go
 }
 
 // targets are printed next to the figures: the count with the Pebble store should reach half
@@ -244,6 +245,9 @@ type result struct {
 func main() {
 	if os.Getenv(envBrokerChild) != "" {
 		runBrokerChild() // a broker child process of rss-pebble; does not return
+	}
+	if os.Getenv(envInstanceChild) != "" {
+		runInstanceChild() // an instance child process of kill-9; does not return
 	}
 	startRSSKB = currentRSS()
 	var o options

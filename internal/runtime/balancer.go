@@ -465,7 +465,8 @@ func mostState(state []map[TaskID]int64, id TaskID, except int) int {
 }
 
 // assignStandbys places up to n standby replicas of every stateful task on members other
-// than its owner: first on racks that hold no replica of the task yet (when racks are
+// than its owner, so that members' standby counts differ by at most one: among the members
+// below their share, first on racks that hold no replica of the task yet (when racks are
 // known), then where its state already is (most state first), then on the members with the
 // fewest standbys (lowest index on ties). It returns the standby tasks per member.
 func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, racks []string, nMembers, n int, stateful func(TaskID) bool) map[int][]TaskID {
@@ -480,7 +481,18 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, racks
 		}
 		return ""
 	}
+	total := 0
+	for _, id := range tasks {
+		if stateful(id) {
+			total += n
+		}
+	}
+	// Shares as placeTasks': the first (total % nMembers) members to fill up may hold one
+	// more than the others.
+	base, extra := total/nMembers, total%nMembers
+	extrasUsed := 0
 	load := make([]int, nMembers)
+	fits := func(m int) bool { return load[m] < base || (load[m] == base && extrasUsed < extra) }
 	for i, id := range tasks {
 		if !stateful(id) {
 			continue
@@ -489,34 +501,40 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, racks
 		usedRacks := map[string]bool{rack(owner[i]): true}
 		for range n {
 			best := -1
-			for m := range nMembers {
-				if chosen[m] {
-					continue
-				}
-				if best < 0 {
-					best = m
-					continue
-				}
-				// A rack without a replica of the task beats one with (rack awareness);
-				// racks unknown ("") are all one rack.
-				mNew, bNew := !usedRacks[rack(m)], !usedRacks[rack(best)]
-				if mNew != bNew {
-					if mNew {
+			for _, within := range []bool{true, false} { // within the shares, else anywhere
+				for m := range nMembers {
+					if chosen[m] || (within && !fits(m)) {
+						continue
+					}
+					if best < 0 {
+						best = m
+						continue
+					}
+					// A rack without a replica of the task beats one with (rack
+					// awareness); racks unknown ("") are all one rack.
+					if mNew, bNew := !usedRacks[rack(m)], !usedRacks[rack(best)]; mNew != bNew {
+						if mNew {
+							best = m
+						}
+						continue
+					}
+					mo, mHas := state[m][id]
+					bo, bHas := state[best][id]
+					switch {
+					case mHas != bHas:
+						if mHas {
+							best = m
+						}
+					case mHas && mo != bo:
+						if mo > bo {
+							best = m
+						}
+					case load[m] < load[best]:
 						best = m
 					}
-					continue
 				}
-				_, mHas := state[m][id]
-				_, bHas := state[best][id]
-				switch {
-				case mHas != bHas:
-					if mHas && load[m] <= load[best]+1 {
-						best = m
-					}
-				case mHas && state[m][id] > state[best][id] && load[m] <= load[best]+1:
-					best = m
-				case load[m] < load[best]:
-					best = m
+				if best >= 0 {
+					break
 				}
 			}
 			if best < 0 {
@@ -524,9 +542,58 @@ func assignStandbys(tasks []TaskID, owner []int, state []map[TaskID]int64, racks
 			}
 			chosen[best] = true
 			usedRacks[rack(best)] = true
+			if load[best] == base {
+				extrasUsed++
+			}
 			load[best]++
 			out[best] = append(out[best], id)
 		}
+	}
+	// The greedy pass can end with a member above its share where the only members left
+	// with room were the task's owner or already held it; move standbys from the most to
+	// the least loaded member until the counts differ by at most one, keeping a moved
+	// standby off racks that hold the task already when possible.
+	ownerOf := map[TaskID]int{}
+	for i, id := range tasks {
+		ownerOf[id] = owner[i]
+	}
+	replicaRacks := func(id TaskID, except int) map[string]bool {
+		rs := map[string]bool{rack(ownerOf[id]): true}
+		for m, ids := range out {
+			if m != except && slices.Contains(ids, id) {
+				rs[rack(m)] = true
+			}
+		}
+		return rs
+	}
+	for range total {
+		hi, lo := 0, 0
+		for m := range nMembers {
+			if len(out[m]) > len(out[hi]) {
+				hi = m
+			}
+			if len(out[m]) < len(out[lo]) {
+				lo = m
+			}
+		}
+		if len(out[hi])-len(out[lo]) <= 1 {
+			break
+		}
+		pick := -1
+		for j, id := range out[hi] {
+			if ownerOf[id] == lo || slices.Contains(out[lo], id) {
+				continue
+			}
+			if pick < 0 || !replicaRacks(id, hi)[rack(lo)] {
+				pick = j
+			}
+		}
+		if pick < 0 {
+			break
+		}
+		id := out[hi][pick]
+		out[hi] = slices.Delete(out[hi], pick, pick+1)
+		out[lo] = append(out[lo], id)
 	}
 	return out
 }

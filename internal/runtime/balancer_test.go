@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -627,6 +628,40 @@ func TestBalanceCooperativeSecondRoundKeepsTheTarget(t *testing.T) {
 		slices.SortFunc(b, compareTaskIDs)
 		if !slices.Equal(a, b) {
 			t.Errorf("second round: %s has %v, the first round's target was %v", id, b, a)
+		}
+	}
+}
+
+// Standby counts differ by at most one between members, whatever state the members report
+// (the preference for members holding state used to pile standbys onto them).
+func TestAssignStandbysBalanced(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	stateful := func(TaskID) bool { return true }
+	for trial := range 200 {
+		nMembers := 2 + rng.IntN(5)
+		n := 1 + rng.IntN(2)
+		tasks := taskList(1+rng.IntN(2), 1+rng.IntN(12))
+		owner := assignTasks(tasks, nil, nMembers)
+		state := make([]map[TaskID]int64, nMembers)
+		racks := make([]string, nMembers)
+		for m := range state {
+			state[m] = map[TaskID]int64{}
+			for _, id := range tasks {
+				if rng.IntN(3) == 0 {
+					state[m][id] = rng.Int64N(1000)
+				}
+			}
+			if trial%2 == 0 {
+				racks[m] = fmt.Sprint("r", rng.IntN(2))
+			}
+		}
+		out := assignStandbys(tasks, owner, state, racks, nMembers, n, stateful)
+		loads := make([]int, nMembers)
+		for m, ids := range out {
+			loads[m] = len(ids)
+		}
+		if slices.Max(loads)-slices.Min(loads) > 1 {
+			t.Fatalf("trial %d: %d members, %d tasks, %d standbys each: standby loads %v", trial, nMembers, len(tasks), n, loads)
 		}
 	}
 }

@@ -132,6 +132,7 @@ type Runtime struct {
 	want     []TaskID // standby and warm-up tasks of the last assignment
 	assigned []TaskID // active tasks of the last assignment
 	warmups  []TaskID // warm-up tasks of the last assignment (probe.go)
+	targets  []TaskID // tasks the last assignment moves here in a later round (assignedTasks)
 	memberID string   // this member's id, from the last assignment
 	// liveID is the member id the broker knows this member by now (kgo's, at the last
 	// assignment): a static member that came back without a rebalance has a new id, while

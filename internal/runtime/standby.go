@@ -475,6 +475,19 @@ func (r *Runtime) assignedTasks(self string, set TaskSet, hosts []hostAssignment
 	r.want = append(slices.Clone(set.Standby), set.Warmup...)
 	r.warmups, r.assigned = set.Warmup, set.Active
 	r.assignedAt, r.probed = time.Now(), false
+	// The tasks this member is the target of but does not run yet (the first round of a
+	// cooperative move): a standby of one keeps following until the task comes, so that
+	// the active restores only what was written since.
+	r.targets = nil
+	for _, h := range hosts {
+		if h.Member == self {
+			for _, s := range h.Active {
+				if id, err := parseTaskID(s); err == nil && !slices.Contains(set.Active, id) {
+					r.targets = append(r.targets, id)
+				}
+			}
+		}
+	}
 	r.wantMu.Unlock()
 	if hosts != nil {
 		r.setMetadata(hosts)
@@ -504,7 +517,7 @@ func (r *Runtime) reconcileStandbysLocked() {
 	}
 	r.wantMu.Lock()
 	want := slices.Clone(r.want)
-	assigned := slices.Clone(r.assigned)
+	assigned := append(slices.Clone(r.assigned), r.targets...)
 	r.wantMu.Unlock()
 	keep := map[TaskID]bool{}
 	for _, id := range want {
