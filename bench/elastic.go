@@ -133,11 +133,16 @@ func (f *fleet) close() (err error) {
 }
 
 func (f *fleet) waitFor(what string, cond func() bool) error {
+	return waitUntil(f.ctx, what, 20*time.Millisecond, cond)
+}
+
+// waitUntil polls cond every interval until it holds or ctx ends.
+func waitUntil(ctx context.Context, what string, every time.Duration, cond func() bool) error {
 	for !cond() {
 		select {
-		case <-f.ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, f.ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(every):
 		}
 	}
 	return nil

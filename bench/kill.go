@@ -28,8 +28,10 @@ import (
 // murmur2 hash, as the count's sink is), so the longest gap of a partition is the longest
 // pause of its task, committed output included. Printed: the longest pause of a task of the
 // killed instance (its tasks wait for the session timeout to expire its membership, then for
-// a standby's promotion) against SessionTimeout + 1 s, that of the other tasks, and whether
-// every key's counts are exactly 1, 2, ..., n.
+// a standby's promotion, and its open transaction to be aborted: the leader fences its
+// transactional id once it is gone, without which the broker would abort it at its
+// TransactionTimeout, 10 s) against SessionTimeout + 1 s, that of the other tasks, and
+// whether every key's counts are exactly 1, 2, ..., n.
 
 // envInstanceChild makes the bench binary run one instance of the kill-9 count.
 const envInstanceChild = "KSTREAM_BENCH_INSTANCE_CHILD"
@@ -52,8 +54,13 @@ func runInstanceChild() {
 		NumStandbys:       1,
 		SessionTimeout:    killSession,
 		HeartbeatInterval: 250 * time.Millisecond,
-		CloseTimeout:      shutdownTimeout,
-		Logger:            logger,
+		// TransactionTimeout is the default, 10s, longer than the session timeout: the
+		// killed instance's open transaction would hold read_committed readers of its
+		// output partitions until the broker aborts it at that timeout (plus up to its
+		// 10s check interval), but the group's leader fences its transactional id once it
+		// is gone, which aborts it at once.
+		CloseTimeout: shutdownTimeout,
+		Logger:       logger,
 	}
 	b := kstream.NewBuilder()
 	kstream.Count(kstream.Stream(b, os.Getenv("BENCH_IN"), serde.String(), serde.Bytes()).GroupByKey(), countStore).
@@ -203,7 +210,7 @@ func runKill9(k *kafka, o options, env *runEnv, run int) (err error) {
 			for range per {
 				key := fmt.Sprintf("k%05d", rng.IntN(killKeys))
 				want[key]++
-				prod.Produce(pctx, &kgo.Record{Topic: env.in, Key: []byte(key), Value: []byte("v")}, func(_ *kgo.Record, err error) {
+				prod.Produce(ctx, &kgo.Record{Topic: env.in, Key: []byte(key), Value: []byte("v")}, func(_ *kgo.Record, err error) {
 					if err != nil {
 						perr.CompareAndSwap(nil, err)
 					}
@@ -247,16 +254,7 @@ func runKill9(k *kafka, o options, env *runEnv, run int) (err error) {
 		}
 		return out
 	}
-	waitFor := func(what string, cond func() bool) error {
-		for !cond() {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		return nil
-	}
+	waitFor := func(what string, cond func() bool) error { return waitUntil(ctx, what, 50*time.Millisecond, cond) }
 	var before map[string][]int32
 	if err := waitFor("three instances with four tasks each", func() bool {
 		before = members()
@@ -344,8 +342,8 @@ func runKill9(k *kafka, o options, env *runEnv, run int) (err error) {
 	for _, n := range want {
 		total += n
 	}
-	fmt.Printf("  %-21s run %d: one of 3 exactly-once instances (one standby each) killed with SIGKILL: its %d tasks paused up to %v (target: session timeout %v + 1s = %v: %s), the others up to %v; the group settled %v after the kill; %d records over %d keys: %s\n",
-		"kill-9", run, len(victimParts), victimMax.Round(time.Millisecond), killSession, killSession+time.Second,
+	fmt.Printf("  %-21s run %d: one of 3 exactly-once instances (one standby each) killed with SIGKILL (session timeout %v, transaction timeout 10s): its %d tasks paused up to %v (target: session timeout %v + 1s = %v: %s), the others up to %v; the group settled %v after the kill; %d records over %d keys: %s\n",
+		"kill-9", run, killSession, len(victimParts), victimMax.Round(time.Millisecond), killSession, killSession+time.Second,
 		metOrMissed(victimMax <= killSession+time.Second), otherMax.Round(time.Millisecond), settled.Round(100*time.Millisecond), total, len(want), exact)
 	if !strings.HasPrefix(exact, "exact") {
 		return errors.New("kill-9: the output is not exact")

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream"
-	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -148,18 +147,7 @@ func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g ks
 		if err != nil {
 			return nil, err
 		}
-		b := kstream.NewBuilder()
-		s := kstream.ProcessValues(kstream.Stream(b, env.in, serde.String(), serde.Bytes()),
-			func() kstream.FixedKeyProcessor[string, []byte, []byte] {
-				return kstream.FixedKeyProcessorFunc[string, []byte, []byte](func(c kstream.FixedKeyProcessorContext[string, []byte], r kstream.FixedKeyRecord[string, []byte]) error {
-					if md, ok := c.RecordMetadata(); ok {
-						gaps.note(md.Partition, time.Now())
-					}
-					c.Forward(r)
-					return nil
-				})
-			})
-		kstream.Count(s.GroupByKey(), countStore).ToStream().To(env.out, serde.String(), serde.Int64())
+		b := countWithGaps(env, gaps)
 		app, err := kstream.New(b, kstream.Config{
 			ApplicationID:  env.group,
 			Brokers:        env.brokers,
@@ -255,16 +243,7 @@ func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g ks
 		slices.Sort(ps)
 		return ps
 	}
-	waitFor := func(what string, cond func() bool) error {
-		for !cond() {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-		return nil
-	}
+	waitFor := func(what string, cond func() bool) error { return waitUntil(ctx, what, 10*time.Millisecond, cond) }
 	running := func(m *member) bool { return m.app.State() == kstream.StateRunning }
 
 	a, err := startMember()

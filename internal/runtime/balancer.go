@@ -32,6 +32,9 @@ type memberUserData struct {
 	// Rack is the member's rack (Config.Rack), "" if none: standbys go to other racks than
 	// their active's.
 	Rack string `json:"r,omitempty"`
+	// Txn is the member's transactional id under exactly-once, "" otherwise: when the member
+	// is gone, the leader fences it so that its open transaction is aborted at once.
+	Txn string `json:"x,omitempty"`
 }
 
 // assignmentUserData is carried in every member's assignment.
@@ -59,6 +62,7 @@ type hostAssignment struct {
 	Active   []string `json:"a,omitempty"`
 	Standby  []string `json:"s,omitempty"`
 	Warmup   []string `json:"w,omitempty"`
+	Txn      string   `json:"x,omitempty"` // its transactional id under exactly-once
 }
 
 // taskBalancer is a cooperative group balancer that assigns whole tasks: every source
@@ -88,6 +92,9 @@ type taskBalancer struct {
 	// it, and the target of the first says where it goes (not back to the member that
 	// just gave it up, which holds the most of its state).
 	target map[TaskID]string
+	// hosts is the group's assignment as the last assignment this member got carried it:
+	// a new leader knows from it which members (and transactional ids) are gone.
+	hosts []hostAssignment
 }
 
 func newTaskBalancer(topo *Topology) *taskBalancer {
@@ -121,6 +128,7 @@ func (tb *taskBalancer) JoinGroupMetadata(interests []string, current map[string
 	}
 	ud := memberUserData{Version: 3, Endpoint: tb.endpoint, Rack: tb.rack}
 	if tb.host != nil {
+		ud.Txn = tb.host.transactionalID()
 		for id, st := range tb.host.taskStates() {
 			if ud.Offsets == nil {
 				ud.Offsets = map[string]int64{}
@@ -172,6 +180,9 @@ func (tb *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 			}
 		}
 	}
+	if ud.Hosts != nil {
+		tb.hosts = ud.Hosts
+	}
 	if tb.host != nil {
 		tb.host.assignedTasks(ud.Member, set, ud.Hosts)
 	}
@@ -217,6 +228,7 @@ type groupView struct {
 	lags      []map[TaskID]int64 // known lags per member
 	endpoints []string
 	racks     []string
+	txns      []string       // transactional ids (exactly-once)
 	target    map[TaskID]int // the owners of the leader's previous assignment, if still members
 }
 
@@ -255,7 +267,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	members := b.Members() // sorted by instance id, then member id
 	n := len(members)
 	v := &groupView{owned: make(map[TaskID]int, 64), state: make([]map[TaskID]int64, n), lags: make([]map[TaskID]int64, n),
-		endpoints: make([]string, n), racks: make([]string, n)}
+		endpoints: make([]string, n), racks: make([]string, n), txns: make([]string, n)}
 	b.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		idx := memberIndex(members, m.MemberID)
 		for _, op := range meta.OwnedPartitions {
@@ -267,7 +279,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 		}
 		var ud memberUserData
 		if len(meta.UserData) > 0 && json.Unmarshal(meta.UserData, &ud) == nil {
-			v.endpoints[idx], v.racks[idx] = ud.Endpoint, ud.Rack
+			v.endpoints[idx], v.racks[idx], v.txns[idx] = ud.Endpoint, ud.Rack, ud.Txn
 			v.state[idx] = parseTaskMap(ud.Offsets)
 			v.lags[idx] = parseTaskMap(ud.Lags)
 		}
@@ -277,6 +289,9 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 		if m := memberIndex(members, member); m >= 0 {
 			v.target[id] = m
 		}
+	}
+	if gone := goneTransactions(tb.hosts, members, v.txns); len(gone) > 0 && tb.host != nil {
+		tb.host.fenceTransactions(gone)
 	}
 	tasks := tb.tasks(topics)
 	a := tb.assign(tasks, v, n)
@@ -297,7 +312,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	sp := standbyPlan{plan: plan, standbys: map[string][]string{}, warmups: map[string][]string{}, topics: tb.topicSubs}
 	hosts := make([]hostAssignment, n)
 	for m := range members {
-		hosts[m] = hostAssignment{Member: members[m].MemberID, Endpoint: v.endpoints[m]}
+		hosts[m] = hostAssignment{Member: members[m].MemberID, Endpoint: v.endpoints[m], Txn: v.txns[m]}
 	}
 	// The hosts are those of the target assignment: a task moving between members is
 	// listed at its new owner, which gets it after the follow-up rebalance.
@@ -318,6 +333,24 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	}
 	sp.hosts = hosts
 	return sp
+}
+
+// goneTransactions returns the transactional ids of the members of the previous assignment
+// (hosts) that are not members any more, unless a member reports the same id now (the same
+// instance came back). Under exactly-once a member that crashed left its transaction open;
+// read_committed consumers of the partitions it wrote see nothing past it until the broker
+// aborts it at its timeout, plus up to the broker's check interval (10 s by default).
+// Fencing its transactional id (an InitProducerID) aborts it at once, so that a failover's
+// pause is bounded by the session timeout.
+func goneTransactions(hosts []hostAssignment, members []kmsg.JoinGroupResponseMember, txns []string) []string {
+	var gone []string
+	for _, h := range hosts {
+		if h.Txn == "" || memberIndex(members, h.Member) >= 0 || slices.Contains(txns, h.Txn) || slices.Contains(gone, h.Txn) {
+			continue
+		}
+		gone = append(gone, h.Txn)
+	}
+	return gone
 }
 
 func parseTaskMap(m map[string]int64) map[TaskID]int64 {

@@ -30,6 +30,8 @@ type fakeHost struct {
 	fixed    func(topic string) (int32, bool)
 	onGrown  func(topic string, was, now int32)
 	lastHost []hostAssignment
+	txn      string
+	fenced   []string
 }
 
 func (h *fakeHost) taskStates() map[TaskID]taskState { return h.states }
@@ -45,6 +47,8 @@ func (h *fakeHost) fixedCount(topic string) (int32, bool) {
 	}
 	return h.fixed(topic)
 }
+func (h *fakeHost) transactionalID() string        { return h.txn }
+func (h *fakeHost) fenceTransactions(ids []string) { h.fenced = append(h.fenced, ids...) }
 func (h *fakeHost) sourceGrown(topic string, was, now int32) {
 	if h.onGrown != nil {
 		h.onGrown(topic, was, now)
@@ -663,5 +667,22 @@ func TestAssignStandbysBalanced(t *testing.T) {
 		if slices.Max(loads)-slices.Min(loads) > 1 {
 			t.Fatalf("trial %d: %d members, %d tasks, %d standbys each: standby loads %v", trial, nMembers, len(tasks), n, loads)
 		}
+	}
+}
+
+// The leader fences the transactional ids of the members of the last assignment that are not
+// members any more, unless a member reports the same id now (the instance came back).
+func TestGoneTransactions(t *testing.T) {
+	hosts := []hostAssignment{{Member: "a", Txn: "app-1"}, {Member: "b", Txn: "app-2"}, {Member: "c", Txn: "app-3"}, {Member: "d"}}
+	var members []kmsg.JoinGroupResponseMember
+	for _, id := range []string{"a", "e"} {
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID = id
+		members = append(members, m)
+	}
+	// a stays; b and c are gone, but e is c's instance back with its transactional id; d
+	// had none (at-least-once).
+	if got := goneTransactions(hosts, members, []string{"app-1", "app-3"}); !slices.Equal(got, []string{"app-2"}) {
+		t.Errorf("gone transactions %v, want [app-2]", got)
 	}
 }

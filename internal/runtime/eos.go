@@ -627,3 +627,46 @@ func txnAbortable(err error) bool {
 		errors.Is(err, kgo.ErrAborting) ||
 		errors.Is(err, context.Canceled)
 }
+
+// transactionalID implements memberHost.
+func (r *Runtime) transactionalID() string {
+	if !r.cfg.ExactlyOnce {
+		return ""
+	}
+	return r.txnID
+}
+
+// fenceTransactions implements memberHost: it aborts the open transactions of members that
+// left the group (crashed, or expired), in the background, by initializing a producer id
+// for each of their transactional ids. The broker then aborts the open transaction at once
+// instead of at its timeout (plus up to its check interval), and the read_committed
+// consumers of the partitions it wrote go on. Should the instance come back with the same
+// id meanwhile, it is fenced, and goes on as after any fence (fence.go).
+func (r *Runtime) fenceTransactions(ids []string) {
+	ctx := r.restoreCtx
+	if ctx == nil || r.plain == nil {
+		return
+	}
+	for _, id := range ids {
+		r.bg.Go(func() {
+			fctx, cancel := context.WithTimeout(ctx, 2*r.cfg.TransactionTimeout)
+			defer cancel()
+			req := kmsg.NewPtrInitProducerIDRequest()
+			req.TransactionalID = &id
+			req.TransactionTimeoutMillis = int32(r.cfg.TransactionTimeout.Milliseconds())
+			req.ProducerID, req.ProducerEpoch = -1, -1
+			err := r.retry(fctx, "aborting the open transaction of a member that left the group", func(ctx context.Context) error {
+				resp, err := req.RequestWith(ctx, r.plain)
+				if err != nil {
+					return err
+				}
+				return kerr.ErrorForCode(resp.ErrorCode) // CONCURRENT_TRANSACTIONS while it aborts: retried
+			})
+			if err != nil {
+				r.log.Warn("kstream: could not abort the open transaction of a member that left; the broker aborts it at its timeout", "transactional_id", id, "err", err)
+				return
+			}
+			r.log.Info("kstream: aborted the open transaction of a member that left the group", "transactional_id", id)
+		})
+	}
+}

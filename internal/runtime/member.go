@@ -52,6 +52,10 @@ type memberHost interface {
 	// sourceGrown is told when the group's metadata shows more (watch.go).
 	fixedCount(topic string) (int32, bool)
 	sourceGrown(topic string, was, now int32)
+	// transactionalID is the instance's transactional id under exactly-once ("" otherwise);
+	// fenceTransactions aborts the open transactions of members that are gone (eos.go).
+	transactionalID() string
+	fenceTransactions(ids []string)
 }
 
 // membership makes the runtime a member of its application's group.
