@@ -152,9 +152,11 @@ type Partition struct {
 
 // StandbyTask is one standby task.
 type StandbyTask struct {
-	ID        string         `json:"id"`
-	Following bool           `json:"following"`
-	Stores    []StandbyStore `json:"stores"`
+	ID        string `json:"id"`
+	Following bool   `json:"following"`
+	// Warmup marks a warm-up replica: the task moves here once it caught up.
+	Warmup bool           `json:"warmup"`
+	Stores []StandbyStore `json:"stores"`
 }
 
 // StandbyStore is one store partition of a standby task.
@@ -311,7 +313,7 @@ func StatusOf(app *kstream.App) Status {
 		out.Active = append(out.Active, task)
 	}
 	for _, t := range s.Standby {
-		st := StandbyTask{ID: t.ID.String(), Following: t.Following, Stores: []StandbyStore{}}
+		st := StandbyTask{ID: t.ID.String(), Following: t.Following, Warmup: t.Warmup, Stores: []StandbyStore{}}
 		for _, x := range t.Stores {
 			st.Stores = append(st.Stores, StandbyStore{Store: x.Store, Changelog: x.Changelog, Partition: x.Partition, Position: x.Position, EndOffset: x.EndOffset, Lag: x.Lag})
 		}

@@ -424,7 +424,17 @@ func (tb *taskBalancer) assign(tasks []TaskID, v *groupView, n int) assignment {
 	if !warm {
 		pref = nil
 	}
-	a.owner = placeTasks(tasks, prev, n, pref)
+	var near func(i, m int) bool
+	if slices.ContainsFunc(v.racks, func(r string) bool { return r != "" }) {
+		near = func(i, m int) bool {
+			o, ok := v.owned[tasks[i]]
+			if !ok {
+				o, ok = prev[tasks[i]]
+			}
+			return ok && v.racks[o] == v.racks[m]
+		}
+	}
+	a.owner = placeTasks(tasks, prev, n, pref, near)
 	// pending are the tasks kept with a caught-up member while their target is not caught
 	// up: task index -> target member.
 	pending := map[int]int{}
@@ -698,7 +708,7 @@ func memberIndex(members []kmsg.JoinGroupResponseMember, id string) int {
 
 // assignTasks is placeTasks without preferences.
 func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
-	return placeTasks(tasks, prev, nMembers, nil)
+	return placeTasks(tasks, prev, nMembers, nil, nil)
 }
 
 // placeTasks returns the member index of each task. Tasks stay with their previous owner
@@ -710,7 +720,11 @@ func assignTasks(tasks []TaskID, prev map[TaskID]int, nMembers int) []int {
 // member ranks higher than 0, and a task that moves goes first to a member that ranks it
 // highest among those with room: so that the tasks that move are those whose state is
 // already elsewhere (a warm-up replica that caught up).
-func placeTasks(tasks []TaskID, prev map[TaskID]int, nMembers int, pref func(i, m int) int) []int {
+//
+// near, if not nil, reports whether member m is in the rack of task i's previous owner: among
+// members of the same rank and load, a moving task goes to one that is, so that tasks do not
+// move between racks without need.
+func placeTasks(tasks []TaskID, prev map[TaskID]int, nMembers int, pref func(i, m int) int, near func(i, m int) bool) []int {
 	owner := make([]int, len(tasks))
 	if nMembers == 0 {
 		return owner
@@ -785,7 +799,18 @@ func placeTasks(tasks []TaskID, prev map[TaskID]int, nMembers int, pref func(i, 
 			if r < minRank {
 				continue
 			}
-			if best < 0 || r > bestRank || (r == bestRank && (load[m] < load[best] || (load[m] == load[best] && subLoad[m][id.SubTopology] < subLoad[best][id.SubTopology]))) {
+			better := best < 0 || r > bestRank
+			if !better && r == bestRank {
+				switch {
+				case load[m] != load[best]:
+					better = load[m] < load[best]
+				case near != nil && near(i, m) != near(i, best):
+					better = near(i, m)
+				default:
+					better = subLoad[m][id.SubTopology] < subLoad[best][id.SubTopology]
+				}
+			}
+			if better {
 				best, bestRank = m, r
 			}
 		}

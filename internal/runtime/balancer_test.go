@@ -686,3 +686,32 @@ func TestGoneTransactions(t *testing.T) {
 		t.Errorf("gone transactions %v, want [app-2]", got)
 	}
 }
+
+// Tasks do not move between racks without need: when two instances join two others, one in
+// each rack, the tasks each old instance gives up go to the new instance of its own rack.
+func TestBalanceMovesStayInTheirRack(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{{ID: 0, Sources: []Source{{Topic: "in"}}}}}
+	leader := newTaskBalancer(topo)
+	racks := map[string]string{"m1": "a", "m2": "b", "m3": "b", "m4": "a"}
+	g := &warmGroup{t: t, topo: topo, leader: leader, ids: []string{"m1", "m2"}, racks: racks, states: map[string]map[TaskID]taskState{}}
+	g.balance(8)
+	before := maps.Clone(g.active)
+	// In member order the first new member (m3) is in the other rack than the first old
+	// one (m1), whose tasks would go there if only loads counted.
+	g.ids = []string{"m1", "m2", "m3", "m4"}
+	g.balance(8)
+	if l := g.loads(); !slices.Equal(l, []int{2, 2, 2, 2}) {
+		t.Fatalf("loads %v, want 2 each", l)
+	}
+	for _, id := range []string{"m3", "m4"} {
+		for _, task := range g.active[id] {
+			from := "m1"
+			if slices.Contains(before["m2"], task) {
+				from = "m2"
+			}
+			if racks[from] != racks[id] {
+				t.Errorf("task %v moved from %s (rack %s) to %s (rack %s)", task, from, racks[from], id, racks[id])
+			}
+		}
+	}
+}
