@@ -14,6 +14,10 @@
 // a schema of its own reads each payload with its writer's schema (useful with generic
 // maps).
 //
+// Avro maps (Go maps) are written in Go's map iteration order, which varies from one call
+// to the next: the bytes of a value holding a map with more than one entry are not fixed,
+// so such a type should not be a key (partitioning and stores compare key bytes).
+//
 // A serde names its subject after the topic by default, so kstream binds it to each topic
 // it is used with (see serde.TopicBound). Package serde/registry describes the client, the
 // options and the errors.
@@ -292,8 +296,11 @@ func (sh *shared) decoderFor(id int) (havro.Schema, error) {
 		return nil, fmt.Errorf("%w: schema id %d is %v, not Avro", registry.ErrCorrupt, id, ws.Type)
 	}
 	writerSchema, err := parse(ctx, sh.c, ws)
+	if err != nil && !errors.Is(err, registry.ErrRegistryUnavailable) {
+		err = fmt.Errorf("%w: writer schema: %w", registry.ErrCorrupt, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: writer schema: %w", registry.ErrCorrupt, err)
+		return nil, err
 	}
 	if sh.own.Schema == "" {
 		return writerSchema, nil
