@@ -1,6 +1,7 @@
 package avro_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/kstream-go/kstream/serde"
@@ -102,6 +103,34 @@ func BenchmarkJSONDeserialize(b *testing.B) {
 	for b.Loop() {
 		if _, err := s.Deserialize(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestThroughputVersusJSON runs the serialize and deserialize benchmarks of Avro and of
+// serde.JSON on the same 10-field record and logs the ratios (the target is Avro
+// at 1.0x JSON's records/s or better). It takes a few seconds, so it runs only when
+// KSTREAM_SERDE_RATIO is set:
+//
+//	KSTREAM_SERDE_RATIO=1 go test ./serde/avro -run TestThroughputVersusJSON -v
+func TestThroughputVersusJSON(t *testing.T) {
+	if os.Getenv("KSTREAM_SERDE_RATIO") == "" {
+		t.Skip("set KSTREAM_SERDE_RATIO=1 to measure")
+	}
+	run := func(f func(*testing.B)) testing.BenchmarkResult { return testing.Benchmark(f) }
+	for _, pair := range []struct {
+		name       string
+		avro, json func(*testing.B)
+	}{
+		{"serialize", BenchmarkAvroSerialize, BenchmarkJSONSerialize},
+		{"deserialize", BenchmarkAvroDeserialize, BenchmarkJSONDeserialize},
+	} {
+		a, j := run(pair.avro), run(pair.json)
+		ratio := float64(j.NsPerOp()) / float64(a.NsPerOp())
+		t.Logf("%s: avro %d ns/op %d allocs/op; json %d ns/op %d allocs/op; avro records/s = %.2fx json's",
+			pair.name, a.NsPerOp(), a.AllocsPerOp(), j.NsPerOp(), j.AllocsPerOp(), ratio)
+		if ratio < 1 {
+			t.Errorf("%s: avro is slower than JSON (%.2fx)", pair.name, ratio)
 		}
 	}
 }
