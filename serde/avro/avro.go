@@ -1,0 +1,397 @@
+// Package avro provides kstream serdes for Avro in the Confluent wire format: the magic
+// byte 0, the 4-byte big-endian schema id, then the value's Avro binary encoding, with the
+// schema registered in (or found in) a Confluent Schema Registry. Java applications using
+// Confluent's KafkaAvroSerializer and KafkaAvroDeserializer read and write the same bytes.
+//
+// Values are Go structs whose fields carry `avro:"name"` tags, generic maps
+// (map[string]any), or any type that github.com/hamba/avro/v2 encodes (primitives,
+// slices, maps, pointers for nullable unions, *big.Rat for decimals, time.Time for
+// timestamps and dates).
+//
+// A serde writes with its own schema and reads with it too: a payload written with another
+// schema (another version of the subject) is decoded by Avro's schema resolution, so that a
+// field added with a default is defaulted and a removed field is skipped. A serde without
+// a schema of its own reads each payload with its writer's schema (useful with generic
+// maps).
+//
+// Avro maps (Go maps) are written in Go's map iteration order, which varies from one call
+// to the next: the bytes of a value holding a map with more than one entry are not fixed,
+// so such a type should not be a key (partitioning and stores compare key bytes).
+//
+// A serde names its subject after the topic by default, so kstream binds it to each topic
+// it is used with (see serde.TopicBound). Package serde/registry describes the client, the
+// options and the errors.
+package avro
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	havro "github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/serde/internal/srcore"
+	"github.com/kstream-go/kstream/serde/registry"
+)
+
+// api is the Avro configuration of every serde of this package. Its limits keep a corrupt
+// payload from allocating more than a record could hold.
+var api = havro.Config{
+	TagKey:            "avro",
+	MaxByteSliceSize:  64 << 20, // a string or bytes value
+	MaxSliceAllocSize: 1 << 20,  // elements of an array
+}.Freeze()
+
+// maxPooledBuf is the largest encoding buffer returned to the pool.
+const maxPooledBuf = 64 << 10
+
+var writers = sync.Pool{New: func() any { return havro.NewWriter(nil, 512, havro.WithWriterConfig(api)) }}
+
+var readers = sync.Pool{New: func() any { return havro.NewReader(nil, 0, havro.WithReaderConfig(api)) }}
+
+// Serde is an Avro serde for values of type T. It implements serde.Serde[T],
+// serde.TopicBound[T] and AppendSerialize, and is safe for concurrent use. Build it with
+// [New]; bind it to a topic with [Serde.ForTopic] (kstream does so for every topic it uses
+// the serde with).
+type Serde[T any] struct {
+	s       *shared
+	binding srcore.Binding
+	subject string
+	subErr  error // why the serde has no subject
+	w       *srcore.Lazy[*writer]
+}
+
+// shared is what the bindings of one serde share.
+type shared struct {
+	c          *registry.Client
+	opts       registry.Options
+	own        sr.Schema // the serde's own schema as registered; Schema is "" if none
+	recordName string    // the own schema's full name
+	parsed     srcore.Lazy[havro.Schema]
+	decoders   srcore.ByID[havro.Schema] // schema id -> schema to decode with
+	nilable    bool
+}
+
+// writer is what a binding writes with.
+type writer struct {
+	id     int
+	schema havro.Schema
+	header []byte
+}
+
+// New returns an Avro serde for T that reads and writes with schema, an Avro schema in its
+// JSON form, through client c. schema may be "" for a serde that only reads (each payload
+// with its writer's schema) or that writes with opts.SchemaID or opts.UseLatestVersion. A
+// schema that references named types of other subjects lists them in opts.References;
+// such a schema is parsed on first use, when the references have been fetched.
+//
+// New talks to no registry: the serde registers or looks up its schema on first use, or
+// when [Serde.Check] is called.
+func New[T any](c *registry.Client, schema string, opts registry.Options) (*Serde[T], error) {
+	if c == nil {
+		return nil, errors.New("serde: avro: nil registry client")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("serde: avro: %w", err)
+	}
+	sh := &shared{c: c, opts: opts, nilable: srcore.Nilable[T]()}
+	if strings.TrimSpace(schema) != "" {
+		name, err := fullName(schema)
+		if err != nil {
+			return nil, fmt.Errorf("serde: avro: schema: %w", err)
+		}
+		sh.own = sr.Schema{Schema: schema, Type: sr.TypeAvro, References: opts.References}
+		sh.recordName = name
+		if len(opts.References) == 0 {
+			parsed, err := havro.ParseWithCache(schema, "", &havro.SchemaCache{})
+			if err != nil {
+				return nil, fmt.Errorf("serde: avro: schema: %w", err)
+			}
+			sh.parsed.Set(parsed)
+		}
+	} else if len(opts.References) > 0 {
+		return nil, errors.New("serde: avro: References without a schema")
+	}
+	return newBinding[T](sh, srcore.Binding{}), nil
+}
+
+func newBinding[T any](sh *shared, b srcore.Binding) *Serde[T] {
+	s := &Serde[T]{s: sh, binding: b, w: new(srcore.Lazy[*writer])}
+	s.subject, s.subErr = b.Subject(sh.opts.Subject, sh.recordName)
+	return s
+}
+
+// ForTopic returns the serde bound to topic, for keys if isKey is true and for values
+// otherwise. It implements serde.TopicBound. The bound serde shares the unbound one's
+// caches of writer schemas.
+func (s *Serde[T]) ForTopic(topic string, isKey bool) serde.Serde[T] {
+	return s.Bind(topic, isKey)
+}
+
+// Bind is ForTopic returning the concrete type, whose Check and Subject methods an
+// application calls at start.
+func (s *Serde[T]) Bind(topic string, isKey bool) *Serde[T] {
+	return newBinding[T](s.s, srcore.Binding{Bound: true, Topic: topic, IsKey: isKey})
+}
+
+// Subject returns the subject of the serde's schema, or an error wrapping
+// registry.ErrUnbound if the strategy needs a topic and the serde has none.
+func (s *Serde[T]) Subject() (string, error) { return s.subject, s.subErr }
+
+// Check prepares the serde to write, as its first Serialize would: it registers its schema
+// under its subject (or looks it up, or fetches the latest or pinned one, as the options
+// say) and parses what it writes with. It returns the error that every Serialize would
+// return, such as a schema the registry refuses as incompatible (wrapping
+// registry.ErrIncompatible, with the subject and the registry's message). Applications
+// call it at start to fail fast; ctx bounds the retries while the registry is unavailable.
+func (s *Serde[T]) Check(ctx context.Context) error {
+	_, err := s.writer(ctx)
+	return err
+}
+
+func (s *Serde[T]) writer(ctx context.Context) (*writer, error) {
+	return s.w.Get(func() (*writer, error) {
+		if s.subErr != nil {
+			return nil, s.errorf("serialize", 0, s.subErr)
+		}
+		id, ws, err := s.s.c.SchemaToWrite(ctx, s.subject, s.s.own, s.s.opts)
+		if err != nil {
+			return nil, s.errorf("serialize", id, err)
+		}
+		var schema havro.Schema
+		if s.s.opts.SchemaID != 0 || s.s.opts.UseLatestVersion {
+			if ws.Type != sr.TypeAvro {
+				return nil, s.errorf("serialize", id, fmt.Errorf("schema id %d is %v, not Avro", id, ws.Type))
+			}
+			schema, err = parse(ctx, s.s.c, ws)
+		} else {
+			schema, err = s.s.ownSchema(ctx)
+		}
+		if err != nil {
+			return nil, s.errorf("serialize", id, err)
+		}
+		return &writer{id: id, schema: schema, header: registry.AppendHeader(nil, id)}, nil
+	})
+}
+
+// Serialize encodes v: the Confluent header, then v's Avro encoding. A nil v (of a pointer,
+// map or slice type) is a Kafka null.
+func (s *Serde[T]) Serialize(v T) ([]byte, error) {
+	out, _, err := s.appendSerialize(nil, v, true)
+	return out, err
+}
+
+// AppendSerialize appends Serialize's bytes to dst; isNull reports a nil v, for which
+// nothing is appended. kstream's stores and aggregations serialize so, into buffers they
+// reuse.
+func (s *Serde[T]) AppendSerialize(dst []byte, v T) (out []byte, isNull bool, err error) {
+	return s.appendSerialize(dst, v, false)
+}
+
+func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) (out []byte, isNull bool, err error) {
+	x := any(v)
+	if s.s.nilable && srcore.IsNil(x) {
+		return dst, true, nil
+	}
+	w, err := s.writer(context.Background())
+	if err != nil {
+		return dst, false, err
+	}
+	enc := writers.Get().(*havro.Writer)
+	enc.Reset(nil)
+	enc.Error = nil
+	if err := write(enc, w.schema, x); err != nil {
+		writers.Put(enc)
+		return dst, false, s.errorf("serialize", w.id, fmt.Errorf("%w: %w", registry.ErrInvalidValue, err))
+	}
+	body := enc.Buffer()
+	if exact {
+		out = make([]byte, 0, len(w.header)+len(body))
+	} else {
+		out = dst
+	}
+	out = append(append(out, w.header...), body...)
+	if cap(body) <= maxPooledBuf {
+		writers.Put(enc)
+	}
+	return out, false, nil
+}
+
+// write encodes x, turning a panic of the encoder into an error.
+func write(enc *havro.Writer, schema havro.Schema, x any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("avro encoder panicked: %v", r)
+		}
+	}()
+	enc.WriteVal(schema, x)
+	return enc.Error
+}
+
+// Deserialize decodes b, written with the schema whose id its header holds, into a T, with
+// Avro's schema resolution from that schema to the serde's own. nil (a Kafka null)
+// decodes to the zero T.
+func (s *Serde[T]) Deserialize(b []byte) (T, error) {
+	var v T
+	if b == nil {
+		return v, nil
+	}
+	id, payload, err := registry.SplitHeader(b)
+	if err != nil {
+		return v, s.errorf("deserialize", 0, err)
+	}
+	schema, err := s.s.decoders.Get(id, s.s.decoderFor)
+	if err != nil {
+		return v, s.errorf("deserialize", id, err)
+	}
+	if err := read(schema, payload, &v); err != nil {
+		return v, s.errorf("deserialize", id, fmt.Errorf("%w: %w", registry.ErrCorrupt, err))
+	}
+	return v, nil
+}
+
+// read decodes payload into v, which must take all of it, turning a panic of the decoder
+// into an error.
+func read(schema havro.Schema, payload []byte, v any) (err error) {
+	dec := readers.Get().(*havro.Reader)
+	dec.Reset(payload)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("avro decoder panicked: %v", r)
+		}
+		dec.Reset(nil)
+		dec.Error = nil
+		readers.Put(dec)
+	}()
+	dec.ReadVal(schema, v)
+	if dec.Error != nil {
+		if errors.Is(dec.Error, io.EOF) {
+			return fmt.Errorf("%d bytes end in the middle of a value", len(payload))
+		}
+		return dec.Error
+	}
+	dec.Peek() // sets io.EOF if all of payload was read
+	if dec.Error == nil {
+		return fmt.Errorf("bytes left over after the value (%d in all)", len(payload))
+	}
+	return nil
+}
+
+// decoderFor returns the schema that decodes the payloads written with schema id: the
+// serde's own if it is the writer's, the writer's if the serde has none, or else the
+// resolution of the writer's to the serde's own.
+func (sh *shared) decoderFor(id int) (havro.Schema, error) {
+	ctx := context.Background()
+	ws, err := sh.c.SchemaByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if ws.Type != sr.TypeAvro {
+		return nil, fmt.Errorf("%w: schema id %d is %v, not Avro", registry.ErrCorrupt, id, ws.Type)
+	}
+	writerSchema, err := parse(ctx, sh.c, ws)
+	if err != nil && !errors.Is(err, registry.ErrRegistryUnavailable) {
+		err = fmt.Errorf("%w: writer schema: %w", registry.ErrCorrupt, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sh.own.Schema == "" {
+		return writerSchema, nil
+	}
+	own, err := sh.ownSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if own.Fingerprint() == writerSchema.Fingerprint() {
+		return own, nil
+	}
+	resolved, err := havro.NewSchemaCompatibility().Resolve(own, writerSchema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the serde's schema cannot read what schema id %d wrote: %w", registry.ErrCorrupt, id, err)
+	}
+	return resolved, nil
+}
+
+// ownSchema returns the serde's own schema, parsed once its references are fetched.
+func (sh *shared) ownSchema(ctx context.Context) (havro.Schema, error) {
+	return sh.parsed.Get(func() (havro.Schema, error) { return parse(ctx, sh.c, sh.own) })
+}
+
+// parse parses s after the schemas it references, depth first, each once, with names
+// resolved among them only.
+func parse(ctx context.Context, c *registry.Client, s sr.Schema) (havro.Schema, error) {
+	cache := &havro.SchemaCache{}
+	seen := make(map[sr.SchemaReference]bool)
+	var load func(refs []sr.SchemaReference) error
+	load = func(refs []sr.SchemaReference) error {
+		for _, r := range refs {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			ss, err := c.SchemaByVersion(ctx, r.Subject, r.Version)
+			if err != nil {
+				return fmt.Errorf("reference %q: %w", r.Name, err)
+			}
+			if err := load(ss.References); err != nil {
+				return err
+			}
+			if _, err := havro.ParseWithCache(ss.Schema.Schema, "", cache); err != nil {
+				return fmt.Errorf("reference %q (subject %q version %d): %w", r.Name, r.Subject, r.Version, err)
+			}
+		}
+		return nil
+	}
+	if err := load(s.References); err != nil {
+		return nil, err
+	}
+	return havro.ParseWithCache(s.Schema, "", cache)
+}
+
+func (s *Serde[T]) errorf(op string, id int, err error) error {
+	var re *registry.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	return &registry.Error{Format: "avro", Op: op, Subject: s.subject, SchemaID: id, Err: err}
+}
+
+// fullName returns the full name of an Avro schema's top-level type: a named type's
+// namespace and name, or a primitive's or container's type name, as Confluent's
+// AvroSchema.name() does.
+func fullName(schema string) (string, error) {
+	var v any
+	if err := json.Unmarshal([]byte(schema), &v); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	switch t := v.(type) {
+	case string:
+		return t, nil
+	case []any:
+		return "union", nil
+	case map[string]any:
+		name, _ := t["name"].(string)
+		typ, _ := t["type"].(string)
+		switch typ {
+		case "record", "enum", "fixed", "error":
+			if name == "" {
+				return "", fmt.Errorf("a %s without a name", typ)
+			}
+			if ns, _ := t["namespace"].(string); ns != "" && !strings.Contains(name, ".") {
+				return ns + "." + name, nil
+			}
+			return name, nil
+		case "":
+			return "", errors.New(`no "type"`)
+		}
+		return typ, nil
+	}
+	return "", fmt.Errorf("a JSON %T is no Avro schema", v)
+}
