@@ -183,13 +183,14 @@ func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) fun
 		if err != nil {
 			return nil, err
 		}
+		kt, vt := newTopicSerdes(ks, true), newTopicSerdes(vs, false)
 		return sourceFn(func(raw *rawRecord) {
-			k, err := deserialize(ks, raw.Key)
+			k, err := deserialize(kt.forTopic(raw.Topic), raw.Key)
 			if err != nil {
 				t.deserializationError(n, fmt.Errorf("key: %w", err))
 				return
 			}
-			v, err := deserialize(vs, raw.Value)
+			v, err := deserialize(vt.forTopic(raw.Topic), raw.Value)
 			if err != nil {
 				t.deserializationError(n, fmt.Errorf("value: %w", err))
 				return
@@ -471,6 +472,7 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[V]), topicOf func(Record[K, V]) string) func(t *task) (any, error) {
 	return func(t *task) (any, error) {
 		ks, vs := serdes()
+		kt, vt := newTopicSerdes(ks, true), newTopicSerdes(vs, false)
 		return func(r Record[K, V]) {
 			defer t.recoverIn(n)
 			topic := topicOf(r)
@@ -484,14 +486,14 @@ func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[
 			var kb []byte // a null key is written as a null key
 			var err error
 			if !r.HasNullKey() {
-				if kb, err = serialize(ks, r.Key); err != nil {
+				if kb, err = serialize(kt.forTopic(topic), r.Key); err != nil {
 					t.serializationError(n, topic, fmt.Errorf("key: %w", err))
 					return
 				}
 			}
 			var vb []byte // a tombstone is written as a null value
 			if !r.IsTombstone() {
-				if vb, err = serialize(vs, r.Value); err != nil {
+				if vb, err = serialize(vt.forTopic(topic), r.Value); err != nil {
 					t.serializationError(n, topic, fmt.Errorf("value: %w", err))
 					return
 				}

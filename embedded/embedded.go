@@ -92,6 +92,8 @@ type config struct {
 	logger        *slog.Logger
 	minSession    time.Duration
 	brokerConfigs map[string]string
+	registry      bool // SchemaRegistry
+	registryPort  int
 }
 
 // Port sets the TCP port the broker listens on, on 127.0.0.1. Zero, the
@@ -203,6 +205,8 @@ type Broker struct {
 	addr    string
 	dataDir string // absolute, "" when in memory
 
+	registry *registry // SchemaRegistry; nil without
+
 	mu     sync.RWMutex // held for reading by calls into the cluster's run loop
 	closed bool
 }
@@ -269,6 +273,15 @@ func Start(opts ...Option) (*Broker, error) {
 	b.conns.fx.setAddr(b.addr)
 	b.conns.fx.setGroupInfo(b.groupInfo)
 
+	if cfg.registry {
+		reg, err := startRegistry(cfg.registryPort)
+		if err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+		b.registry = reg
+	}
+
 	// kfake applies seed topics only to a fresh data directory; when it
 	// reloaded persisted state, create any seeded topic that is missing.
 	if b.dataDir != "" && len(cfg.topics) > 0 {
@@ -326,6 +339,10 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.closed = true
+	var regErr error
+	if b.registry != nil {
+		regErr = b.registry.close()
+	}
 	b.conns.fx.close()
 	// With a data dir, kfake's Close runs the final save on its run loop and
 	// returns when it is done; without one it only signals the loop.
@@ -334,7 +351,7 @@ func (b *Broker) Close() error {
 	if !b.conns.waitIdle(closeTimeout) {
 		return fmt.Errorf("embedded: close: client connections still open after %v", closeTimeout)
 	}
-	return nil
+	return regErr
 }
 
 // Compact runs log compaction now on every topic with cleanup.policy=compact,

@@ -161,6 +161,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	partitions := fs.Int("partitions", embedded.DefaultPartitions, "partition count of auto-created topics")
 	autoCreate := fs.Bool("auto-create", true, "create topics when a client first uses them")
 	logLevel := fs.String("log-level", "warn", "broker log level on stderr: none, error, warn, info or debug")
+	registry := fs.String("registry", "127.0.0.1:8081", "`host:port` of the Schema Registry API to serve (in memory), for the Avro, Protobuf and JSON Schema serdes; the host must be 127.0.0.1 or localhost, port 0 picks a free port; empty serves none")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: kstream dev [flags]
 
@@ -201,6 +202,13 @@ Flags:
 	if level != nil {
 		opts = append(opts, embedded.Logger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: *level}))))
 	}
+	if *registry != "" {
+		rport, err := parseLoopbackAddr(*registry)
+		if err != nil {
+			return fmt.Errorf("dev: -registry: %w", err)
+		}
+		opts = append(opts, embedded.SchemaRegistry(rport))
+	}
 	broker, err := embedded.Start(opts...)
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
@@ -211,6 +219,9 @@ Flags:
 		data = "in memory"
 	}
 	fmt.Fprintf(stdout, "kstream dev broker listening on %s (data: %s)\n", broker.Addr(), data)
+	if url := broker.RegistryURL(); url != "" {
+		fmt.Fprintf(stdout, "kstream dev schema registry at %s (in memory)\n", url)
+	}
 
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "kstream dev: shutting down")

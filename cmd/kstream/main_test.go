@@ -8,12 +8,15 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde/avro"
+	"github.com/kstream-go/kstream/serde/registry"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -46,13 +49,16 @@ func (s *syncBuffer) String() string {
 
 var listeningRE = regexp.MustCompile(`^kstream dev broker listening on (127\.0\.0\.1:\d+) \(data: (.*)\)$`)
 
+var registryRE = regexp.MustCompile(`^kstream dev schema registry at (http://127\.0\.0\.1:\d+) \(in memory\)$`)
+
 // devBroker is a "kstream dev" running in a goroutine.
 type devBroker struct {
-	addr   string
-	data   string
-	cancel context.CancelFunc
-	errc   chan error
-	stderr *syncBuffer
+	addr     string
+	data     string
+	registry string // its schema registry's URL, "" without one
+	cancel   context.CancelFunc
+	errc     chan error
+	stderr   *syncBuffer
 }
 
 // startDev runs "kstream dev args..." and waits for its listening line.
@@ -61,16 +67,23 @@ func startDev(t *testing.T, args ...string) *devBroker {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	d := &devBroker{cancel: cancel, errc: make(chan error, 1), stderr: new(syncBuffer)}
+	if !slices.Contains(args, "-registry") {
+		args = append(args, "-registry", "127.0.0.1:0") // not the default port: tests run in parallel
+	}
+	withRegistry := args[slices.Index(args, "-registry")+1] != ""
 	go func() {
 		err := run(ctx, append([]string{"dev"}, args...), pw, d.stderr)
 		pw.Close()
 		d.errc <- err
 	}()
 
-	lines := make(chan string, 1)
+	lines := make(chan string, 2)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		if withRegistry && sc.Scan() {
 			lines <- sc.Text()
 		}
 		close(lines)
@@ -95,6 +108,21 @@ func startDev(t *testing.T, args ...string) *devBroker {
 	case <-timer.C:
 		cancel()
 		t.Fatal("dev did not print its address in time")
+	}
+	if withRegistry {
+		select {
+		case line := <-lines:
+			m := registryRE.FindStringSubmatch(line)
+			if m == nil {
+				cancel()
+				<-d.errc
+				t.Fatalf("unexpected second line %q, want the registry's", line)
+			}
+			d.registry = m[1]
+		case <-timer.C:
+			cancel()
+			t.Fatal("dev did not print its registry's address in time")
+		}
 	}
 	return d
 }
@@ -174,6 +202,47 @@ func TestDev(t *testing.T) {
 		t.Fatalf("after restart consumed %q, want %q", got.Value, "hello dev")
 	}
 	d.stop(t)
+}
+
+// kstream dev serves a Schema Registry API: an Avro serde registers its schema there and
+// reads its records back; -registry "" serves none.
+func TestDevSchemaRegistry(t *testing.T) {
+	d := startDev(t, "-addr", "127.0.0.1:0", "-data", "", "-log-level", "none")
+	defer d.stop(t)
+	if d.registry == "" {
+		t.Fatal("no registry address printed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	rc, err := registry.NewClient(registry.Config{URLs: []string{d.registry}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	type order struct {
+		ID     string `avro:"id"`
+		Amount int64  `avro:"amount"`
+	}
+	s, err := avro.New[order](rc, `{"type":"record","name":"Order","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long"}]}`, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := s.Bind("orders", false)
+	if err := bound.Check(ctx); err != nil {
+		t.Fatalf("registering the schema with kstream dev's registry: %v", err)
+	}
+	b, err := bound.Serialize(order{ID: "o-1", Amount: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Deserialize(b); err != nil || got != (order{ID: "o-1", Amount: 42}) {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+	none := startDev(t, "-addr", "127.0.0.1:0", "-data", "", "-log-level", "none", "-registry", "")
+	defer none.stop(t)
+	if none.registry != "" {
+		t.Fatalf("-registry \"\": registry at %s", none.registry)
+	}
 }
 
 func TestDevInMemory(t *testing.T) {

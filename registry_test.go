@@ -1,0 +1,101 @@
+package kstream_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/serde/avro"
+	"github.com/kstream-go/kstream/serde/registry"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+)
+
+type avroOrder struct {
+	ID     string `avro:"id"`
+	Amount int64  `avro:"amount"`
+}
+
+const avroOrderSchema = `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"string"},{"name":"amount","type":"long"}]}`
+
+// A topology reads and writes Avro values in the Confluent wire format: the application binds
+// the registry serde to each topic it is used with, so that its subjects are named as a
+// Kafka Streams application's (TopicNameStrategy): "<source>-value", "<sink>-value", and
+// "<application.id>-<name>-repartition-value" for a repartition topic. A record without the
+// magic byte goes to the deserialization error handler, which names the topic, partition
+// and offset, and the subject.
+func TestRegistrySerdesThroughTopology(t *testing.T) {
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	rc, err := registry.NewClient(registry.Config{URLs: []string{fake.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := kafkatest.CreateTopic(t, "orders", 2, nil)
+	out := kafkatest.CreateTopic(t, "big-orders", 2, nil)
+
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), orders).
+		Filter(func(_ string, o avroOrder) bool { return o.Amount >= 10 }).
+		Repartition("by-id").
+		To(out, nil, nil)
+	cfg := testConfig(t)
+	var mu sync.Mutex
+	var bad []kstream.ErrorContext
+	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(ec kstream.ErrorContext) kstream.ErrorResponse {
+		mu.Lock()
+		bad = append(bad, ec)
+		mu.Unlock()
+		return kstream.Continue()
+	})
+	start(t, newApp(t, b, cfg))
+
+	write := orders.Bind(in, false)
+	var recs []*kgo.Record
+	for i, amount := range []int64{5, 12, 30, 7, 99} {
+		v, err := write.Serialize(avroOrder{ID: string(rune('a' + i)), Amount: amount})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte{byte('a' + i)}, Value: v})
+	}
+	recs = append(recs, &kgo.Record{Topic: in, Key: []byte("x"), Value: []byte("not avro")})
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+
+	got := map[string]int64{}
+	for _, r := range kafkatest.Consume(t, out, 3, 60*time.Second) {
+		o, err := orders.Deserialize(r.Value)
+		if err != nil {
+			t.Fatalf("output record at offset %d: %v", r.Offset, err)
+		}
+		got[o.ID] = o.Amount
+	}
+	if want := map[string]int64{"b": 12, "c": 30, "e": 99}; len(got) != len(want) || got["b"] != 12 || got["c"] != 30 || got["e"] != 99 {
+		t.Errorf("output %v, want %v", got, want)
+	}
+	for _, subject := range []string{in + "-value", out + "-value", cfg.ApplicationID + "-by-id-repartition-value"} {
+		if !fake.SubjectExists(subject) {
+			t.Errorf("subject %q not registered", subject)
+		}
+	}
+	kafkatest.Eventually(t, 30*time.Second, "the bad record reported", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bad) == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	ec := bad[0]
+	if ec.Topic != in || ec.Offset < 0 || !errors.Is(ec.Err, registry.ErrNoMagicByte) {
+		t.Errorf("bad record reported as %+v, want topic %s, an offset and ErrNoMagicByte", ec, in)
+	}
+}
