@@ -406,6 +406,14 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 				})
 			}
 			st.Stores = append(st.Stores, spec)
+			// The store's serdes name their subjects after its changelog (storeSerde).
+			bindTo := spec.Changelog
+			if bindTo == "" {
+				bindTo = internalTopic(appID, d.name+"-changelog")
+			}
+			for _, bind := range d.binds {
+				bind(bindTo)
+			}
 		}
 		nodes := sub
 		st.NewTask = func(env runtime.TaskEnv, id runtime.TaskID, stores map[string]store.Backend) (runtime.Task, error) {

@@ -190,6 +190,8 @@ type tableKV[K, V any] = store.KeyValueStore[K, tsValue[V]]
 func tableStoreDef[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], opts []StoreOption) *storeDef {
 	d := &storeDef{name: name, persistent: true, logged: true, timestamped: true}
 	applyStoreOpts(d, opts)
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	d.typed = func(b store.Backend) any { return store.NewKeyValueStore(name, b, ks, tsSerde[V]{vs}) }
 	if d.query == nil {
 		d.query = newQueryCodec(KeyValueKind, ks, vs, true)

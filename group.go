@@ -105,7 +105,7 @@ func aggregate[K, V, VA any](g KGroupedStream[K, V], prefix, opName string, init
 	}
 	n := b.tableNode(nodeName, s.n)
 	b.addStore(d, n)
-	ks := s.ks
+	ks := storeKeySerde(d, s.ks)
 	info := ownInfo(d)
 	n.instantiate = func(t *task) (any, error) { return newAggregateProcessor(t, n, d, ks, init, agg, info) }
 	return KTable[K, VA]{b: b, n: n, ks: s.ks, vs: vs, store: name, info: info,

@@ -25,7 +25,8 @@ const avroOrderSchema = `{"type":"record","name":"Order","namespace":"shop","fie
 // A topology reads and writes Avro values in the Confluent wire format: the application binds
 // the registry serde to each topic it is used with, so that its subjects are named as a
 // Kafka Streams application's (TopicNameStrategy): "<source>-value", "<sink>-value", and
-// "<application.id>-<name>-repartition-value" for a repartition topic. A record without the
+// "<application.id>-<name>-repartition-value" for a repartition topic,
+// "<application.id>-<store>-changelog-value" for a store. A record without the
 // magic byte goes to the deserialization error handler, which names the topic, partition
 // and offset, and the subject.
 func TestRegistrySerdesThroughTopology(t *testing.T) {
@@ -44,10 +45,12 @@ func TestRegistrySerdesThroughTopology(t *testing.T) {
 	out := kafkatest.CreateTopic(t, "big-orders", 2, nil)
 
 	b := kstream.NewBuilder()
-	kstream.Stream(b, in, serde.String(), orders).
+	big := kstream.Stream(b, in, serde.String(), orders).
 		Filter(func(_ string, o avroOrder) bool { return o.Amount >= 10 }).
-		Repartition("by-id").
-		To(out, nil, nil)
+		Repartition("by-id")
+	big.To(out, nil, nil)
+	// A store of Avro values: its serdes bind to its changelog topic.
+	kstream.Reduce(big.GroupByKey(), func(_, o avroOrder) avroOrder { return o }, "last-order")
 	cfg := testConfig(t)
 	var mu sync.Mutex
 	var bad []kstream.ErrorContext
@@ -82,6 +85,9 @@ func TestRegistrySerdesThroughTopology(t *testing.T) {
 	if want := map[string]int64{"b": 12, "c": 30, "e": 99}; len(got) != len(want) || got["b"] != 12 || got["c"] != 30 || got["e"] != 99 {
 		t.Errorf("output %v, want %v", got, want)
 	}
+	kafkatest.Eventually(t, 30*time.Second, "the store's changelog subject", func() bool {
+		return fake.SubjectExists(cfg.ApplicationID + "-last-order-changelog-value")
+	})
 	for _, subject := range []string{in + "-value", out + "-value", cfg.ApplicationID + "-by-id-repartition-value"} {
 		if !fake.SubjectExists(subject) {
 			t.Errorf("subject %q not registered", subject)

@@ -170,7 +170,7 @@ func sessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], prefix, opNa
 	n := b.tableNode(nodeName, s.n)
 	n.windowGrace, n.hasWindowGrace = w.w.grace+w.w.size, true // for KTable.Suppress(UntilWindowCloses): Java's session grace plus gap
 	b.addStore(d, n)
-	a.w, a.onClose, a.beforeExpiry, a.ks, a.store, a.info = w.w, w.onClose, w.close.beforeExpiry, s.ks, name, storedInfo()
+	a.w, a.onClose, a.beforeExpiry, a.ks, a.store, a.info = w.w, w.onClose, w.close.beforeExpiry, storeKeySerde(d, s.ks), name, storedInfo()
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskSessionStore[K, VA](t, name)
 		if err != nil {
@@ -195,6 +195,8 @@ type sessionKV[K, V any] = store.SessionStore[K, V]
 func sessionStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], gap, grace int64, opts []StoreOption) *storeDef {
 	d := &storeDef{name: name, persistent: true, logged: true, accepts: []string{"Named", "WithRetention"}}
 	applyStoreOpts(d, opts)
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	minRetention := gap + grace
 	retention := minRetention
 	if d.retentionSet {

@@ -86,6 +86,11 @@ type storeDef struct {
 	timestamped bool
 	// typed wraps a backend in the store's typed view.
 	typed func(b store.Backend) any
+	// key and value are the store's serdes (serde.Serde[K] and [V]) as its typed view uses
+	// them, bound to its changelog topic (storeSerde); binds bind them, called when the
+	// application is built.
+	key, value any
+	binds      []func(topic string)
 	// global marks a global table's store; accept builds its record filter (decoding and
 	// the deserialization handler) for the runtime.
 	global bool
@@ -136,6 +141,8 @@ func (s storeBuilder) def() *storeDef { return s.d }
 func KeyValueStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], opts ...StoreOption) StoreBuilder {
 	d := &storeDef{name: name, persistent: true, logged: true}
 	applyStoreOpts(d, opts)
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	d.typed = func(b store.Backend) any { return store.NewKeyValueStore(name, b, ks, vs) }
 	d.query = newQueryCodec(KeyValueKind, ks, vs, false)
 	return storeBuilder{d}

@@ -1,6 +1,11 @@
 package kstream
 
-import "github.com/kstream-go/kstream/serde"
+import (
+	"sync/atomic"
+
+	"github.com/kstream-go/kstream/serde"
+	"github.com/kstream-go/kstream/store"
+)
 
 // topicSerdes binds a serde to each topic it is used with ([serde.TopicBound]: the Schema
 // Registry serdes name their subjects after the topic), once per topic, on first use. One
@@ -39,5 +44,65 @@ func (b *topicSerdes[T]) forTopic(topic string) serde.Serde[T] {
 		b.bound[topic] = s
 	}
 	b.last, b.lastSerde = topic, s
+	return s
+}
+
+// storeSerde returns s bound to the changelog topic of store d (the Schema Registry serdes
+// then register "<application.id>-<store>-changelog-key" and "-value", as Kafka Streams'
+// Confluent serdes in a store do), if s is [serde.TopicBound]; else s itself. The topic is
+// known once the application is built (it holds the application id): until then the serde
+// is s unbound. A store without a changelog binds to "<application.id>-<store>-changelog"
+// all the same, as Kafka Streams does; a table read from a topic binds to that topic.
+func storeSerde[T any](d *storeDef, s serde.Serde[T], isKey bool) serde.Serde[T] {
+	if _, ok := s.(serde.TopicBound[T]); !ok || s == nil {
+		return s
+	}
+	lb := &lateBound[T]{base: s}
+	d.binds = append(d.binds, func(topic string) {
+		b := serde.ForTopic(s, topic, isKey)
+		lb.bound.Store(&b)
+	})
+	return lb
+}
+
+// lateBound is a serde bound to its topic when the application is built (storeSerde).
+type lateBound[T any] struct {
+	base  serde.Serde[T]
+	bound atomic.Pointer[serde.Serde[T]]
+}
+
+func (l *lateBound[T]) get() serde.Serde[T] {
+	if p := l.bound.Load(); p != nil {
+		return *p
+	}
+	return l.base
+}
+
+// Serialize implements serde.Serde.
+func (l *lateBound[T]) Serialize(v T) ([]byte, error) { return l.get().Serialize(v) }
+
+// Deserialize implements serde.Serde.
+func (l *lateBound[T]) Deserialize(b []byte) (T, error) { return l.get().Deserialize(b) }
+
+// AppendSerialize implements store.AppendSerializer, through the bound serde's if it has one.
+func (l *lateBound[T]) AppendSerialize(dst []byte, v T) ([]byte, bool, error) {
+	s := l.get()
+	if app, ok := s.(store.AppendSerializer[T]); ok {
+		return app.AppendSerialize(dst, v)
+	}
+	b, err := s.Serialize(v)
+	if err != nil || b == nil {
+		return dst, b == nil && err == nil, err
+	}
+	return append(dst, b...), false, nil
+}
+
+// storeKeySerde returns store d's key serde as its typed view uses it (bound to its
+// changelog), for a processor that serializes keys itself to read and write the store; s if
+// d holds none of type K.
+func storeKeySerde[K any](d *storeDef, s serde.Serde[K]) serde.Serde[K] {
+	if k, ok := d.key.(serde.Serde[K]); ok {
+		return k
+	}
 	return s
 }

@@ -194,7 +194,7 @@ func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName
 	n.windowGrace, n.hasWindowGrace = w.w.grace, true // for KTable.Suppress(UntilWindowCloses)
 	b.addStore(d, n)
 	info := storedInfo()
-	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, beforeExpiry: w.close.beforeExpiry, idle: w.close.idle, init: init, agg: agg, reduce: reduce, ks: s.ks, store: name, info: info}
+	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, beforeExpiry: w.close.beforeExpiry, idle: w.close.idle, init: init, agg: agg, reduce: reduce, ks: storeKeySerde(d, s.ks), store: name, info: info}
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskWindowStore[K, VA](t, name)
 		if err != nil {
@@ -220,6 +220,8 @@ type windowKV[K, V any] = store.WindowStore[K, tsValue[V]]
 func windowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], size, minRetention, grace int64, onClose bool, opts []StoreOption) *storeDef {
 	d := &storeDef{name: name, persistent: true, logged: true, timestamped: true, accepts: []string{"Named", "WithRetention"}}
 	applyStoreOpts(d, opts)
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	retention := minRetention
 	if d.retentionSet {
 		ms, err := millis("the retention period", d.retention)
