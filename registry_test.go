@@ -2,7 +2,11 @@ package kstream_test
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,4 +108,83 @@ func TestRegistrySerdesThroughTopology(t *testing.T) {
 	if ec.Topic != in || ec.Offset < 0 || !errors.Is(ec.Err, registry.ErrNoMagicByte) {
 		t.Errorf("bad record reported as %+v, want topic %s, an offset and ErrNoMagicByte", ec, in)
 	}
+}
+
+// A registry outage while the application runs is weather: a record whose schema id the
+// application has not seen yet waits (its task retries the registry with backoff) until
+// the registry answers again, then goes on. No record is lost, none goes to the error
+// handler or a dead-letter topic.
+func TestRegistryOutageLosesNothing(t *testing.T) {
+	fake := srfake.NewRegistry()
+	var down atomic.Bool
+	var refused atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			refused.Add(1)
+			http.Error(w, `{"error_code":50301,"message":"down for the test"}`, http.StatusServiceUnavailable)
+			return
+		}
+		fake.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL}, Retry: registry.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := kafkatest.CreateTopic(t, "orders", 1, nil)
+	out := kafkatest.CreateTopic(t, "copy", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.MapValues(kstream.Stream(b, in, serde.String(), orders), func(o avroOrder) int64 { return o.Amount }).
+		To(out, serde.String(), serde.Int64())
+	cfg := testConfig(t)
+	var handled atomic.Int64
+	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse {
+		handled.Add(1)
+		return kstream.Continue()
+	})
+	start(t, newApp(t, b, cfg))
+
+	// The records' schema is registered (by their producer) while the registry is up; the
+	// application has not read it yet when the registry goes down.
+	producer, err := avro.New[avroOrder](registryClient(t, srv.URL), avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := producer.Bind(in, false)
+	var recs []*kgo.Record
+	for i := range 20 {
+		v, err := write.Serialize(avroOrder{ID: fmt.Sprint(i), Amount: int64(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprint(i)), Value: v})
+	}
+	down.Store(true)
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	kafkatest.Eventually(t, 30*time.Second, "the application asking the registry that is down, several times", func() bool { return refused.Load() >= 3 })
+	down.Store(false)
+	got := kafkatest.Consume(t, out, 20, 60*time.Second)
+	for i, r := range got {
+		if n, _ := serde.Int64().Deserialize(r.Value); n != int64(i) || string(r.Key) != fmt.Sprint(i) {
+			t.Errorf("output %d: %s=%d, want %d=%d", i, r.Key, n, i, i)
+		}
+	}
+	if n := handled.Load(); n != 0 {
+		t.Errorf("%d records went to the deserialization error handler during the outage", n)
+	}
+}
+
+func registryClient(t *testing.T, url string) *registry.Client {
+	t.Helper()
+	rc, err := registry.NewClient(registry.Config{URLs: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	return rc
 }
