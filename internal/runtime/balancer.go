@@ -408,13 +408,19 @@ func (tb *taskBalancer) assign(tasks []TaskID, v *groupView, n int) assignment {
 			prev[id] = m
 		}
 	}
+	// A member ranks 2 for a task it reports a lag within the acceptable one for (a warm-up
+	// or standby that caught up), 1 for a task it holds state of. A member merely estimated
+	// caught up (the task's state is small) ranks 0: such a task is cheap to move anywhere,
+	// and the placement spreads each sub-topology as without warm-ups.
 	pref := func(i, m int) int {
 		id := tasks[i]
 		if !tb.stateful(id) {
 			return 0
 		}
-		if warm && caught(m, id) {
-			return 2
+		if l, ok := v.lags[m][id]; ok && l <= tb.acceptableLag {
+			if o, owned := v.owned[id]; !owned || o != m {
+				return 2
+			}
 		}
 		if _, ok := v.state[m][id]; ok {
 			return 1
