@@ -663,6 +663,9 @@ func (r *Runtime) fenceTransactions(ids []string) {
 				return kerr.ErrorForCode(resp.ErrorCode) // CONCURRENT_TRANSACTIONS while it aborts: retried
 			})
 			if err != nil {
+				if ctx.Err() != nil {
+					return // shutting down
+				}
 				r.log.Warn("kstream: could not abort the open transaction of a member that left; the broker aborts it at its timeout", "transactional_id", id, "err", err)
 				return
 			}
