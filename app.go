@@ -19,6 +19,7 @@ import (
 // App is one running instance of a topology. Create it with [New] and start it with
 // [App.Run]. Its methods are safe for concurrent use.
 type App struct {
+	appID   string // Config.ApplicationID
 	topo    *Topology
 	rt      *runtime.Runtime
 	counts  *runtime.OperatorCounts // what the operators dropped or lost (losses.go)
@@ -38,7 +39,7 @@ func New(b *Builder, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{topo: topo, counts: rc.OperatorCounts}
+	a := &App{topo: topo, appID: cfg.ApplicationID, counts: rc.OperatorCounts}
 	listener := rc.OnState
 	rc.OnState = func(old, new runtime.State) {
 		a.state.Store(int32(new))
@@ -208,6 +209,12 @@ func (a *App) Run(ctx context.Context) error {
 		a.running = false
 		a.runMu.Unlock()
 	}()
+	if err := a.topo.startChecks(ctx, a.appID); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while a registry was unavailable: nothing ran
+		}
+		return err
+	}
 	return a.rt.Run(ctx)
 }
 

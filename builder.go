@@ -69,6 +69,8 @@ type node struct {
 	extractor TimestampExtractor // nil: Config.DefaultTimestampExtractor
 	// Sinks.
 	sinkTopic string // fixed topic, or "" for a topic chosen per record
+	// checks prepare the serdes of a sink with a fixed topic at start (startChecks).
+	checks []startCheck
 	// stores are the state stores this node uses.
 	stores []*storeDef
 	// globals are the global stores this node reads. They are not listed by Describe (as

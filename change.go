@@ -75,6 +75,11 @@ func unixMs(t time.Time) int64 { return t.UnixMilli() }
 // versioned tables use.
 type changeSerde[V any] struct{ inner serde.Serde[V] }
 
+// ForTopic binds the inner serde to topic, as Java's ChangedSerializer passes its topic on.
+func (s changeSerde[V]) ForTopic(topic string, isKey bool) serde.Serde[change[V]] {
+	return changeSerde[V]{serde.ForTopic(s.inner, topic, isKey)}
+}
+
 func (s changeSerde[V]) Serialize(c change[V]) ([]byte, error) {
 	var nb, ob []byte
 	var err error

@@ -226,13 +226,32 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		return d
 	}
 
-	// serFK is the foreign key of a left value, serialized; nil when null.
-	serFK := func(k K, v V) ([]byte, error) {
+	// Kafka Streams' Confluent serdes name their subjects after the topics the FK join's
+	// serdes are given: the foreign key after the registration topic (its record key), the
+	// primary key and the hashed left value after pseudo topics "<registration topic>-pk"
+	// and "-vh", right's value after the response topic. bindFK binds them for task t.
+	type fkSerdes struct {
+		fk   serde.Serde[KO]
+		pk   serde.Serde[K]
+		vh   serde.Serde[V]
+		resp serde.Serde[VO]
+	}
+	bindFK := func(t *task) fkSerdes {
+		return fkSerdes{
+			fk:   taskBound(t, right.ks, regTopic, true),
+			pk:   taskBound(t, left.ks, regTopic+"-pk", true),
+			vh:   taskBound(t, left.vs, regTopic+"-vh", false),
+			resp: taskBound(t, right.vs, respTopic, false),
+		}
+	}
+
+	// serFK is the foreign key of a left value, serialized with fks; nil when null.
+	serFK := func(fks serde.Serde[KO], k K, v V) ([]byte, error) {
 		ko := fk(k, v)
 		if isNil(ko) {
 			return nil, nil
 		}
-		kb, err := serialize(right.ks, ko)
+		kb, err := serialize(fks, ko)
 		if err != nil {
 			return nil, fmt.Errorf("serializing the foreign key: %w", err)
 		}
@@ -242,6 +261,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	// SubscriptionSendProcessorSupplier: a left update becomes subscriptions.
 	sendN.instantiate = func(t *task) (any, error) {
 		due := answersDue(t, sendN)
+		sd := bindFK(t)
 		return processorInstance(t, sendN, ProcessorFunc[K, change[V], []byte, []byte](func(ctx ProcessorContext[[]byte, []byte], rec Record[K, change[V]]) error {
 			in := rec.Value
 			if in.stale && left.info.versioned {
@@ -252,13 +272,13 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			}
 			var hash fkHash // of the new value (if any); computed once
 			if in.hasNew {
-				vb, err := serialize(left.vs, in.new)
+				vb, err := serialize(sd.vh, in.new)
 				if err != nil {
 					return fmt.Errorf("serializing the left value: %w", err)
 				}
 				hash = murmur3Hash128(vb)
 			}
-			pk, err := serialize(left.ks, rec.Key)
+			pk, err := serialize(sd.pk, rec.Key)
 			if err != nil {
 				return fmt.Errorf("serializing the key: %w", err)
 			}
@@ -276,12 +296,12 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			}
 			var oldFK, newFK []byte
 			if in.hasOld {
-				if oldFK, err = serFK(rec.Key, in.old); err != nil {
+				if oldFK, err = serFK(sd.fk, rec.Key, in.old); err != nil {
 					return err
 				}
 			}
 			if in.hasNew {
-				if newFK, err = serFK(rec.Key, in.new); err != nil {
+				if newFK, err = serFK(sd.fk, rec.Key, in.new); err != nil {
 					return err
 				}
 			}
@@ -394,6 +414,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			return nil, err
 		}
 		getBytes := fkBytesGetter(right, t) // nil: through get and the serdes
+		sd := bindFK(t)
 		return processorInstance(t, subJoinN, ProcessorFunc[[]byte, fkSubRecord, []byte, fkResponse](func(ctx ProcessorContext[[]byte, fkResponse], rec Record[[]byte, fkSubRecord]) error {
 			sub := rec.Value.sub
 			switch sub.instruction {
@@ -428,7 +449,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 						return err
 					}
 					if found && sub.instruction != fkDeleteAndPropagate {
-						if vb, err = serialize(right.vs, vo); err != nil {
+						if vb, err = serialize(sd.resp, vo); err != nil {
 							return fmt.Errorf("serializing the right value: %w", err)
 						}
 					}
@@ -454,6 +475,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 
 	// ForeignTableJoinProcessorSupplier: a right update answers every subscriber.
 	foreignJoinN.instantiate = func(t *task) (any, error) {
+		sd := bindFK(t)
 		st, err := taskTableStore[[]byte, []byte](t, storeName)
 		if err != nil {
 			return nil, err
@@ -474,7 +496,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				t.env.RecordDropped() // versioned semantics, as in the sender
 				return nil
 			}
-			kb, err := serialize(right.ks, rec.Key)
+			kb, err := serialize(sd.fk, rec.Key)
 			if err != nil {
 				return fmt.Errorf("serializing the key: %w", err)
 			}
@@ -484,7 +506,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			}
 			var vb []byte
 			if rec.Value.hasNew {
-				if vb, err = serialize(right.vs, rec.Value.new); err != nil {
+				if vb, err = serialize(sd.resp, rec.Value.new); err != nil {
 					return fmt.Errorf("serializing the value: %w", err)
 				}
 			}
@@ -577,6 +599,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		}
 		getBytes := fkBytesGetter(left, t) // nil: through get and the serdes
 		due := answersDue(t, resolverN)
+		sd := bindFK(t)
 		return processorInstance(t, resolverN, ProcessorFunc[K, fkRespRecord, K, VR](func(ctx ProcessorContext[K, VR], rec Record[K, fkRespRecord]) error {
 			resp, err := decodeFKResponse(rec.Value.wire)
 			if err != nil {
@@ -608,7 +631,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 					return err
 				}
 				if ok {
-					if vb, err = serialize(left.vs, v); err != nil {
+					if vb, err = serialize(sd.vh, v); err != nil {
 						return fmt.Errorf("serializing the left value: %w", err)
 					}
 				}
@@ -664,7 +687,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 					if err != nil {
 						return err
 					}
-					if fkb, err = serFK(rec.Key, v); err != nil {
+					if fkb, err = serFK(sd.fk, rec.Key, v); err != nil {
 						return err
 					}
 				}

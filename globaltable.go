@@ -64,6 +64,10 @@ func GlobalTable[K, V any](b *Builder, topic string, ks serde.Serde[K], vs serde
 	if !d.logged {
 		b.errorf("GlobalTable(%s): WithoutChangelog does not apply: the topic is the store's changelog", topic)
 	}
+	// The topic is the store's changelog: the serdes name their subjects after it, for the
+	// records read and for the store (Kafka Streams' global state manager does the same).
+	ks, vs = serde.ForTopic(ks, topic, true), serde.ForTopic(vs, topic, false)
+	d.key, d.value = ks, vs
 	d.typed = func(bk store.Backend) any { return store.NewKeyValueStore(storeName, bk, ks, vs) }
 	d.query = newQueryCodec(KeyValueKind, ks, vs, false)
 	d.accept = func(h *handlers) func(runtime.TaskEnv, *kgo.Record) (bool, error) {

@@ -90,8 +90,10 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op st
 	// A versioned table is looked up as of the stream record's time, and a grace period
 	// buffers the stream side (versioned.go).
 	bufDef := streamTableGrace(b, op, c, s, t, n)
+	bufKs, bufVs := s.ks, s.vs
 	if bufDef != nil {
 		b.addStore(bufDef, n)
+		bufKs, bufVs = storeSerde(bufDef, s.ks, true), storeSerde(bufDef, s.vs, false)
 	}
 	n.instantiate = func(tk *task) (any, error) {
 		get, err := t.getter(tk)
@@ -110,7 +112,7 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op st
 			if err != nil {
 				return nil, err
 			}
-			buf = &graceBuffer[K, V]{st: st, ks: s.ks, vs: s.vs, grace: c.joinGrace.Milliseconds()}
+			buf = &graceBuffer[K, V]{st: st, ks: bufKs, vs: bufVs, grace: c.joinGrace.Milliseconds()}
 		}
 		doJoin := func(ctx ProcessorContext[K, VR], r Record[K, V]) error {
 			nullKey := r.HasNullKey()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -187,4 +188,113 @@ func registryClient(t *testing.T, url string) *registry.Client {
 	}
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// A schema that the registry refuses as incompatible is an error at start, before the
+// application joins its group: Run returns it, naming the operator, the subject and the
+// registry's message, and processes nothing.
+func TestRegistryIncompatibleSchemaIsAStartError(t *testing.T) {
+	in := kafkatest.CreateTopic(t, "orders", 1, nil)
+	out := kafkatest.CreateTopic(t, "orders-out", 1, nil)
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	const msg = "Schema being registered is incompatible with an earlier schema for subject"
+	fake.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPost && r.URL.Path == "/subjects/"+out+"-value/versions" {
+			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+			w.WriteHeader(http.StatusConflict)
+			fmt.Fprintf(w, `{"error_code":409,"message":%q}`, msg)
+			return true
+		}
+		return false
+	})
+	rc := registryClient(t, fake.URL())
+	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), orders).To(out, nil, nil, kstream.Named("write-orders"))
+	cfg := testConfig(t)
+	r := start(t, newApp(t, b, cfg))
+	err, done := r.wait(30 * time.Second)
+	if !done {
+		t.Fatal("Run did not return")
+	}
+	if !errors.Is(err, registry.ErrIncompatible) {
+		t.Fatalf("Run returned %v, want an error wrapping registry.ErrIncompatible", err)
+	}
+	t.Logf("start error: %v", err)
+	for _, want := range []string{"write-orders", out + "-value", msg} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the start error does not name %q: %v", want, err)
+		}
+	}
+}
+
+// A registry that stays unreachable longer than the client's Retry.For is still weather: the
+// record is not given to the error handler (not skipped, not dead-lettered), the instance
+// stops with an error wrapping serde.ErrUnavailable, and nothing is committed past it, so
+// that the next run reads it again.
+func TestRegistryGivenUpIsNotSkipped(t *testing.T) {
+	fake := srfake.NewRegistry()
+	var down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, `{"error_code":50301,"message":"down for the test"}`, http.StatusServiceUnavailable)
+			return
+		}
+		fake.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL},
+		Retry: registry.Retry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, For: 300 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := kafkatest.CreateTopic(t, "orders", 1, nil)
+	out := kafkatest.CreateTopic(t, "amounts", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.MapValues(kstream.Stream(b, in, serde.String(), orders), func(o avroOrder) int64 { return o.Amount }).
+		To(out, serde.String(), serde.Int64())
+	cfg := testConfig(t)
+	var handled atomic.Int64
+	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse {
+		handled.Add(1)
+		return kstream.DeadLetter("dead-letters")
+	})
+	r := start(t, newApp(t, b, cfg))
+
+	producer, err := avro.New[avroOrder](registryClient(t, srv.URL), avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := producer.Bind(in, false).Serialize(avroOrder{ID: "a", Amount: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), &kgo.Record{Topic: in, Key: []byte("a"), Value: v})
+	err, done := r.wait(60 * time.Second)
+	if !done {
+		t.Fatal("Run did not stop after the registry retries were spent")
+	}
+	if !errors.Is(err, serde.ErrUnavailable) || !errors.Is(err, registry.ErrRegistryUnavailable) {
+		t.Fatalf("Run returned %v, want an error wrapping serde.ErrUnavailable", err)
+	}
+	var re *kstream.RecordError
+	if !errors.As(err, &re) || re.Topic != in || re.Offset != 0 {
+		t.Errorf("Run's error %v does not name the record (topic %s, offset 0)", err, in)
+	}
+	if n := handled.Load(); n != 0 {
+		t.Errorf("the error handler was called %d times", n)
+	}
+	if got := committedOffsets(t, cfg.ApplicationID, in); got[0] > 0 {
+		t.Errorf("committed offset %d of %s: the record was committed", got[0], in)
+	}
 }

@@ -91,6 +91,8 @@ type storeDef struct {
 	// application is built.
 	key, value any
 	binds      []func(topic string)
+	// checks prepare the store's serdes at start, once bound (startChecks).
+	checks []startCheck
 	// global marks a global table's store; accept builds its record filter (decoding and
 	// the deserialization handler) for the runtime.
 	global bool

@@ -65,6 +65,8 @@ func WindowStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], re
 		d.typed = func(store.Backend) any { return d.err }
 		return storeBuilder{d}
 	}
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	d.query = newQueryCodec(WindowKind, ks, vs, false)
 	d.typed = func(b store.Backend) any {
 		ws, err := store.NewWindowStore(name, b, ks, vs, o)
@@ -108,6 +110,8 @@ func SessionStore[K, V any](name string, ks serde.Serde[K], vs serde.Serde[V], r
 		d.typed = func(store.Backend) any { return d.err }
 		return storeBuilder{d}
 	}
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	d.query = newQueryCodec(SessionKind, ks, vs, false)
 	d.typed = func(b store.Backend) any {
 		ss, err := store.NewSessionStore(name, b, ks, vs, o)

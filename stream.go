@@ -1,6 +1,7 @@
 package kstream
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	goruntime "runtime"
@@ -466,6 +467,9 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 		s.b.errorf("%s (operator %s): the stream carries no key or value serde; pass them or use WithSerdes: %w", op, n.name, ErrNoSerde)
 	}
 	n.instantiate = sinkInstance(n, func() (serde.Serde[K], serde.Serde[V]) { return ks, vs }, topicOf)
+	if n.sinkTopic != "" {
+		n.checks = append(n.checks, checkTopicSerde(ks, n.sinkTopic, false, true), checkTopicSerde(vs, n.sinkTopic, false, false))
+	}
 }
 
 // sinkInstance makes the per-task input of sink n; serdes is read when a task is created.
@@ -630,6 +634,13 @@ func newRepartition[K, V any](b *Builder, parent *node, prefix string, gen [3]st
 	rp.sink.instantiate = sinkInstance(rp.sink, func() (serde.Serde[K], serde.Serde[V]) { return rp.ks, rp.vs },
 		func(Record[K, V]) string { return topic })
 	rp.source.instantiate = func(t *task) (any, error) { return sourceInstance(rp.source, rp.ks, rp.vs)(t) }
+	rp.sink.checks = append(rp.sink.checks, func(ctx context.Context, appID string) error {
+		// The serdes are read at start: an operator downstream may have set them since.
+		if err := checkTopicSerde(rp.ks, topic, true, true)(ctx, appID); err != nil {
+			return err
+		}
+		return checkTopicSerde(rp.vs, topic, true, false)(ctx, appID)
+	})
 	return rp
 }
 

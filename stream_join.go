@@ -280,7 +280,10 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 	b.addStore(thisD, otherN)
 	if leftOuter {
 		sd := &storeDef{name: def.sharedStore, persistent: true, logged: !c.sj.noLog}
-		kser, vser := joinKeySerde[K]{ks}, joinValuesSerde[V1, V2]{v1s, v2s}
+		// Java's outer-join store serdes wrap the join's serdes, which name their subjects
+		// after the store's changelog.
+		kser := joinKeySerde[K]{storeSerde(sd, ks, true)}
+		vser := joinValuesSerde[V1, V2]{storeSerde(sd, v1s, false), storeSerde(sd, v2s, false)}
 		sd.typed = func(bk store.Backend) any { return store.NewKeyValueStore(def.sharedStore, bk, kser, vser) }
 		b.addStore(sd, thisN)
 		b.addStore(sd, otherN)
@@ -333,6 +336,8 @@ func joinWindowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K]
 		b.errorf("%s: %w", op, err)
 	}
 	d.codec = joinChangelogCodec{codec}
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	d.typed = func(bk store.Backend) any {
 		ws, err := store.NewWindowStore(name, bk, ks, vs, o)
 		if err != nil {

@@ -188,7 +188,9 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 	d.typed = func(bk store.Backend) any { return store.NewKeyValueStore(storeName, bk, serde.Bytes(), serde.Bytes()) }
 	b.addStore(d, n)
 	cfg := suppressConfig{final: s.final, suppressMs: suppressMs, buf: s.buf, store: storeName}
-	ks, vs := t.ks, t.vs
+	// The buffer's serdes name their subjects after its changelog, as Java's buffer does;
+	// the table downstream carries the serdes unbound.
+	ks, vs := storeSerde(d, t.ks, true), storeSerde(d, t.vs, false)
 	n.instantiate = func(tk *task) (any, error) {
 		st, err := taskBufferStore(tk, storeName)
 		if err != nil {
@@ -211,7 +213,7 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 	}
 	info := derivedInfo(t.info)
 	info.sendOld = sendOld
-	out := KTable[K, V]{b: b, n: n, ks: ks, vs: vs, info: info}
+	out := KTable[K, V]{b: b, n: n, ks: t.ks, vs: t.vs, info: info}
 	// Java's view lists the buffer's store first, then the parent's (storeNames).
 	out.getterStores = append([]*storeDef{d}, t.getterStores...)
 	out.getter = func(tk *task) (valueGetter[K, V], error) {

@@ -412,6 +412,7 @@ func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], 
 		return versionedSourceTable(b, n, d, ks, vs)
 	}
 	info := storedInfo()
+	storeKs := storeKeySerde(d, ks) // bound to the store's topic, as the store's own
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskTableStore[K, V](t, d.name)
 		if err != nil {
@@ -420,7 +421,7 @@ func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], 
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
 			// Records with a null key are dropped: KTableSource skips them with a warning
 			// and a dropped record.
-			if drop, err := nullKeyDropped(t, n, ks, r); drop || err != nil {
+			if drop, err := nullKeyDropped(t, n, storeKs, r); drop || err != nil {
 				return err
 			}
 			old, _, had, err := getTS(st, r.Key)

@@ -19,6 +19,9 @@ type KGroupedTable[K, V any] struct {
 	// Grouped.as); shared holds it once made.
 	name   string
 	shared *KStream[K, change[V]]
+	// topic is set by the first aggregation to the short name of its repartition topic,
+	// to which the selector binds the key serde it compares keys with.
+	topic *string
 }
 
 // TableGroupBy regroups t by a new key and value chosen by selector, as Kafka Streams'
@@ -52,7 +55,13 @@ func TableGroupBy[K, V, KR, VR any](t KTable[K, V], selector func(K, V) KeyValue
 	// The selector needs both the old and the new value of each update.
 	t.info.enable(true)
 	versioned := t.info.versioned
+	topic := new(string)
 	n.instantiate = func(tk *task) (any, error) {
+		ks := ks
+		if *topic != "" {
+			// Keys are compared as the repartition topic's key serde writes them.
+			ks = taskBound(tk, ks, *topic, true)
+		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], KR, change[VR]](func(ctx ProcessorContext[KR, change[VR]], r Record[K, change[V]]) error {
 			in := r.Value
 			if in.stale && versioned {
@@ -102,7 +111,7 @@ func TableGroupBy[K, V, KR, VR any](t KTable[K, V], selector func(K, V) KeyValue
 			return nil
 		}))
 	}
-	g := KGroupedTable[KR, VR]{b: b, n: n, ks: ks, vs: vs, name: c.name}
+	g := KGroupedTable[KR, VR]{b: b, n: n, ks: ks, vs: vs, name: c.name, topic: topic}
 	if c.name != "" {
 		g.shared = new(KStream[KR, change[VR]])
 	}
@@ -189,6 +198,7 @@ func tableRepartition[K, V any](b *Builder, parent *node, topic, sinkName, sourc
 	b.addNode(sink, "", sinkName, parent)
 	sink.instantiate = sinkInstance(sink, func() (serde.Serde[K], serde.Serde[change[V]]) { return ks, vs },
 		func(Record[K, change[V]]) string { return topic })
+	sink.checks = append(sink.checks, checkTopicSerde(ks, topic, true, true), checkTopicSerde(vs, topic, true, false))
 	src := &node{kind: kindSource, topics: []string{topic}, internal: true}
 	b.addNode(src, "", sourceName)
 	src.instantiate = sourceInstance(src, ks, vs)
@@ -221,6 +231,9 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 			topic = g.name + "-repartition"
 		}
 		changes = tableRepartition(b, g.n, topic, sinkName, sourceName, g.ks, changeSerde[V]{g.vs})
+		if g.topic != nil && *g.topic == "" {
+			*g.topic = topic
+		}
 		if g.shared != nil {
 			*g.shared = changes
 		}

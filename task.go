@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/serde"
 	"github.com/kstream-go/kstream/store"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -249,6 +250,13 @@ func (t *task) serializationError(n *node, sinkTopic string, err error) {
 // handle applies handler h to a failure found while processing (not in a produce callback).
 func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 	if t.fatal != nil {
+		return
+	}
+	if errors.Is(ec.Err, serde.ErrUnavailable) {
+		// Weather (a schema registry that stayed unreachable): not the record's fault, so
+		// no handler may skip it or dead-letter it. The task fails without committing it.
+		t.log.Error("kstream: "+ec.Kind.String()+" error: a service the serde needs is unavailable; stopping without committing the record", ec.logAttrs()...)
+		t.fatal = &RecordError{Kind: ec.Kind, Topic: ec.Topic, Partition: ec.Partition, Offset: ec.Offset, Operator: ec.Operator, Err: ec.Err}
 		return
 	}
 	resp := h.HandleError(ec)

@@ -1,6 +1,8 @@
 package kstream
 
 import (
+	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/kstream-go/kstream/serde"
@@ -58,9 +60,14 @@ func storeSerde[T any](d *storeDef, s serde.Serde[T], isKey bool) serde.Serde[T]
 		return s
 	}
 	lb := &lateBound[T]{base: s}
-	d.binds = append(d.binds, func(topic string) {
-		b := serde.ForTopic(s, topic, isKey)
+	var topic string
+	d.binds = append(d.binds, func(t string) {
+		b := serde.ForTopic(s, t, isKey)
 		lb.bound.Store(&b)
+		topic = t
+	})
+	d.checks = append(d.checks, func(ctx context.Context, _ string) error {
+		return checkSerde(ctx, lb.get(), topic, isKey)
 	})
 	return lb
 }
@@ -105,4 +112,79 @@ func storeKeySerde[K any](d *storeDef, s serde.Serde[K]) serde.Serde[K] {
 		return k
 	}
 	return s
+}
+
+// taskBound returns s bound to the application-owned topic "<application.id>-<name>" of task
+// t (an internal topic, or a pseudo topic that only names subjects, as Kafka Streams' FK join
+// names "<registration topic>-pk"), if s is [serde.TopicBound]; else s itself.
+func taskBound[T any](t *task, s serde.Serde[T], name string, isKey bool) serde.Serde[T] {
+	if _, ok := s.(serde.TopicBound[T]); !ok {
+		return s
+	}
+	return serde.ForTopic(s, internalTopic(t.appID, name), isKey)
+}
+
+// serdeChecker is a serde that prepares to write at start: the Schema Registry serdes'
+// Check registers (or looks up, or fetches) the schema they write with, and fails on a
+// schema the registry refuses as incompatible.
+type serdeChecker interface {
+	Check(ctx context.Context) error
+}
+
+// startCheck is run by [App.Run] before the application joins its group, with the
+// application id (which names internal topics).
+type startCheck func(ctx context.Context, appID string) error
+
+// checkTopicSerde returns the start check of s, the key (isKey) or value serde of a sink
+// that writes topic (an internal topic's short name if internal).
+func checkTopicSerde[T any](s serde.Serde[T], topic string, internal, isKey bool) startCheck {
+	return func(ctx context.Context, appID string) error {
+		if _, ok := s.(serde.TopicBound[T]); !ok {
+			if _, ok := s.(serdeChecker); !ok {
+				return nil
+			}
+		}
+		if internal {
+			topic = internalTopic(appID, topic)
+		}
+		return checkSerde(ctx, serde.ForTopic(s, topic, isKey), topic, isKey)
+	}
+}
+
+// checkSerde checks s, bound to topic, if it is a serdeChecker.
+func checkSerde[T any](ctx context.Context, s serde.Serde[T], topic string, isKey bool) error {
+	c, ok := s.(serdeChecker)
+	if !ok {
+		return nil
+	}
+	if err := c.Check(ctx); err != nil {
+		what := "value"
+		if isKey {
+			what = "key"
+		}
+		return fmt.Errorf("the %s serde of topic %q: %w", what, topic, err)
+	}
+	return nil
+}
+
+// startChecks runs the start checks of t's sinks and stores: every Schema Registry serde
+// that the application writes with registers or finds its schema before the first record,
+// so that a schema the registry refuses is an error at start that names the operator or
+// store, the subject and the registry's message, not a failure of the first record.
+func (t *Topology) startChecks(ctx context.Context, appID string) error {
+	for _, n := range t.nodes {
+		for _, check := range n.checks {
+			if err := check(ctx, appID); err != nil {
+				return fmt.Errorf("kstream: operator %s: %w", n.name, err)
+			}
+		}
+	}
+	for _, d := range t.stores {
+		for _, check := range d.checks {
+			if err := check(ctx, appID); err != nil {
+				return fmt.Errorf("kstream: store %q: %w", d.name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -54,6 +54,8 @@ func versionedStoreDef[K, V any](d *storeDef, ks serde.Serde[K], vs serde.Serde[
 	d.timestamped = false
 	d.codec = store.NewVersionedChangelog(d.historyRetention)
 	name, ret := d.name, d.historyRetention
+	ks, vs = storeSerde(d, ks, true), storeSerde(d, vs, false)
+	d.key, d.value = ks, vs
 	d.typed = func(b store.Backend) any { return store.NewVersionedKeyValueStore(name, b, ks, vs, ret) }
 	d.query = newQueryCodec(VersionedKind, ks, vs, false)
 }
@@ -75,6 +77,7 @@ type asOfGetter[K, V any] func(k K, asOf int64) (v V, ts int64, ok bool, err err
 // Streams' KTableSource over a versioned store.
 func versionedSourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], vs serde.Serde[V]) KTable[K, V] {
 	versionedStoreDef(d, ks, vs)
+	storeKs := storeKeySerde(d, ks) // bound to the store's topic, as the store's own
 	info := storedInfo()
 	info.versioned = true
 	n.instantiate = func(t *task) (any, error) {
@@ -83,7 +86,7 @@ func versionedSourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.S
 			return nil, err
 		}
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
-			if drop, err := nullKeyDropped(t, n, ks, r); drop || err != nil {
+			if drop, err := nullKeyDropped(t, n, storeKs, r); drop || err != nil {
 				return err
 			}
 			old, had, err := st.Get(r.Key)

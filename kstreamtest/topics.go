@@ -42,6 +42,9 @@ func CreateInputTopic[K, V any](d *Driver, topic string, ks serde.Serde[K], vs s
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// Serdes that depend on the topic (serde.TopicBound: the Schema Registry serdes) are
+	// bound to it, as a producer's are.
+	ks, vs = serde.ForTopic(ks, topic, true), serde.ForTopic(vs, topic, false)
 	return &InputTopic[K, V]{d: d, topic: topic, ks: ks, vs: vs, now: o.start, advance: o.advance}
 }
 
@@ -127,6 +130,7 @@ type OutputTopic[K, V any] struct {
 
 // CreateOutputTopic returns a typed reader of topic, from its first record.
 func CreateOutputTopic[K, V any](d *Driver, topic string, ks serde.Serde[K], vs serde.Serde[V]) *OutputTopic[K, V] {
+	ks, vs = serde.ForTopic(ks, topic, true), serde.ForTopic(vs, topic, false)
 	return &OutputTopic[K, V]{d: d, topic: topic, ks: ks, vs: vs}
 }
 

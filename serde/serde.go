@@ -22,6 +22,7 @@ package serde
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -39,6 +40,15 @@ type Serde[T any] interface {
 	// Deserialize decodes b. b is nil for a Kafka null.
 	Deserialize(b []byte) (T, error)
 }
+
+// ErrUnavailable is matched (with errors.Is) by the errors of a serde that could not reach a
+// service it needs: the Schema Registry serdes' registry.ErrRegistryUnavailable, once their
+// retries are spent. It is weather, not bad input, and kstream does not give such a record to
+// the error handlers (it is neither skipped nor dead-lettered): the task fails with the
+// error, nothing after the last commit is committed, and the record is processed again
+// when the application runs again. A serde of one's own that calls a service may wrap it
+// for the same treatment.
+var ErrUnavailable = errors.New("serde: a service the serde needs is unavailable")
 
 // Funcs builds a Serde from two functions.
 func Funcs[T any](ser func(T) ([]byte, error), de func([]byte) (T, error)) Serde[T] {

@@ -7,13 +7,23 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/kstream-go/kstream/serde"
 )
 
 // ErrRegistryUnavailable is wrapped by the errors of requests that failed because the
 // registry could not be reached or answered 5xx, 408 or 429, once the retries that
 // [Retry.For] allows are spent or the client is closed. It is weather, not bad input: a
 // runtime that sees it should retry the record or stop, never drop it or dead-letter it.
-var ErrRegistryUnavailable = errors.New("schema registry unavailable")
+// It matches [serde.ErrUnavailable] (with errors.Is), which kstream's runtime acts on.
+var ErrRegistryUnavailable error = unavailable{}
+
+type unavailable struct{}
+
+func (unavailable) Error() string { return "schema registry unavailable" }
+
+// Is makes ErrRegistryUnavailable match serde.ErrUnavailable.
+func (unavailable) Is(target error) bool { return target == serde.ErrUnavailable }
 
 // The errors below are wrapped by the serdes' errors, which [errors.Is] tells apart.
 var (
