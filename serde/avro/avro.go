@@ -18,6 +18,11 @@
 // to the next: the bytes of a value holding a map with more than one entry are not fixed,
 // so such a type should not be a key (partitioning and stores compare key bytes).
 //
+// Arrays and maps are written in one block, as Apache Avro's Java library writes them.
+// Decimals whose unscaled value is -2^(8k-1) (-128, -32768, ...) take one byte more than
+// Java's encoding (hamba/avro's); Java reads them. docs/serdes.md ("Interop with Java")
+// lists what is checked against Java byte for byte.
+//
 // A serde names its subject after the topic by default, so kstream binds it to each topic
 // it is used with (see serde.TopicBound). Package serde/registry describes the client, the
 // options and the errors.
@@ -29,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 
@@ -42,10 +48,19 @@ import (
 
 // api is the Avro configuration of every serde of this package. Its limits keep a corrupt
 // payload from allocating more than a record could hold.
+//
+// Arrays and maps are written as Apache Avro's Java library (and so Confluent's
+// serializer) writes them: in one block, its item count then the items, then the 0 that
+// ends the array or map. hamba/avro's defaults would write blocks of 100 items, each with
+// a negative count and its size in bytes: valid Avro that Java reads, but other bytes for
+// the same value, so that a key holding an array would not match the same key written by
+// Java (serde/testdata/interop checks the bytes against Java's).
 var api = havro.Config{
-	TagKey:            "avro",
-	MaxByteSliceSize:  64 << 20, // a string or bytes value
-	MaxSliceAllocSize: 1 << 20,  // elements of an array
+	TagKey:                 "avro",
+	MaxByteSliceSize:       64 << 20, // a string or bytes value
+	MaxSliceAllocSize:      1 << 20,  // elements of an array
+	DisableBlockSizeHeader: true,
+	BlockLength:            math.MaxInt32,
 }.Freeze()
 
 // maxPooledBuf is the largest encoding buffer returned to the pool.

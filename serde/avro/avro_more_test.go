@@ -664,3 +664,40 @@ func TestAppendSerialize(t *testing.T) {
 	_ = context.Background
 	_ = havro.Marshal
 }
+
+// Arrays and maps are written as Apache Avro's Java library writes them: one block, its
+// item count (not hamba/avro's default negative count and byte size, in blocks of 100),
+// then the closing 0. interop_test.go checks more against Java's own bytes.
+func TestArraysAndMapsInOneBlock(t *testing.T) {
+	reg := srtest.New(t)
+	c := reg.Client(registry.Config{})
+	arr := newSerde[[]int64](t, c, `{"type": "array", "items": "long"}`, registry.Options{}).Bind("a", false)
+	long := make([]int64, 150)
+	for i := range long {
+		long[i] = 1
+	}
+	for _, tc := range []struct {
+		v    []int64
+		want []byte
+	}{
+		{[]int64{1, -2}, []byte{0x04, 0x02, 0x03, 0x00}},
+		{[]int64{}, []byte{0x00}},
+		{long, append(append([]byte{0xac, 0x02}, bytes.Repeat([]byte{0x02}, 150)...), 0x00)}, // count 150, then 150 ones
+	} {
+		b, err := arr.Serialize(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b[5:]; !bytes.Equal(got, tc.want) {
+			t.Errorf("array of %d: %x, want %x", len(tc.v), got, tc.want)
+		}
+	}
+	m := newSerde[map[string]int32](t, c, `{"type": "map", "values": "int"}`, registry.Options{}).Bind("m", false)
+	b, err := m.Serialize(map[string]int32{"k": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b[5:], []byte{0x02, 0x02, 'k', 0x0e, 0x00}; !bytes.Equal(got, want) {
+		t.Errorf("map: %x, want %x", got, want)
+	}
+}

@@ -10,6 +10,11 @@
 // reaches the topic. Reading decodes the JSON into T, and validates it against its
 // writer's schema if asked to.
 //
+// The JSON is encoding/json's, without its HTML escaping (<, > and & are written as they
+// are, as Jackson writes them). It differs from Jackson's in a few places, listed in
+// docs/serdes.md ("Interop with Java"): whole doubles (10, Jackson 10.0), U+2028 and
+// U+2029, characters beyond U+FFFF, and the hex digits' case of escaped control characters.
+//
 // A serde names its subject after the topic by default, so kstream binds it to each topic
 // it is used with (see serde.TopicBound); with the record-naming strategies, the record
 // name is the schema's "title". Package serde/registry describes the client, the options
@@ -195,7 +200,7 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) ([]byte, bool, e
 	if err != nil {
 		return dst, false, err
 	}
-	body, err := json.Marshal(x)
+	body, err := marshal(x)
 	if err != nil {
 		return dst, false, s.errorf("serialize", w.id, fmt.Errorf("%w: %w", registry.ErrInvalidValue, err))
 	}
@@ -208,6 +213,20 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) ([]byte, bool, e
 		dst = make([]byte, 0, len(w.header)+len(body))
 	}
 	return append(append(dst, w.header...), body...), false, nil
+}
+
+// marshal is json.Marshal without its HTML escaping: <, > and & are written as they are,
+// as Jackson (and so Confluent's KafkaJsonSchemaSerializer) writes them, not as \u003c,
+// \u003e and \u0026, so that Go and Java write the same bytes for the same value
+// (serde/testdata/interop checks them against Jackson's).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func validate(schema *js.Schema, doc []byte) error {

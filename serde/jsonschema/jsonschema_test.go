@@ -253,3 +253,22 @@ func TestIncompatibleAndDown(t *testing.T) {
 		t.Errorf("%d retries, want 2", len(clock.Slept()))
 	}
 }
+
+// <, > and & are written as they are, as Jackson writes them, not as encoding/json's
+// \u003c, \u003e and \u0026; no newline follows the JSON.
+func TestNoHTMLEscaping(t *testing.T) {
+	reg := srtest.New(t)
+	c := reg.Client(registry.Config{})
+	s := newSerde[Order](t, c, orderSchema, jsonschema.Options{}).Bind("orders", false)
+	note := "<b>fish & chips</b>"
+	b, err := s.Serialize(Order{ID: "o-<1>", Qty: 1, Note: &note})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b[5:]), `{"id":"o-<1>","qty":1,"note":"<b>fish & chips</b>"}`; got != want {
+		t.Errorf("JSON %s, want %s", got, want)
+	}
+	if got, err := s.Deserialize(b); err != nil || got.ID != "o-<1>" || *got.Note != note {
+		t.Errorf("read back %+v, %v", got, err)
+	}
+}

@@ -17,6 +17,11 @@
 // schema id is a Protobuf schema known to the registry, once per id. It does not check
 // that the message indexes name T's type.
 //
+// The payload is protobuf-go's deterministic encoding, which writes a set oneof field after
+// the message's other fields, where protobuf-java writes fields in number order: such a
+// message has other bytes than Java's (each reads the other's; docs/serdes.md, "Interop
+// with Java").
+//
 // A serde names its subject after the topic by default, so kstream binds it to each topic
 // it is used with (see serde.TopicBound). Package serde/registry describes the client, the
 // options and the errors.
