@@ -1,6 +1,7 @@
 package kstream
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -74,6 +75,11 @@ func unixMs(t time.Time) int64 { return t.UnixMilli() }
 // ChangedDeserializer (the same layouts with an is-latest byte before the flag), which
 // versioned tables use.
 type changeSerde[V any] struct{ inner serde.Serde[V] }
+
+// WithContext passes ctx to the inner serde.
+func (s changeSerde[V]) WithContext(ctx context.Context) serde.Serde[change[V]] {
+	return changeSerde[V]{serde.WithContext(s.inner, ctx)}
+}
 
 // ForTopic binds the inner serde to topic, as Java's ChangedSerializer passes its topic on.
 func (s changeSerde[V]) ForTopic(topic string, isKey bool) serde.Serde[change[V]] {

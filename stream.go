@@ -184,7 +184,7 @@ func sourceInstance[K, V any](n *node, ks serde.Serde[K], vs serde.Serde[V]) fun
 		if err != nil {
 			return nil, err
 		}
-		kt, vt := newTopicSerdes(ks, true), newTopicSerdes(vs, false)
+		kt, vt := newTopicSerdes(t.env.Context(), ks, true), newTopicSerdes(t.env.Context(), vs, false)
 		return sourceFn(func(raw *rawRecord) {
 			k, err := deserialize(kt.forTopic(raw.Topic), raw.Key)
 			if err != nil {
@@ -476,7 +476,7 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[V]), topicOf func(Record[K, V]) string) func(t *task) (any, error) {
 	return func(t *task) (any, error) {
 		ks, vs := serdes()
-		kt, vt := newTopicSerdes(ks, true), newTopicSerdes(vs, false)
+		kt, vt := newTopicSerdes(t.env.Context(), ks, true), newTopicSerdes(t.env.Context(), vs, false)
 		return func(r Record[K, V]) {
 			defer t.recoverIn(n)
 			topic := topicOf(r)

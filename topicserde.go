@@ -17,6 +17,9 @@ type topicSerdes[T any] struct {
 	base  serde.Serde[T]
 	isKey bool
 	bind  bool // base implements serde.TopicBound
+	// ctx is done when the instance shuts down; a bound serde that may wait on a service
+	// (serde.ContextBound) is given it.
+	ctx context.Context
 	// last is the topic of the last lookup and its serde: a source or sink reads or
 	// writes one topic most of the time.
 	last      string
@@ -24,9 +27,12 @@ type topicSerdes[T any] struct {
 	bound     map[string]serde.Serde[T]
 }
 
-func newTopicSerdes[T any](s serde.Serde[T], isKey bool) *topicSerdes[T] {
+func newTopicSerdes[T any](ctx context.Context, s serde.Serde[T], isKey bool) *topicSerdes[T] {
 	_, bind := s.(serde.TopicBound[T])
-	return &topicSerdes[T]{base: s, isKey: isKey, bind: bind}
+	if _, ok := s.(serde.ContextBound[T]); ok && !bind {
+		s = serde.WithContext(s, ctx)
+	}
+	return &topicSerdes[T]{base: s, isKey: isKey, bind: bind, ctx: ctx}
 }
 
 // forTopic returns the serde to use with topic.
@@ -42,7 +48,7 @@ func (b *topicSerdes[T]) forTopic(topic string) serde.Serde[T] {
 		if b.bound == nil {
 			b.bound = map[string]serde.Serde[T]{}
 		}
-		s = serde.ForTopic(b.base, topic, b.isKey)
+		s = serde.WithContext(serde.ForTopic(b.base, topic, b.isKey), b.ctx)
 		b.bound[topic] = s
 	}
 	b.last, b.lastSerde = topic, s
@@ -67,6 +73,11 @@ func storeSerde[T any](d *storeDef, s serde.Serde[T], isKey bool) serde.Serde[T]
 		topic = t
 	})
 	d.checks = append(d.checks, func(ctx context.Context, _ string) error {
+		// The store's serde ends its waits on a service when the application stops.
+		if b := lb.get(); b != nil {
+			b = serde.WithContext(b, ctx)
+			lb.bound.Store(&b)
+		}
 		return checkSerde(ctx, lb.get(), topic, isKey)
 	})
 	return lb

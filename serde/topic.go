@@ -1,5 +1,7 @@
 package serde
 
+import "context"
+
 // TopicBound is implemented by serdes whose bytes depend on the topic they are written to or
 // read from, and on whether they encode a record's key or its value. The serdes of the
 // Confluent Schema Registry (packages serde/avro, serde/protobuf and serde/jsonschema) are
@@ -44,4 +46,37 @@ func (s timeWindowed[K]) ForTopic(topic string, isKey bool) Serde[Windowed[K]] {
 // ForTopic binds the inner key serde to topic.
 func (s sessionWindowed[K]) ForTopic(topic string, isKey bool) Serde[Windowed[K]] {
 	return sessionWindowed[K]{inner: ForTopic(s.inner, topic, isKey)}
+}
+
+// ContextBound is implemented by serdes whose calls may wait on a service: the Schema
+// Registry serdes wait out a registry outage, retrying. kstream calls WithContext with a
+// context that is done when the application shuts down, and uses the serde it returns, so
+// that a shutdown does not wait for the service: a call cut short returns an error that
+// wraps [ErrUnavailable] (the record is then neither skipped nor committed).
+type ContextBound[T any] interface {
+	// WithContext returns the serde whose calls end when ctx is done. It must not block.
+	WithContext(ctx context.Context) Serde[T]
+}
+
+// WithContext returns s.WithContext(ctx) if s implements [ContextBound], or s itself.
+func WithContext[T any](s Serde[T], ctx context.Context) Serde[T] {
+	if cb, ok := s.(ContextBound[T]); ok {
+		return cb.WithContext(ctx)
+	}
+	return s
+}
+
+// WithContext passes ctx to the wrapped serde.
+func (n nullable[T]) WithContext(ctx context.Context) Serde[*T] {
+	return nullable[T]{WithContext(n.inner, ctx)}
+}
+
+// WithContext passes ctx to the inner key serde.
+func (s timeWindowed[K]) WithContext(ctx context.Context) Serde[Windowed[K]] {
+	return timeWindowed[K]{inner: WithContext(s.inner, ctx), size: s.size}
+}
+
+// WithContext passes ctx to the inner key serde.
+func (s sessionWindowed[K]) WithContext(ctx context.Context) Serde[Windowed[K]] {
+	return sessionWindowed[K]{inner: WithContext(s.inner, ctx)}
 }
