@@ -426,10 +426,10 @@ func run(o options, selected []scenario) error {
 	stamp := time.Now().UnixNano()
 	newEnv := func(s scenario, run string) *runEnv {
 		return &runEnv{
-			brokers: brokers,
-			in:      fmt.Sprintf("bench-%x-%s-%s-in", stamp, s.name, run),
-			in2:     fmt.Sprintf("bench-%x-%s-%s-in2", stamp, s.name, run),
-			out:     fmt.Sprintf("bench-%x-%s-%s-out", stamp, s.name, run),
+			brokers:  brokers,
+			in:       fmt.Sprintf("bench-%x-%s-%s-in", stamp, s.name, run),
+			in2:      fmt.Sprintf("bench-%x-%s-%s-in2", stamp, s.name, run),
+			out:      fmt.Sprintf("bench-%x-%s-%s-out", stamp, s.name, run),
 			group:    fmt.Sprintf("bench-%x-%s-%s", stamp, s.name, run),
 			logger:   logger,
 			registry: src,
