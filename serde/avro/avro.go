@@ -29,10 +29,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
+	"unsafe"
 
 	havro "github.com/hamba/avro/v2"
+	"github.com/modern-go/reflect2"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/kstream-go/kstream/serde"
@@ -75,6 +78,9 @@ type shared struct {
 	parsed     srcore.Lazy[havro.Schema]
 	decoders   srcore.ByID[havro.Schema] // schema id -> schema to decode with
 	nilable    bool
+	// vals pools the *T (of the serde's T) that values are decoded into and encoded from,
+	// so that neither escapes to the heap per call (hamba's API takes an any).
+	vals sync.Pool
 }
 
 // writer is what a binding writes with.
@@ -82,6 +88,9 @@ type writer struct {
 	id     int
 	schema havro.Schema
 	header []byte
+	// enc encodes a T through a pointer to it, as WriteVal does with a boxed T; nil if T is
+	// an interface or pointer-shaped (boxed without an allocation: WriteVal is used).
+	enc havro.ValEncoder
 }
 
 // New returns an Avro serde for T that reads and writes with schema, an Avro schema in its
@@ -170,7 +179,17 @@ func (s *Serde[T]) writer(ctx context.Context) (*writer, error) {
 		if err != nil {
 			return nil, s.b.Errorf("serialize", id, err)
 		}
-		return &writer{id: id, schema: schema, header: registry.AppendHeader(nil, id)}, nil
+		w := &writer{id: id, schema: schema, header: registry.AppendHeader(nil, id)}
+		if rt := reflect.TypeFor[T](); rt.Kind() != reflect.Interface {
+			// WriteVal(schema, x) encodes reflect2.PtrOf(x) with the encoder of x's type,
+			// wrapped in a dereference when the type is pointer-shaped (its boxed value is
+			// the pointer itself): the same encoder given a pointer to a copy of the value
+			// encodes the same bytes.
+			if typ := reflect2.Type2(rt); !typ.LikePtr() {
+				w.enc = api.EncoderOf(schema, typ)
+			}
+		}
+		return w, nil
 	})
 }
 
@@ -189,8 +208,7 @@ func (s *Serde[T]) AppendSerialize(dst []byte, v T) (out []byte, isNull bool, er
 }
 
 func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) (out []byte, isNull bool, err error) {
-	x := any(v)
-	if s.s.nilable && srcore.IsNil(x) {
+	if s.s.nilable && srcore.IsNil(any(v)) {
 		return dst, true, nil
 	}
 	w, err := s.writer(context.Background())
@@ -200,7 +218,15 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) (out []byte, isN
 	enc := writers.Get().(*havro.Writer)
 	enc.Reset(nil)
 	enc.Error = nil
-	if err := write(enc, w.schema, x); err != nil {
+	if w.enc != nil {
+		p := s.val()
+		*p = v
+		err = encode(enc, w.enc, unsafe.Pointer(p))
+		s.putVal(p)
+	} else {
+		err = write(enc, w.schema, any(v))
+	}
+	if err != nil {
 		writers.Put(enc)
 		return dst, false, s.b.Invalid(w.id, err)
 	}
@@ -228,6 +254,32 @@ func write(enc *havro.Writer, schema havro.Schema, x any) (err error) {
 	return enc.Error
 }
 
+// encode encodes the value at p with e, turning a panic of the encoder into an error.
+func encode(enc *havro.Writer, e havro.ValEncoder, p unsafe.Pointer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("avro encoder panicked: %v", r)
+		}
+	}()
+	e.Encode(p, enc)
+	return enc.Error
+}
+
+// val returns a *T holding the zero T, from the serde's pool.
+func (s *Serde[T]) val() *T {
+	if p, ok := s.s.vals.Get().(*T); ok {
+		return p
+	}
+	return new(T)
+}
+
+// putVal zeroes *p (the pool must not keep what a value refers to) and pools p.
+func (s *Serde[T]) putVal(p *T) {
+	var zero T
+	*p = zero
+	s.s.vals.Put(p)
+}
+
 // Deserialize decodes b, written with the schema whose id its header holds, into a T, with
 // Avro's schema resolution from that schema to the serde's own. nil (a Kafka null)
 // decodes to the zero T.
@@ -244,7 +296,11 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 	if err != nil {
 		return v, s.b.Errorf("deserialize", id, err)
 	}
-	if err := read(schema, payload, &v); err != nil {
+	p := s.val()
+	err = read(schema, payload, p)
+	v = *p
+	s.putVal(p)
+	if err != nil {
 		return v, s.b.Corrupt(id, err)
 	}
 	return v, nil
