@@ -948,6 +948,9 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		}
 		n := n * float64(inputsOf(s))
 		mb := mb * float64(inputsOf(s))
+		if size, ok := meanValueSize(s.name); ok {
+			mb = n * size / 1e6 // the serde scenarios' encoded values, not -value-size
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.0f\t%v\t%s\t%s\t%s\t\n",
 			s.name, o.records*inputsOf(s), m.outRecords, len(results[s.name]),
 			sm.best.seconds, m.seconds, n/sm.best.seconds, n/m.seconds, mb/m.seconds,

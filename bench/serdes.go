@@ -256,6 +256,22 @@ var valueBytes = struct {
 	m map[string][2]int64
 }{m: map[string][2]int64{}}
 
+// meanValueSize is the mean size of the input values of serde scenario name (ok false for
+// other scenarios, or before its input was filled).
+func meanValueSize(name string) (float64, bool) {
+	_, f, ok := srScenario(name)
+	if !ok {
+		return 0, false
+	}
+	valueBytes.Lock()
+	defer valueBytes.Unlock()
+	c := valueBytes.m[f]
+	if c[1] == 0 {
+		return 0, false
+	}
+	return float64(c[0]) / float64(c[1]), true
+}
+
 func valuesOf[V any](name string, f format[V]) valuesFunc {
 	return func(env *runEnv, o options) (func(i int) ([]byte, error), error) {
 		s, err := f.serde(env.registry)
@@ -358,7 +374,7 @@ func printSerdes(o options, selected []scenario, sums map[string]summary) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "serde\tvalue B\tmedian rec/s\tvs json (median)\tvs json (best)\tallocs/rec\tB/rec\tCPU µs/rec\tCPU vs json\ttarget\t")
 	for _, name := range names {
-		kind, f, _ := srScenario(name)
+		kind, _, _ := srScenario(name)
 		m, best := sums[name].median, sums[name].best
 		vs, vsBest, cpuVs := "-", "-", "-"
 		if ref, ok := sums[kind+"-json"]; ok {
@@ -367,11 +383,9 @@ func printSerdes(o options, selected []scenario, sums map[string]summary) {
 			cpuVs = fmt.Sprintf("%.2fx", ref.median.cpuSeconds/m.cpuSeconds)
 		}
 		size := "-"
-		valueBytes.Lock()
-		if c := valueBytes.m[f]; c[1] > 0 {
-			size = fmt.Sprintf("%.0f", float64(c[0])/float64(c[1]))
+		if b, ok := meanValueSize(name); ok {
+			size = fmt.Sprintf("%.0f", b)
 		}
-		valueBytes.Unlock()
 		target := serdeTarget(name, sums)
 		if target == "" {
 			target = "(reference)"
