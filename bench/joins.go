@@ -25,7 +25,7 @@ const (
 // fillSame fills the second input with the first one's records: the same keys, values and
 // timestamps (see fill), so that each record of in meets its twin in in2.
 func fillSame(ctx context.Context, k *kafka, o options, topic string, first filled) error {
-	_, err := k.fillFrom(ctx, topic, o, keepAll, true, true, first.startMs)
+	_, err := k.fillFrom(ctx, topic, o, keepAll, true, true, first.startMs, nil)
 	return err
 }
 

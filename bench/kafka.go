@@ -144,12 +144,17 @@ type filled struct {
 // ago, so that the input covers eventTimeSpan/windowSize tumbling windows exactly; otherwise
 // the producer's time. Every call with the same options produces the same keys and values.
 func (k *kafka) fill(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeyed, eventTime bool) (filled, error) {
-	return k.fillFrom(ctx, topic, o, keep, countKeyed, eventTime, 0)
+	return k.fillFrom(ctx, topic, o, keep, countKeyed, eventTime, 0, nil)
 }
 
-// fillFrom is fill with the event time starting at startMs (0: the wall clock's minute 10
-// minutes ago), so that a second input can have the first one's timestamps.
-func (k *kafka) fillFrom(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeyed, eventTime bool, startMs int64) (filled, error) {
+// fillValues is fill with value i values(i) instead of random bytes, if values is not nil.
+func (k *kafka) fillValues(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeyed, eventTime bool, values func(int) ([]byte, error)) (filled, error) {
+	return k.fillFrom(ctx, topic, o, keep, countKeyed, eventTime, 0, values)
+}
+
+// fillFrom is fillValues with the event time starting at startMs (0: the wall clock's
+// minute 10 minutes ago), so that a second input can have the first one's timestamps.
+func (k *kafka) fillFrom(ctx context.Context, topic string, o options, keep func([]byte) bool, countKeyed, eventTime bool, startMs int64, values func(int) ([]byte, error)) (filled, error) {
 	var res filled
 	partitioner := kgo.ManualPartitioner()
 	if countKeyed {
@@ -207,6 +212,12 @@ func (k *kafka) fillFrom(ctx context.Context, topic string, o options, keep func
 			binary.BigEndian.PutUint64(key, uint64(i))
 		}
 		_, _ = rng.Read(val)
+		if values != nil {
+			var err error
+			if val, err = values(i); err != nil {
+				return res, fmt.Errorf("value %d: %w", i, err)
+			}
+		}
 		if keep(val) {
 			res.kept++
 		}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/embedded"
+	"github.com/kstream-go/kstream/serde/registry"
 )
 
 // scenarioCap bounds one scenario (fill, timed phase, shutdown, clean-up).
@@ -130,6 +131,11 @@ type scenario struct {
 	// partitions, if set, is the number of partitions of the scenario's topics instead of
 	// -partitions (the *-1000p scenarios, scale.go).
 	partitions int
+	// values, if set, makes the input values: value i is values(env, o)(i) instead of
+	// random bytes (the serde scenarios, serdes.go).
+	values valuesFunc
+	// registry: the scenario needs the Schema Registry (runEnv.registry).
+	registry bool
 }
 
 // runEnv is what a scenario run gets.
@@ -154,6 +160,9 @@ type runEnv struct {
 	onApp func(*kstream.App)
 	// stats: the app's Stats when its Run returned (stateful scenarios).
 	stats *kstream.Stats
+	// registry is the process's Schema Registry client (nil unless a selected scenario
+	// needs it).
+	registry *registry.Client
 }
 
 var scenarios = []scenario{
@@ -367,12 +376,17 @@ func run(o options, selected []scenario) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	brokers := o.brokers
+	srURL := registryURL // -registry, or the embedded broker's
 	where := "external cluster " + strings.Join(brokers, ",")
 	onlyRSS := !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss })
 	if len(brokers) == 0 && onlyRSS {
 		where = "embedded broker in a child process (rss-pebble)"
 	} else if len(brokers) == 0 {
-		b, err := embedded.Start(embedded.Logger(logger))
+		opts := []embedded.Option{embedded.Logger(logger)}
+		if slices.ContainsFunc(selected, func(s scenario) bool { return s.registry }) {
+			opts = append(opts, embedded.SchemaRegistry(0)) // the serde scenarios' registry
+		}
+		b, err := embedded.Start(opts...)
 		if err != nil {
 			return fmt.Errorf("starting the embedded broker: %w", err)
 		}
@@ -383,6 +397,17 @@ func run(o options, selected []scenario) error {
 		}()
 		brokers = b.Brokers()
 		where = "embedded broker (in this process) at " + b.Addr()
+		if url := b.RegistryURL(); url != "" {
+			srURL = url
+			where += ", schema registry at " + url
+		}
+	}
+	src, err := newRegistryClient(selected, srURL, len(o.brokers) > 0)
+	if err != nil {
+		return err
+	}
+	if src != nil {
+		defer src.Close()
 	}
 	var k *kafka // the harness's client of the shared broker (none when only rss-pebble runs)
 	if !onlyRSS {
@@ -401,12 +426,13 @@ func run(o options, selected []scenario) error {
 	stamp := time.Now().UnixNano()
 	newEnv := func(s scenario, run string) *runEnv {
 		return &runEnv{
-			brokers: brokers,
-			in:      fmt.Sprintf("bench-%x-%s-%s-in", stamp, s.name, run),
-			in2:     fmt.Sprintf("bench-%x-%s-%s-in2", stamp, s.name, run),
-			out:     fmt.Sprintf("bench-%x-%s-%s-out", stamp, s.name, run),
-			group:   fmt.Sprintf("bench-%x-%s-%s", stamp, s.name, run),
-			logger:  logger,
+			brokers:  brokers,
+			in:       fmt.Sprintf("bench-%x-%s-%s-in", stamp, s.name, run),
+			in2:      fmt.Sprintf("bench-%x-%s-%s-in2", stamp, s.name, run),
+			out:      fmt.Sprintf("bench-%x-%s-%s-out", stamp, s.name, run),
+			group:    fmt.Sprintf("bench-%x-%s-%s", stamp, s.name, run),
+			logger:   logger,
+			registry: src,
 		}
 	}
 
@@ -584,7 +610,13 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 	if keep == nil {
 		keep = keepAll
 	}
-	in, err := k.fill(ctx, env.in, o, keep, s.countKeys, s.eventTime)
+	var values func(int) ([]byte, error)
+	if s.values != nil {
+		if values, err = s.values(env, o); err != nil {
+			return nil, err
+		}
+	}
+	in, err := k.fillValues(ctx, env.in, o, keep, s.countKeys, s.eventTime, values)
 	if err != nil {
 		return nil, fmt.Errorf("filling input topic %s: %w", env.in, err)
 	}
@@ -904,6 +936,9 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetJoinVsCountPebble))
 			}
 		}
+		if t := serdeTarget(s.name, sums); t != "" {
+			target = t
+		}
 		if s.name == "count-eos" {
 			target = fmt.Sprintf(">= %.2fx alos", targetEOSVsALOS)
 			if haveALOS {
@@ -913,6 +948,9 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		}
 		n := n * float64(inputsOf(s))
 		mb := mb * float64(inputsOf(s))
+		if size, ok := meanValueSize(s.name); ok {
+			mb = n * size / 1e6 // the serde scenarios' encoded values, not -value-size
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.3f\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.0f\t%v\t%s\t%s\t%s\t\n",
 			s.name, o.records*inputsOf(s), m.outRecords, len(results[s.name]),
 			sm.best.seconds, m.seconds, n/sm.best.seconds, n/m.seconds, mb/m.seconds,
@@ -958,6 +996,7 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 	}
 
 	printScale(o, sums)
+	printSerdes(o, selected, sums)
 	if len(latencies) > 0 {
 		printLatencies(o, latencies, results)
 	}

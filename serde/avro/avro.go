@@ -35,10 +35,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
+	"unsafe"
 
 	havro "github.com/hamba/avro/v2"
+	"github.com/modern-go/reflect2"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/kstream-go/kstream/serde"
@@ -75,12 +78,11 @@ var readers = sync.Pool{New: func() any { return havro.NewReader(nil, 0, havro.W
 // [New]; bind it to a topic with [Serde.ForTopic] (kstream does so for every topic it uses
 // the serde with).
 type Serde[T any] struct {
-	s       *shared
-	binding srcore.Binding
-	subject string
-	subErr  error // why the serde has no subject
-	w       *srcore.Lazy[*writer]
+	s *shared
+	b *srcore.Bound[*writer]
 }
+
+var format = srcore.Format{Name: "avro", Type: sr.TypeAvro, TypeName: "Avro"}
 
 // shared is what the bindings of one serde share.
 type shared struct {
@@ -91,6 +93,9 @@ type shared struct {
 	parsed     srcore.Lazy[havro.Schema]
 	decoders   srcore.ByID[havro.Schema] // schema id -> schema to decode with
 	nilable    bool
+	// vals pools the *T (of the serde's T) that values are decoded into and encoded from,
+	// so that neither escapes to the heap per call (hamba's API takes an any).
+	vals sync.Pool
 }
 
 // writer is what a binding writes with.
@@ -98,6 +103,9 @@ type writer struct {
 	id     int
 	schema havro.Schema
 	header []byte
+	// enc encodes a T through a pointer to it, as WriteVal does with a boxed T; nil if T is
+	// an interface or pointer-shaped (boxed without an allocation: WriteVal is used).
+	enc havro.ValEncoder
 }
 
 // New returns an Avro serde for T that reads and writes with schema, an Avro schema in its
@@ -137,9 +145,7 @@ func New[T any](c *registry.Client, schema string, opts registry.Options) (*Serd
 }
 
 func newBinding[T any](sh *shared, b srcore.Binding) *Serde[T] {
-	s := &Serde[T]{s: sh, binding: b, w: new(srcore.Lazy[*writer])}
-	s.subject, s.subErr = b.Subject(sh.opts.Subject, sh.recordName)
-	return s
+	return &Serde[T]{s: sh, b: srcore.NewBound[*writer](format, b, sh.opts.Subject, sh.recordName)}
 }
 
 // ForTopic returns the serde bound to topic, for keys if isKey is true and for values
@@ -157,7 +163,7 @@ func (s *Serde[T]) Bind(topic string, isKey bool) *Serde[T] {
 
 // Subject returns the subject of the serde's schema, or an error wrapping
 // registry.ErrUnbound if the strategy needs a topic and the serde has none.
-func (s *Serde[T]) Subject() (string, error) { return s.subject, s.subErr }
+func (s *Serde[T]) Subject() (string, error) { return s.b.Subject() }
 
 // Check prepares the serde to write, as its first Serialize would: it registers its schema
 // under its subject (or looks it up, or fetches the latest or pinned one, as the options
@@ -171,27 +177,34 @@ func (s *Serde[T]) Check(ctx context.Context) error {
 }
 
 func (s *Serde[T]) writer(ctx context.Context) (*writer, error) {
-	return s.w.Get(func() (*writer, error) {
-		if s.subErr != nil {
-			return nil, s.errorf("serialize", 0, s.subErr)
-		}
-		id, ws, err := s.s.c.SchemaToWrite(ctx, s.subject, s.s.own, s.s.opts)
+	return s.b.Writer(func(subject string) (*writer, error) {
+		id, ws, err := s.s.c.SchemaToWrite(ctx, subject, s.s.own, s.s.opts)
 		if err != nil {
-			return nil, s.errorf("serialize", id, err)
+			return nil, s.b.Errorf("serialize", id, err)
 		}
 		var schema havro.Schema
 		if s.s.opts.SchemaID != 0 || s.s.opts.UseLatestVersion {
-			if ws.Type != sr.TypeAvro {
-				return nil, s.errorf("serialize", id, fmt.Errorf("schema id %d is %v, not Avro", id, ws.Type))
+			if err := format.CheckType(id, ws.Type); err != nil {
+				return nil, s.b.Errorf("serialize", id, err)
 			}
 			schema, err = parse(ctx, s.s.c, ws)
 		} else {
 			schema, err = s.s.ownSchema(ctx)
 		}
 		if err != nil {
-			return nil, s.errorf("serialize", id, err)
+			return nil, s.b.Errorf("serialize", id, err)
 		}
-		return &writer{id: id, schema: schema, header: registry.AppendHeader(nil, id)}, nil
+		w := &writer{id: id, schema: schema, header: registry.AppendHeader(nil, id)}
+		if rt := reflect.TypeFor[T](); rt.Kind() != reflect.Interface {
+			// WriteVal(schema, x) encodes reflect2.PtrOf(x) with the encoder of x's type,
+			// wrapped in a dereference when the type is pointer-shaped (its boxed value is
+			// the pointer itself): the same encoder given a pointer to a copy of the value
+			// encodes the same bytes.
+			if typ := reflect2.Type2(rt); !typ.LikePtr() {
+				w.enc = api.EncoderOf(schema, typ)
+			}
+		}
+		return w, nil
 	})
 }
 
@@ -210,8 +223,7 @@ func (s *Serde[T]) AppendSerialize(dst []byte, v T) (out []byte, isNull bool, er
 }
 
 func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) (out []byte, isNull bool, err error) {
-	x := any(v)
-	if s.s.nilable && srcore.IsNil(x) {
+	if s.s.nilable && srcore.IsNil(any(v)) {
 		return dst, true, nil
 	}
 	w, err := s.writer(context.Background())
@@ -221,9 +233,17 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) (out []byte, isN
 	enc := writers.Get().(*havro.Writer)
 	enc.Reset(nil)
 	enc.Error = nil
-	if err := write(enc, w.schema, x); err != nil {
+	if w.enc != nil {
+		p := s.val()
+		*p = v
+		err = encode(enc, w.enc, unsafe.Pointer(p))
+		s.putVal(p)
+	} else {
+		err = write(enc, w.schema, any(v))
+	}
+	if err != nil {
 		writers.Put(enc)
-		return dst, false, s.errorf("serialize", w.id, fmt.Errorf("%w: %w", registry.ErrInvalidValue, err))
+		return dst, false, s.b.Invalid(w.id, err)
 	}
 	body := enc.Buffer()
 	if exact {
@@ -249,6 +269,32 @@ func write(enc *havro.Writer, schema havro.Schema, x any) (err error) {
 	return enc.Error
 }
 
+// encode encodes the value at p with e, turning a panic of the encoder into an error.
+func encode(enc *havro.Writer, e havro.ValEncoder, p unsafe.Pointer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("avro encoder panicked: %v", r)
+		}
+	}()
+	e.Encode(p, enc)
+	return enc.Error
+}
+
+// val returns a *T holding the zero T, from the serde's pool.
+func (s *Serde[T]) val() *T {
+	if p, ok := s.s.vals.Get().(*T); ok {
+		return p
+	}
+	return new(T)
+}
+
+// putVal zeroes *p (the pool must not keep what a value refers to) and pools p.
+func (s *Serde[T]) putVal(p *T) {
+	var zero T
+	*p = zero
+	s.s.vals.Put(p)
+}
+
 // Deserialize decodes b, written with the schema whose id its header holds, into a T, with
 // Avro's schema resolution from that schema to the serde's own. nil (a Kafka null)
 // decodes to the zero T.
@@ -257,16 +303,20 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 	if b == nil {
 		return v, nil
 	}
-	id, payload, err := registry.SplitHeader(b)
+	id, payload, err := s.b.SplitHeader(b)
 	if err != nil {
-		return v, s.errorf("deserialize", 0, err)
+		return v, err
 	}
 	schema, err := s.s.decoders.Get(id, s.s.decoderFor)
 	if err != nil {
-		return v, s.errorf("deserialize", id, err)
+		return v, s.b.Errorf("deserialize", id, err)
 	}
-	if err := read(schema, payload, &v); err != nil {
-		return v, s.errorf("deserialize", id, fmt.Errorf("%w: %w", registry.ErrCorrupt, err))
+	p := s.val()
+	err = read(schema, payload, p)
+	v = *p
+	s.putVal(p)
+	if err != nil {
+		return v, s.b.Corrupt(id, err)
 	}
 	return v, nil
 }
@@ -303,19 +353,13 @@ func read(schema havro.Schema, payload []byte, v any) (err error) {
 // resolution of the writer's to the serde's own.
 func (sh *shared) decoderFor(id int) (havro.Schema, error) {
 	ctx := context.Background()
-	ws, err := sh.c.SchemaByID(ctx, id)
+	ws, err := format.ReaderSchema(ctx, sh.c, id)
 	if err != nil {
 		return nil, err
-	}
-	if ws.Type != sr.TypeAvro {
-		return nil, fmt.Errorf("%w: schema id %d is %v, not Avro", registry.ErrCorrupt, id, ws.Type)
 	}
 	writerSchema, err := parse(ctx, sh.c, ws)
-	if err != nil && !errors.Is(err, registry.ErrRegistryUnavailable) {
-		err = fmt.Errorf("%w: writer schema: %w", registry.ErrCorrupt, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, srcore.WriterSchemaError(err)
 	}
 	if sh.own.Schema == "" {
 		return writerSchema, nil
@@ -368,14 +412,6 @@ func parse(ctx context.Context, c *registry.Client, s sr.Schema) (havro.Schema, 
 		return nil, err
 	}
 	return havro.ParseWithCache(s.Schema, "", cache)
-}
-
-func (s *Serde[T]) errorf(op string, id int, err error) error {
-	var re *registry.Error
-	if errors.As(err, &re) {
-		return err
-	}
-	return &registry.Error{Format: "avro", Op: op, Subject: s.subject, SchemaID: id, Err: err}
 }
 
 // fullName returns the full name of an Avro schema's top-level type: a named type's

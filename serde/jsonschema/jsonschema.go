@@ -54,12 +54,11 @@ type Options struct {
 // [New]; bind it to a topic with [Serde.ForTopic] (kstream does so for every topic it uses
 // the serde with).
 type Serde[T any] struct {
-	s       *shared
-	binding srcore.Binding
-	subject string
-	subErr  error
-	w       *srcore.Lazy[*writer]
+	s *shared
+	b *srcore.Bound[*writer]
 }
+
+var format = srcore.Format{Name: "json schema", Type: sr.TypeJSON, TypeName: "JSON Schema"}
 
 type shared struct {
 	c        *registry.Client
@@ -119,9 +118,7 @@ func New[T any](c *registry.Client, schema string, opts Options) (*Serde[T], err
 }
 
 func newBinding[T any](sh *shared, b srcore.Binding) *Serde[T] {
-	s := &Serde[T]{s: sh, binding: b, w: new(srcore.Lazy[*writer])}
-	s.subject, s.subErr = b.Subject(sh.opts.Subject, sh.title)
-	return s
+	return &Serde[T]{s: sh, b: srcore.NewBound[*writer](format, b, sh.opts.Subject, sh.title)}
 }
 
 // ForTopic returns the serde bound to topic, for keys if isKey is true and for values
@@ -138,7 +135,7 @@ func (s *Serde[T]) Bind(topic string, isKey bool) *Serde[T] {
 
 // Subject returns the subject of the serde's schema, or an error wrapping
 // registry.ErrUnbound if the strategy needs a topic and the serde has none.
-func (s *Serde[T]) Subject() (string, error) { return s.subject, s.subErr }
+func (s *Serde[T]) Subject() (string, error) { return s.b.Subject() }
 
 // Check prepares the serde to write, as its first Serialize would: it registers its schema
 // under its subject (or looks it up, or fetches the latest or pinned one, as the options
@@ -152,16 +149,13 @@ func (s *Serde[T]) Check(ctx context.Context) error {
 }
 
 func (s *Serde[T]) writer(ctx context.Context) (*writer, error) {
-	return s.w.Get(func() (*writer, error) {
-		if s.subErr != nil {
-			return nil, s.errorf("serialize", 0, s.subErr)
-		}
-		id, ws, err := s.s.c.SchemaToWrite(ctx, s.subject, s.s.own, s.s.opts.Options)
+	return s.b.Writer(func(subject string) (*writer, error) {
+		id, ws, err := s.s.c.SchemaToWrite(ctx, subject, s.s.own, s.s.opts.Options)
 		if err != nil {
-			return nil, s.errorf("serialize", id, err)
+			return nil, s.b.Errorf("serialize", id, err)
 		}
-		if ws.Type != sr.TypeJSON {
-			return nil, s.errorf("serialize", id, fmt.Errorf("schema id %d is %v, not JSON Schema", id, ws.Type))
+		if err := format.CheckType(id, ws.Type); err != nil {
+			return nil, s.b.Errorf("serialize", id, err)
 		}
 		w := &writer{id: id, header: registry.AppendHeader(nil, id)}
 		if !s.s.opts.SkipValidation {
@@ -171,7 +165,7 @@ func (s *Serde[T]) writer(ctx context.Context) (*writer, error) {
 				w.schema, err = s.s.compiled.Get(func() (*js.Schema, error) { return compile(ctx, s.s.c, s.s.own) })
 			}
 			if err != nil {
-				return nil, s.errorf("serialize", id, err)
+				return nil, s.b.Errorf("serialize", id, err)
 			}
 		}
 		return w, nil
@@ -202,11 +196,11 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) ([]byte, bool, e
 	}
 	body, err := marshal(x)
 	if err != nil {
-		return dst, false, s.errorf("serialize", w.id, fmt.Errorf("%w: %w", registry.ErrInvalidValue, err))
+		return dst, false, s.b.Invalid(w.id, err)
 	}
 	if w.schema != nil {
 		if err := validate(w.schema, body); err != nil {
-			return dst, false, s.errorf("serialize", w.id, fmt.Errorf("%w: %w", registry.ErrInvalidValue, err))
+			return dst, false, s.b.Invalid(w.id, err)
 		}
 	}
 	if exact {
@@ -257,21 +251,21 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 	if b == nil {
 		return v, nil
 	}
-	id, payload, err := registry.SplitHeader(b)
+	id, payload, err := s.b.SplitHeader(b)
 	if err != nil {
-		return v, s.errorf("deserialize", 0, err)
+		return v, err
 	}
 	schema, err := s.s.readers.Get(id, s.s.readerFor)
 	if err != nil {
-		return v, s.errorf("deserialize", id, err)
+		return v, s.b.Errorf("deserialize", id, err)
 	}
 	if schema != nil {
 		if err := validate(schema, payload); err != nil {
-			return v, s.errorf("deserialize", id, fmt.Errorf("%w: %w", registry.ErrCorrupt, err))
+			return v, s.b.Corrupt(id, err)
 		}
 	}
 	if err := json.Unmarshal(payload, &v); err != nil {
-		return v, s.errorf("deserialize", id, fmt.Errorf("%w: %w", registry.ErrCorrupt, err))
+		return v, s.b.Corrupt(id, err)
 	}
 	return v, nil
 }
@@ -280,22 +274,16 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 // validated on read.
 func (sh *shared) readerFor(id int) (*js.Schema, error) {
 	ctx := context.Background()
-	ws, err := sh.c.SchemaByID(ctx, id)
+	ws, err := format.ReaderSchema(ctx, sh.c, id)
 	if err != nil {
 		return nil, err
-	}
-	if ws.Type != sr.TypeJSON {
-		return nil, fmt.Errorf("%w: schema id %d is %v, not JSON Schema", registry.ErrCorrupt, id, ws.Type)
 	}
 	if !sh.opts.ValidateOnRead {
 		return nil, nil
 	}
 	compiled, err := compile(ctx, sh.c, ws)
-	if err != nil && !errors.Is(err, registry.ErrRegistryUnavailable) {
-		err = fmt.Errorf("%w: writer schema: %w", registry.ErrCorrupt, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, srcore.WriterSchemaError(err)
 	}
 	return compiled, nil
 }
@@ -351,12 +339,4 @@ type noLoader struct{}
 
 func (noLoader) Load(u string) (any, error) {
 	return nil, fmt.Errorf("%s is neither a reference of the schema nor a known meta-schema", u)
-}
-
-func (s *Serde[T]) errorf(op string, id int, err error) error {
-	var re *registry.Error
-	if errors.As(err, &re) {
-		return err
-	}
-	return &registry.Error{Format: "json schema", Op: op, Subject: s.subject, SchemaID: id, Err: err}
 }

@@ -49,12 +49,11 @@ import (
 // Build it with [New]; bind it to a topic with [Serde.ForTopic] (kstream does so for every
 // topic it uses the serde with).
 type Serde[T proto.Message] struct {
-	s       *shared
-	binding srcore.Binding
-	subject string
-	subErr  error
-	w       *srcore.Lazy[*writer]
+	s *shared
+	b *srcore.Bound[*writer]
 }
+
+var format = srcore.Format{Name: "protobuf", Type: sr.TypeProtobuf, TypeName: "Protobuf"}
 
 type shared struct {
 	c     *registry.Client
@@ -100,9 +99,7 @@ func New[T proto.Message](c *registry.Client, opts registry.Options) (*Serde[T],
 }
 
 func newBinding[T proto.Message](sh *shared, b srcore.Binding) *Serde[T] {
-	s := &Serde[T]{s: sh, binding: b, w: new(srcore.Lazy[*writer])}
-	s.subject, s.subErr = b.Subject(sh.opts.Subject, string(sh.mt.Descriptor().FullName()))
-	return s
+	return &Serde[T]{s: sh, b: srcore.NewBound[*writer](format, b, sh.opts.Subject, string(sh.mt.Descriptor().FullName()))}
 }
 
 // MessageIndexes returns the path of md in its file, as the Confluent wire format writes
@@ -171,7 +168,7 @@ func (s *Serde[T]) Bind(topic string, isKey bool) *Serde[T] {
 
 // Subject returns the subject of the serde's schema, or an error wrapping
 // registry.ErrUnbound if the strategy needs a topic and the serde has none.
-func (s *Serde[T]) Subject() (string, error) { return s.subject, s.subErr }
+func (s *Serde[T]) Subject() (string, error) { return s.b.Subject() }
 
 // Schema returns the schema the serde registers: the .proto source of T's file and its
 // references, whose versions are resolved when the serde registers it.
@@ -189,24 +186,21 @@ func (s *Serde[T]) Check(ctx context.Context) error {
 }
 
 func (s *Serde[T]) writer(ctx context.Context) (*writer, error) {
-	return s.w.Get(func() (*writer, error) {
-		if s.subErr != nil {
-			return nil, s.errorf("serialize", 0, s.subErr)
-		}
+	return s.b.Writer(func(subject string) (*writer, error) {
 		own := sr.Schema{Schema: s.s.text, Type: sr.TypeProtobuf}
 		if s.s.opts.SchemaID == 0 && !s.s.opts.UseLatestVersion {
 			refs, err := s.s.references(ctx, s.s.mt.Descriptor().ParentFile(), map[string]sr.SchemaReference{})
 			if err != nil {
-				return nil, s.errorf("serialize", 0, err)
+				return nil, s.b.Errorf("serialize", 0, err)
 			}
 			own.References = refs
 		}
-		id, ws, err := s.s.c.SchemaToWrite(ctx, s.subject, own, s.s.opts)
+		id, ws, err := s.s.c.SchemaToWrite(ctx, subject, own, s.s.opts)
 		if err != nil {
-			return nil, s.errorf("serialize", id, err)
+			return nil, s.b.Errorf("serialize", id, err)
 		}
-		if ws.Type != sr.TypeProtobuf {
-			return nil, s.errorf("serialize", id, fmt.Errorf("schema id %d is %v, not Protobuf", id, ws.Type))
+		if err := format.CheckType(id, ws.Type); err != nil {
+			return nil, s.b.Errorf("serialize", id, err)
 		}
 		return &writer{id: id, header: AppendMessageIndexes(registry.AppendHeader(nil, id), s.s.index)}, nil
 	})
@@ -280,7 +274,7 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) ([]byte, bool, e
 	}
 	out, err := m.MarshalAppend(append(dst, w.header...), v)
 	if err != nil {
-		return dst, false, s.errorf("serialize", w.id, fmt.Errorf("%w: %w", registry.ErrInvalidValue, err))
+		return dst, false, s.b.Invalid(w.id, err)
 	}
 	return out, false, nil
 }
@@ -295,44 +289,30 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 	if b == nil {
 		return zero, nil
 	}
-	id, rest, err := registry.SplitHeader(b)
+	id, rest, err := s.b.SplitHeader(b)
 	if err != nil {
-		return zero, s.errorf("deserialize", 0, err)
+		return zero, err
 	}
 	if _, err := s.s.known.Get(id, s.s.check); err != nil {
-		return zero, s.errorf("deserialize", id, err)
+		return zero, s.b.Errorf("deserialize", id, err)
 	}
 	rest, err = skipMessageIndexes(rest)
 	if err != nil {
-		return zero, s.errorf("deserialize", id, fmt.Errorf("%w: %w", registry.ErrCorrupt, err))
+		return zero, s.b.Corrupt(id, err)
 	}
 	msg := s.s.mt.New().Interface()
 	if err := proto.Unmarshal(rest, msg); err != nil {
-		return zero, s.errorf("deserialize", id, fmt.Errorf("%w: %w", registry.ErrCorrupt, err))
+		return zero, s.b.Corrupt(id, err)
 	}
 	v, ok := msg.(T)
 	if !ok {
-		return zero, s.errorf("deserialize", id, fmt.Errorf("%T is not %T", msg, zero))
+		return zero, s.b.Errorf("deserialize", id, fmt.Errorf("%T is not %T", msg, zero))
 	}
 	return v, nil
 }
 
 // check verifies that schema id is a Protobuf schema the registry knows.
 func (sh *shared) check(id int) (struct{}, error) {
-	ws, err := sh.c.SchemaByID(context.Background(), id)
-	if err != nil {
-		return struct{}{}, err
-	}
-	if ws.Type != sr.TypeProtobuf {
-		return struct{}{}, fmt.Errorf("%w: schema id %d is %v, not Protobuf", registry.ErrCorrupt, id, ws.Type)
-	}
-	return struct{}{}, nil
-}
-
-func (s *Serde[T]) errorf(op string, id int, err error) error {
-	var re *registry.Error
-	if errors.As(err, &re) {
-		return err
-	}
-	return &registry.Error{Format: "protobuf", Op: op, Subject: s.subject, SchemaID: id, Err: err}
+	_, err := format.ReaderSchema(context.Background(), sh.c, id)
+	return struct{}{}, err
 }

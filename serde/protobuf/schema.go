@@ -9,6 +9,11 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+	// The options of a generated file's descriptor (file.Options() and the like) are
+	// decoded into descriptorpb's types: without this import, reading them panics
+	// ("Descriptor.Options called without importing the descriptor package") in a
+	// program that links no other importer of descriptorpb.
+	_ "google.golang.org/protobuf/types/descriptorpb"
 )
 
 // SchemaText returns the .proto source of file, the schema that the serdes register for a
