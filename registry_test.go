@@ -1,10 +1,14 @@
 package kstream_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +22,14 @@ import (
 	"github.com/kstream-go/kstream/serde/registry"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+)
+
+// EnvTestRegistry names a real Confluent-compatible registry's base URL for the tests that
+// can run on one (testing/registry/registry.sh starts one); EnvRegistryScript names
+// registry.sh itself, for TestRealRegistryRestart, which restarts that registry.
+const (
+	EnvTestRegistry   = "KSTREAM_TEST_REGISTRY"
+	EnvRegistryScript = "KSTREAM_TEST_REGISTRY_SH"
 )
 
 type avroOrder struct {
@@ -34,14 +46,23 @@ const avroOrderSchema = `{"type":"record","name":"Order","namespace":"shop","fie
 // "<application.id>-<store>-changelog-value" for a store. A record without the
 // magic byte goes to the deserialization error handler, which names the topic, partition
 // and offset, and the subject.
+//
+// With KSTREAM_TEST_REGISTRY set (see docs/testing.md), it runs on that real registry rather
+// than the fake; its topics, and so its subjects, are unique to the run.
 func TestRegistrySerdesThroughTopology(t *testing.T) {
-	fake := srfake.New()
-	t.Cleanup(fake.Close)
-	rc, err := registry.NewClient(registry.Config{URLs: []string{fake.URL()}})
-	if err != nil {
-		t.Fatal(err)
+	url := os.Getenv(EnvTestRegistry)
+	if url == "" {
+		fake := srfake.New()
+		t.Cleanup(fake.Close)
+		url = fake.URL()
 	}
-	t.Cleanup(rc.Close)
+	rc := registryClient(t, url)
+	subjectExists := func(subject string) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := rc.SR().SubjectVersions(ctx, subject)
+		return err == nil
+	}
 	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -91,10 +112,10 @@ func TestRegistrySerdesThroughTopology(t *testing.T) {
 		t.Errorf("output %v, want %v", got, want)
 	}
 	kafkatest.Eventually(t, 30*time.Second, "the store's changelog subject", func() bool {
-		return fake.SubjectExists(cfg.ApplicationID + "-last-order-changelog-value")
+		return subjectExists(cfg.ApplicationID + "-last-order-changelog-value")
 	})
 	for _, subject := range []string{in + "-value", out + "-value", cfg.ApplicationID + "-by-id-repartition-value"} {
-		if !fake.SubjectExists(subject) {
+		if !subjectExists(subject) {
 			t.Errorf("subject %q not registered", subject)
 		}
 	}
@@ -188,6 +209,96 @@ func registryClient(t *testing.T, url string) *registry.Client {
 	}
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// The real registry (KSTREAM_TEST_REGISTRY, started by testing/registry/registry.sh, named
+// by KSTREAM_TEST_REGISTRY_SH) is killed with SIGKILL while the application has records to
+// read whose schema it has not fetched yet, stays down 10 s, and is restarted on its data:
+// the application waits for it (its task retries the registry with backoff) and then goes
+// on; no record is lost, none goes to the error handler. It restarts the registry other
+// tests use, so it runs alone.
+func TestRealRegistryRestart(t *testing.T) {
+	url, script := os.Getenv(EnvTestRegistry), os.Getenv(EnvRegistryScript)
+	if url == "" || script == "" {
+		t.Skipf("needs a real registry started by testing/registry/registry.sh: set %s and %s=testing/registry/registry.sh (run alone: it restarts the registry)",
+			EnvTestRegistry, EnvRegistryScript)
+	}
+	if abs, err := filepath.Abs(script); err == nil {
+		script = abs
+	}
+	registrySh := func(cmd string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		began := time.Now()
+		out, err := exec.CommandContext(ctx, "bash", script, cmd).CombinedOutput()
+		if err != nil {
+			t.Fatalf("registry.sh %s: %v\n%s", cmd, err, out)
+		}
+		t.Logf("registry.sh %s (%s): %s", cmd, time.Since(began).Round(time.Millisecond), strings.TrimSpace(string(out)))
+	}
+	rc, err := registry.NewClient(registry.Config{URLs: []string{url}, Retry: registry.Retry{Initial: 100 * time.Millisecond, Max: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := kafkatest.CreateTopic(t, "orders", 1, nil)
+	out := kafkatest.CreateTopic(t, "copy", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.MapValues(kstream.Stream(b, in, serde.String(), orders), func(o avroOrder) int64 { return o.Amount }).
+		To(out, serde.String(), serde.Int64())
+	cfg := testConfig(t)
+	var handled atomic.Int64
+	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse {
+		handled.Add(1)
+		return kstream.Continue()
+	})
+	start(t, newApp(t, b, cfg))
+
+	// The producer registers the schema while the registry is up, under a subject of this
+	// run; the application has not fetched it when the registry dies.
+	producer, err := avro.New[avroOrder](registryClient(t, url), avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := producer.Bind(in, false)
+	var recs []*kgo.Record
+	for i := range 20 {
+		v, err := write.Serialize(avroOrder{ID: fmt.Sprint(i), Amount: int64(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprint(i)), Value: v})
+	}
+	registrySh("kill")
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			registrySh("restart") // leave the registry up for what runs next
+		}
+	})
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	time.Sleep(10 * time.Second) // the outage itself: the registry is down for 10 s
+	if n := len(kafkatest.ConsumeAtMost(t, out, 1, time.Second)); n != 0 {
+		t.Errorf("%d records came out while the registry was down", n)
+	}
+	registrySh("restart")
+	restarted = true
+	began := time.Now()
+	got := kafkatest.Consume(t, out, 20, 60*time.Second)
+	t.Logf("all 20 records out %s after the registry's restart", time.Since(began).Round(time.Millisecond))
+	for i, r := range got {
+		if n, _ := serde.Int64().Deserialize(r.Value); n != int64(i) || string(r.Key) != fmt.Sprint(i) {
+			t.Errorf("output %d: %s=%d, want %d=%d", i, r.Key, n, i, i)
+		}
+	}
+	if n := handled.Load(); n != 0 {
+		t.Errorf("%d records went to the deserialization error handler during the outage", n)
+	}
 }
 
 // A schema that the registry refuses as incompatible is an error at start, before the
