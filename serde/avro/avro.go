@@ -80,6 +80,9 @@ var readers = sync.Pool{New: func() any { return havro.NewReader(nil, 0, havro.W
 type Serde[T any] struct {
 	s *shared
 	b *srcore.Bound[*writer]
+	// ctx bounds the registry calls of Serialize and Deserialize (nil: none); WithContext
+	// sets it.
+	ctx context.Context
 }
 
 var format = srcore.Format{Name: "avro", Type: sr.TypeAvro, TypeName: "Avro"}
@@ -161,6 +164,25 @@ func (s *Serde[T]) Bind(topic string, isKey bool) *Serde[T] {
 	return newBinding[T](s.s, srcore.Binding{Bound: true, Topic: topic, IsKey: isKey})
 }
 
+// WithContext returns the serde, with its binding and caches, whose calls to the registry
+// end when ctx is done: a Serialize or Deserialize waiting out a registry outage then
+// returns an error wrapping registry.ErrRegistryUnavailable. It implements
+// serde.ContextBound; kstream gives it the context of the running application, so that a
+// shutdown does not wait for the registry.
+func (s *Serde[T]) WithContext(ctx context.Context) serde.Serde[T] {
+	c := *s
+	c.ctx = ctx
+	return &c
+}
+
+// context returns the context of the serde's registry calls.
+func (s *Serde[T]) context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
+}
+
 // Subject returns the subject of the serde's schema, or an error wrapping
 // registry.ErrUnbound if the strategy needs a topic and the serde has none.
 func (s *Serde[T]) Subject() (string, error) { return s.b.Subject() }
@@ -226,7 +248,7 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) (out []byte, isN
 	if s.s.nilable && srcore.IsNil(any(v)) {
 		return dst, true, nil
 	}
-	w, err := s.writer(context.Background())
+	w, err := s.writer(s.context())
 	if err != nil {
 		return dst, false, err
 	}
@@ -307,7 +329,7 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 	if err != nil {
 		return v, err
 	}
-	schema, err := s.s.decoders.Get(id, s.s.decoderFor)
+	schema, err := s.s.decoders.Get(id, func(id int) (havro.Schema, error) { return s.s.decoderFor(s.context(), id) })
 	if err != nil {
 		return v, s.b.Errorf("deserialize", id, err)
 	}
@@ -351,8 +373,7 @@ func read(schema havro.Schema, payload []byte, v any) (err error) {
 // decoderFor returns the schema that decodes the payloads written with schema id: the
 // serde's own if it is the writer's, the writer's if the serde has none, or else the
 // resolution of the writer's to the serde's own.
-func (sh *shared) decoderFor(id int) (havro.Schema, error) {
-	ctx := context.Background()
+func (sh *shared) decoderFor(ctx context.Context, id int) (havro.Schema, error) {
 	ws, err := format.ReaderSchema(ctx, sh.c, id)
 	if err != nil {
 		return nil, err

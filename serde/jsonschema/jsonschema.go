@@ -56,6 +56,9 @@ type Options struct {
 type Serde[T any] struct {
 	s *shared
 	b *srcore.Bound[*writer]
+	// ctx bounds the registry calls of Serialize and Deserialize (nil: none); WithContext
+	// sets it.
+	ctx context.Context
 }
 
 var format = srcore.Format{Name: "json schema", Type: sr.TypeJSON, TypeName: "JSON Schema"}
@@ -133,6 +136,25 @@ func (s *Serde[T]) Bind(topic string, isKey bool) *Serde[T] {
 	return newBinding[T](s.s, srcore.Binding{Bound: true, Topic: topic, IsKey: isKey})
 }
 
+// WithContext returns the serde, with its binding and caches, whose calls to the registry
+// end when ctx is done: a Serialize or Deserialize waiting out a registry outage then
+// returns an error wrapping registry.ErrRegistryUnavailable. It implements
+// serde.ContextBound; kstream gives it the context of the running application, so that a
+// shutdown does not wait for the registry.
+func (s *Serde[T]) WithContext(ctx context.Context) serde.Serde[T] {
+	c := *s
+	c.ctx = ctx
+	return &c
+}
+
+// context returns the context of the serde's registry calls.
+func (s *Serde[T]) context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
+}
+
 // Subject returns the subject of the serde's schema, or an error wrapping
 // registry.ErrUnbound if the strategy needs a topic and the serde has none.
 func (s *Serde[T]) Subject() (string, error) { return s.b.Subject() }
@@ -190,7 +212,7 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) ([]byte, bool, e
 	if s.s.nilable && srcore.IsNil(x) {
 		return dst, true, nil
 	}
-	w, err := s.writer(context.Background())
+	w, err := s.writer(s.context())
 	if err != nil {
 		return dst, false, err
 	}
@@ -255,7 +277,7 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 	if err != nil {
 		return v, err
 	}
-	schema, err := s.s.readers.Get(id, s.s.readerFor)
+	schema, err := s.s.readers.Get(id, func(id int) (*js.Schema, error) { return s.s.readerFor(s.context(), id) })
 	if err != nil {
 		return v, s.b.Errorf("deserialize", id, err)
 	}
@@ -272,8 +294,7 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 
 // readerFor checks that schema id is a JSON Schema and compiles it if payloads are
 // validated on read.
-func (sh *shared) readerFor(id int) (*js.Schema, error) {
-	ctx := context.Background()
+func (sh *shared) readerFor(ctx context.Context, id int) (*js.Schema, error) {
 	ws, err := format.ReaderSchema(ctx, sh.c, id)
 	if err != nil {
 		return nil, err

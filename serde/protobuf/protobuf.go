@@ -51,6 +51,9 @@ import (
 type Serde[T proto.Message] struct {
 	s *shared
 	b *srcore.Bound[*writer]
+	// ctx bounds the registry calls of Serialize and Deserialize (nil: none); WithContext
+	// sets it.
+	ctx context.Context
 }
 
 var format = srcore.Format{Name: "protobuf", Type: sr.TypeProtobuf, TypeName: "Protobuf"}
@@ -166,6 +169,25 @@ func (s *Serde[T]) Bind(topic string, isKey bool) *Serde[T] {
 	return newBinding[T](s.s, srcore.Binding{Bound: true, Topic: topic, IsKey: isKey})
 }
 
+// WithContext returns the serde, with its binding and caches, whose calls to the registry
+// end when ctx is done: a Serialize or Deserialize waiting out a registry outage then
+// returns an error wrapping registry.ErrRegistryUnavailable. It implements
+// serde.ContextBound; kstream gives it the context of the running application, so that a
+// shutdown does not wait for the registry.
+func (s *Serde[T]) WithContext(ctx context.Context) serde.Serde[T] {
+	c := *s
+	c.ctx = ctx
+	return &c
+}
+
+// context returns the context of the serde's registry calls.
+func (s *Serde[T]) context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
+}
+
 // Subject returns the subject of the serde's schema, or an error wrapping
 // registry.ErrUnbound if the strategy needs a topic and the serde has none.
 func (s *Serde[T]) Subject() (string, error) { return s.b.Subject() }
@@ -263,7 +285,7 @@ func (s *Serde[T]) appendSerialize(dst []byte, v T, exact bool) ([]byte, bool, e
 	if isNil(v) {
 		return dst, true, nil
 	}
-	w, err := s.writer(context.Background())
+	w, err := s.writer(s.context())
 	if err != nil {
 		return dst, false, err
 	}
@@ -293,7 +315,7 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	if _, err := s.s.known.Get(id, s.s.check); err != nil {
+	if _, err := s.s.known.Get(id, func(id int) (struct{}, error) { return s.s.check(s.context(), id) }); err != nil {
 		return zero, s.b.Errorf("deserialize", id, err)
 	}
 	rest, err = skipMessageIndexes(rest)
@@ -312,7 +334,7 @@ func (s *Serde[T]) Deserialize(b []byte) (T, error) {
 }
 
 // check verifies that schema id is a Protobuf schema the registry knows.
-func (sh *shared) check(id int) (struct{}, error) {
-	_, err := format.ReaderSchema(context.Background(), sh.c, id)
+func (sh *shared) check(ctx context.Context, id int) (struct{}, error) {
+	_, err := format.ReaderSchema(ctx, sh.c, id)
 	return struct{}{}, err
 }

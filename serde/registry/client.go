@@ -254,11 +254,16 @@ func (c *Client) call(ctx context.Context, op string, attrs []slog.Attr, req fun
 	backoff := c.retry.Initial
 	for attempt := 1; ; attempt++ {
 		err := req(ctx)
-		if err == nil || !transient(err) {
-			return err
+		if err == nil {
+			return nil
 		}
 		if ctx.Err() != nil {
+			// Cut short (by ctx or Close), whatever the request's own error says: the
+			// registry was not heard, which is no fault of the record.
 			return c.gaveUp(ctx, op, attempt, err)
+		}
+		if !transient(err) {
+			return err
 		}
 		wait := jitter(backoff)
 		if c.retry.For > 0 && c.retry.Clock.Now().Add(wait).Sub(start) > c.retry.For {
