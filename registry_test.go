@@ -137,18 +137,7 @@ func TestRegistrySerdesThroughTopology(t *testing.T) {
 // the registry answers again, then goes on. No record is lost, none goes to the error
 // handler or a dead-letter topic.
 func TestRegistryOutageLosesNothing(t *testing.T) {
-	fake := srfake.NewRegistry()
-	var down atomic.Bool
-	var refused atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			refused.Add(1)
-			http.Error(w, `{"error_code":50301,"message":"down for the test"}`, http.StatusServiceUnavailable)
-			return
-		}
-		fake.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, down, refused := flakyRegistry(t)
 	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL}, Retry: registry.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -348,16 +337,7 @@ func TestRegistryIncompatibleSchemaIsAStartError(t *testing.T) {
 // stops with an error wrapping serde.ErrUnavailable, and nothing is committed past it, so
 // that the next run reads it again.
 func TestRegistryGivenUpIsNotSkipped(t *testing.T) {
-	fake := srfake.NewRegistry()
-	var down atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			http.Error(w, `{"error_code":50301,"message":"down for the test"}`, http.StatusServiceUnavailable)
-			return
-		}
-		fake.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, down, _ := flakyRegistry(t)
 	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL},
 		Retry: registry.Retry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, For: 300 * time.Millisecond}})
 	if err != nil {
@@ -414,18 +394,7 @@ func TestRegistryGivenUpIsNotSkipped(t *testing.T) {
 // for as long as the outage lasts) stops at once: the wait ends with the shutdown, the record
 // is not handed to the error handler, and nothing is committed past it.
 func TestRegistryOutageDoesNotHoldUpShutdown(t *testing.T) {
-	fake := srfake.NewRegistry()
-	var down atomic.Bool
-	var refused atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			refused.Add(1)
-			http.Error(w, `{"error_code":50301,"message":"down for the test"}`, http.StatusServiceUnavailable)
-			return
-		}
-		fake.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, down, refused := flakyRegistry(t)
 	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL}, Retry: registry.Retry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -473,4 +442,21 @@ func TestRegistryOutageDoesNotHoldUpShutdown(t *testing.T) {
 	if got := committedOffsets(t, cfg.ApplicationID, in); got[0] > 0 {
 		t.Errorf("committed offset %d of %s: the record was committed", got[0], in)
 	}
+}
+
+// flakyRegistry serves an in-memory registry that answers 503 while down is set, counting
+// the requests it refused.
+func flakyRegistry(t *testing.T) (srv *httptest.Server, down *atomic.Bool, refused *atomic.Int64) {
+	fake := srfake.NewRegistry()
+	down, refused = new(atomic.Bool), new(atomic.Int64)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			refused.Add(1)
+			http.Error(w, `{"error_code":50301,"message":"down for the test"}`, http.StatusServiceUnavailable)
+			return
+		}
+		fake.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, down, refused
 }
