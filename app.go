@@ -88,6 +88,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	h.profileOps = cfg.ProfileOperators
 	h.counts = runtime.NewOperatorCounts()
 	h.align = cfg.EventTimeAlignment
+	if cfg.CacheMaxBytes > 0 {
+		h.cache = &cacheBudget{max: cfg.CacheMaxBytes}
+	}
 	if h.ts == nil {
 		h.ts = FailOnInvalidTimestamp{}
 	}

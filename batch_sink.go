@@ -207,9 +207,14 @@ type flusher interface {
 	due() time.Time
 }
 
-// PreCommit implements runtime.Task: each batch sink hands over its pending batch.
+// PreCommit implements runtime.Task: each record cache forwards what it holds, and each
+// batch sink hands over its pending batch.
 func (t *task) PreCommit(ctx context.Context) error {
 	t.fatal = nil
+	// The record caches first: what they forward may reach a batch sink.
+	if t.flushCaches(); t.fatal != nil {
+		return t.fatal
+	}
 	for _, f := range t.flushers {
 		if err := f.flush(ctx); err != nil {
 			return fmt.Errorf("kstream: task %s: %w", t.id, err)

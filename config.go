@@ -89,6 +89,16 @@ type Config struct {
 	// which Kafka Streams divides among its threads (default 10 MiB; its cache also
 	// holds back updates, ours only serves reads).
 	StoreCacheBytes int
+	// CacheMaxBytes is the budget of the record caches, Kafka Streams'
+	// statestore.cache.max.bytes: with it, an aggregation into a key-value store
+	// (Count, Reduce, Aggregate, their table and cogroup forms) forwards each key's latest
+	// update once per commit, or when its cache is full, instead of every update, as Kafka
+	// Streams' caching stores do. The budget is the instance's, shared equally by the store
+	// partitions with a cache. 0 or negative (the default) disables the caches: every
+	// update is forwarded. [WithoutCaching] disables a store's cache (Java's
+	// withCachingDisabled). The test driver flushes the caches after every input record, as
+	// TopologyTestDriver commits after every input. See docs/stores.md, "The record cache".
+	CacheMaxBytes int64
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
 	OffsetReset OffsetReset

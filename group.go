@@ -124,6 +124,7 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 	}
 	kapp, _ := ks.(store.AppendSerializer[K])
 	var kbuf []byte
+	cache := openEmitCache[K, VA](t, d)
 	return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) (err error) {
 		// KStreamAggregate and KStreamReduce skip null keys and values, with a warning
 		// and a dropped record.
@@ -172,6 +173,19 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 			return nil // not put to the store: not forwarded either
 		}
 		res.stale = code != putIsLatest
+		if cache != nil {
+			// Held back: the old value is the one last forwarded, the store's value before
+			// this update (none for a new key: Java's cache reads it from the store).
+			if info.sendOld && had {
+				res.setOld(acc)
+			}
+			putTs := newTs
+			if !res.hasNew {
+				putTs = unixMs(r.Timestamp) // Java's cache forwards a delete at the record's time
+			}
+			cache.put(ctx, kb, r.Key, res, had, putTs, r.Headers)
+			return nil
+		}
 		if info.sendOld && oldOK {
 			res.setOld(acc)
 		}

@@ -67,6 +67,12 @@ func InMemory() StoreOption {
 	return storeOpt{"InMemory", func(d *storeDef) { d.persistent = false }}
 }
 
+// WithoutCaching disables the store's record cache (Config.CacheMaxBytes): every update of
+// the table is forwarded, as Kafka Streams' Materialized.withCachingDisabled does.
+func WithoutCaching() StoreOption {
+	return storeOpt{"WithoutCaching", func(d *storeDef) { d.noCache = true }}
+}
+
 // WithoutChangelog disables the changelog of a store: it is not restored after a restart or
 // on another instance. This corresponds to Kafka Streams' withLoggingDisabled.
 func WithoutChangelog() StoreOption {
@@ -78,6 +84,7 @@ type storeDef struct {
 	name       string
 	persistent bool
 	logged     bool
+	noCache    bool // WithoutCaching
 	users      []*node
 	// sourceTopic is the topic of a source table: its changelog, never written by us.
 	sourceTopic string

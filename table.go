@@ -418,10 +418,12 @@ func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], 
 		if err != nil {
 			return nil, err
 		}
+		cache := openEmitCache[K, V](t, d)
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
 			// Records with a null key are dropped: KTableSource skips them with a warning
 			// and a dropped record.
-			if drop, err := nullKeyDropped(t, n, storeKs, r); drop || err != nil {
+			kb, drop, err := nullKeyBytes(t, n, storeKs, r)
+			if drop || err != nil {
 				return err
 			}
 			old, _, had, err := getTS(st, r.Key)
@@ -438,6 +440,10 @@ func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], 
 			}
 			if info.sendOld {
 				res.old, res.hasOld = old, had
+			}
+			if cache != nil {
+				cache.put(ctx, kb, r.Key, res, had, unixMs(r.Timestamp), r.Headers)
+				return nil
 			}
 			ctx.Forward(Record[K, change[V]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil

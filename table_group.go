@@ -248,11 +248,13 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 	n := b.tableNode(nodeName, changes.n)
 	b.addStore(d, n)
 	info := ownInfo(d)
+	ks := storeKeySerde(d, g.ks)
 	n.instantiate = func(t *task) (any, error) {
 		st, err := openOwnStore[K, VA](t, d)
 		if err != nil {
 			return nil, err
 		}
+		cache := openEmitCache[K, VA](t, d)
 		return processorInstance(t, n, ProcessorFunc[K, change[V], K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, change[V]]) error {
 			acc, accTs, had, err := st.get(r.Key)
 			if err != nil {
@@ -273,6 +275,18 @@ func tableAggregate[K, V, VA any](g KGroupedTable[K, V], prefix string, vs serde
 			}
 			if info.sendOld && had {
 				res.old, res.hasOld = acc, true
+			}
+			if cache != nil {
+				kb, err := ks.Serialize(r.Key)
+				if err != nil {
+					return fmt.Errorf("serializing the key: %w", err)
+				}
+				putTs := ts
+				if !ok {
+					putTs = unixMs(r.Timestamp) // Java's cache forwards a delete at the record's time
+				}
+				cache.put(ctx, kb, r.Key, res, had, putTs, r.Headers)
+				return nil
 			}
 			ctx.Forward(Record[K, change[VA]]{Key: r.Key, Value: res, Timestamp: msTime(ts), Headers: r.Headers})
 			return nil

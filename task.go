@@ -31,6 +31,8 @@ type handlers struct {
 	lossLog lossLog
 	// align is Config.EventTimeAlignment (align.go); 0 without.
 	align time.Duration
+	// cache is the record caches' budget (Config.CacheMaxBytes); nil without caches.
+	cache *cacheBudget
 }
 
 // task is the typed processing state of one task: the instantiated operators of its
@@ -62,9 +64,10 @@ type task struct {
 	// streamTime is the largest timestamp processed (ms), runtime.UnknownTime before the
 	// first record; savedStreamTime is its value at the last commit.
 	streamTime, savedStreamTime int64
-	scheds                      []*schedule // punctuation schedules (punctuate.go)
-	txnHooks                    []txnHook   // operators' state that follows commits and aborts
-	flushers                    []flusher   // operators that hold work a commit must cover (batch_sink.go)
+	scheds                      []*schedule   // punctuation schedules (punctuate.go)
+	txnHooks                    []txnHook     // operators' state that follows commits and aborts
+	flushers                    []flusher     // operators that hold work a commit must cover (batch_sink.go)
+	caches                      []recordCache // record caches of the task's stores, in topological order (recordcache.go)
 	schedSeq                    int
 	met                         *runtime.TaskMetrics    // Config.Metrics (metrics.go); nil without
 	losses                      map[lossKey]lossCounter // the operators' loss counters (losses.go)

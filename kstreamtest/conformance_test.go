@@ -966,7 +966,7 @@ func confSources(describe string) map[string]bool {
 // confRun builds a scenario and runs confInput through the driver, returning its Describe
 // text and its output in the golden format. A build, pipe or read error ends the output
 // with a line "error: ..." (so that it is a difference like any other).
-func confRun(build func(b *kstream.Builder), opts ...kstreamtest.Option) (describe string, lines []string) {
+func confRun(name string, build func(b *kstream.Builder), opts ...kstreamtest.Option) (describe string, lines []string) {
 	b := kstream.NewBuilder()
 	build(b)
 	topo, err := b.Build()
@@ -975,7 +975,11 @@ func confRun(build func(b *kstream.Builder), opts ...kstreamtest.Option) (descri
 		return msg + "\n", []string{msg}
 	}
 	describe = topo.Describe()
-	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "conformance"}, opts...)
+	cfg := kstream.Config{ApplicationID: "conformance"}
+	if strings.HasPrefix(name, confCachedPrefix) {
+		cfg.CacheMaxBytes = 10 << 20 // Java's statestore.cache.max.bytes in these scenarios
+	}
+	d, err := kstreamtest.New(b, cfg, opts...)
 	if err != nil {
 		return describe, []string{"error: " + err.Error()}
 	}
@@ -1173,8 +1177,9 @@ func TestConformanceWithJava(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join("testdata", "conformance")
 	}
+	scenarios := confWithCached(t)
 	names := map[string]bool{}
-	for _, sc := range confScenarios {
+	for _, sc := range scenarios {
 		if names[sc.name] {
 			t.Fatalf("scenario %s is defined twice", sc.name)
 		}
@@ -1202,7 +1207,7 @@ func TestConformanceWithJava(t *testing.T) {
 	}
 
 	var ran, ranP4, failed, pending int
-	for _, sc := range confScenarios {
+	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			ran++
 			bad, isPending := false, false
@@ -1224,7 +1229,7 @@ func TestConformanceWithJava(t *testing.T) {
 
 			descPath := filepath.Join(dir, sc.name+".describe.txt")
 			wantDesc := confFile(t, descPath)
-			gotDesc, got1 := confRun(sc.build)
+			gotDesc, got1 := confRun(sc.name, sc.build)
 			descDiff := ""
 			if gotDesc != wantDesc {
 				descDiff = confDiff(strings.Split(wantDesc, "\n"), strings.Split(gotDesc, "\n"))
@@ -1233,7 +1238,7 @@ func TestConformanceWithJava(t *testing.T) {
 
 			outPath := filepath.Join(dir, sc.name+".txt")
 			want := confGolden(t, outPath)
-			_, got4 := confRun(sc.build, kstreamtest.Partitions(4))
+			_, got4 := confRun(sc.name, sc.build, kstreamtest.Partitions(4))
 			ranP4++
 			diff1, diff4 := confOutputDiffs(want, got1, got4)
 			what1 := "the output (" + outPath + ")"
@@ -1256,4 +1261,36 @@ func TestConformanceWithJava(t *testing.T) {
 		})
 	}
 	t.Logf("conformance: %d scenarios (%d with 4 partitions), %d failed, %d pending", ran, ranP4, failed, pending)
+}
+
+// confCachedPrefix names the scenarios run again with the record cache on
+// (Config.CacheMaxBytes; statestore.cache.max.bytes on the Java side, Main.CACHED).
+const confCachedPrefix = "cached-"
+
+// confCached are the scenarios run again with the record cache, as Main.CACHED lists them.
+var confCached = []string{"stream-count", "flatmap-count", "stream-count-filter",
+	"stream-aggregate-null", "chain-subtopologies", "table-groupby-aggregate", "table-groupby-same-key",
+	"table-count-filter", "table-aggregate-null", "table-groupby-two-aggregates"}
+
+// confWithCached returns confScenarios followed by the cached runs of confCached.
+func confWithCached(t *testing.T) []struct {
+	name  string
+	build func(b *kstream.Builder)
+} {
+	out := slices.Clone(confScenarios)
+	for _, base := range confCached {
+		i := slices.IndexFunc(confScenarios, func(sc struct {
+			name  string
+			build func(b *kstream.Builder)
+		}) bool {
+			return sc.name == base
+		})
+		if i < 0 {
+			t.Fatalf("confCached names %s, which is no scenario", base)
+		}
+		sc := confScenarios[i]
+		sc.name = confCachedPrefix + base
+		out = append(out, sc)
+	}
+	return out
 }

@@ -441,13 +441,22 @@ func (d *Driver) nextSlot() int {
 	return -1
 }
 
-// step processes the next record of task t.
+// step processes the next record of task t, then flushes the task's record caches
+// (kstream.Config.CacheMaxBytes), as TopologyTestDriver commits after each record it
+// processes: a cached table forwards every input's update, but one update per key for the
+// several updates that one input record makes.
 func (d *Driver) step(t *task) error {
 	r, ts, err := t.group.Next()
 	if err != nil || r == nil {
 		return err
 	}
-	return t.t.Process(r, ts)
+	if err := t.t.Process(r, ts); err != nil {
+		return err
+	}
+	if c, ok := t.t.(interface{ FlushCaches() error }); ok {
+		return c.FlushCaches()
+	}
+	return nil
 }
 
 // reads reports whether the topology reads topic, as a source or a global table.

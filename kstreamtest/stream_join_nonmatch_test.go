@@ -190,8 +190,8 @@ func TestStreamJoinNonMatchesOnTimeVersusJava(t *testing.T) {
 		names[sc.name] = true
 		t.Run(sc.name, func(t *testing.T) {
 			want := confGolden(t, filepath.Join("testdata", "conformance", sc.name+".txt"))
-			_, got1 := confRun(sc.build)
-			_, got4 := confRun(sc.build, kstreamtest.Partitions(4))
+			_, got1 := confRun(sc.name, sc.build)
+			_, got4 := confRun(sc.name, sc.build, kstreamtest.Partitions(4))
 			for _, run := range []struct {
 				what string
 				got  []string

@@ -102,11 +102,11 @@ public final class Main {
         for (Map.Entry<String, Consumer<StreamsBuilder>> e : SCENARIOS.entrySet()) {
             StreamsBuilder builder = new StreamsBuilder();
             e.getValue().accept(builder);
-            Topology topology = builder.build(props()); // with its optimizations
+            Topology topology = builder.build(props(e.getKey())); // with its optimizations
             String describe = topology.describe().toString();
             List<String> lines;
             try {
-                lines = run(topology);
+                lines = run(e.getKey(), topology);
             } catch (RuntimeException ex) {
                 throw new IllegalStateException("scenario " + e.getKey() + ": " + ex, ex);
             }
@@ -966,7 +966,24 @@ public final class Main {
         FkJoinScenarios.scenarios();
         CogroupScenarios.scenarios();
         VersionedScenarios.scenarios();
+
+        // The record cache: scenarios above again, run with statestore.cache.max.bytes of
+        // 10 MiB (props): the driver commits after each record, so that a cached store
+        // forwards one update per key per record, with the old value last forwarded.
+        for (String base : CACHED) {
+            Consumer<StreamsBuilder> build = SCENARIOS.get(base);
+            if (build == null) {
+                throw new IllegalStateException("cached scenario of unknown " + base);
+            }
+            add(CACHED_PREFIX + base, build);
+        }
     }
+
+    /** CACHED_PREFIX names the scenarios run with the record cache on (see props). */
+    static final String CACHED_PREFIX = "cached-";
+    private static final List<String> CACHED = List.of("stream-count", "flatmap-count", "stream-count-filter",
+            "stream-aggregate-null", "chain-subtopologies", "table-groupby-aggregate", "table-groupby-same-key",
+            "table-count-filter", "table-aggregate-null", "table-groupby-two-aggregates");
 
     // stateless: filter, split into two named branches, mapValues / flatMapValues, merge;
     // with repartition, also selectKey and a named repartition topic.
@@ -1198,10 +1215,10 @@ public final class Main {
         return out;
     }
 
-    private static List<String> run(Topology topology) {
+    private static List<String> run(String name, Topology topology) {
         Set<String> sources = sources(topology.describe());
         List<String> lines = new ArrayList<>();
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props())) {
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props(name))) {
             Map<String, TestInputTopic<String, String>> ins = new LinkedHashMap<>();
             TestOutputTopic<String, String> out = driver.createOutputTopic("out", new StringDeserializer(), new StringDeserializer());
             for (In r : input()) {
@@ -1224,13 +1241,14 @@ public final class Main {
         return lines;
     }
 
-    private static Properties props() {
+    private static Properties props(String name) {
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "conformance");
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "dummy:1234");
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L); // every update is emitted
+        // Every update is emitted, but in the cached scenarios.
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, name.startsWith(CACHED_PREFIX) ? 10L << 20 : 0L);
         // kstream builds what Java builds with every optimization: a source table's topic is
         // its changelog, and the repartition topics of one re-keyed stream are merged.
         props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
