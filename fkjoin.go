@@ -752,10 +752,15 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	}
 	resultN.instantiate = func(t *task) (any, error) {
 		var st *tableKV[K, VR]
+		var cache *emitCache[K, VR]
+		var cacheKs serde.Serde[K]
 		if d != nil {
 			var err error
 			if st, err = taskTableStore[K, VR](t, d.name); err != nil {
 				return nil, err
+			}
+			if cache = openEmitCache[K, VR](t, d); cache != nil {
+				cacheKs = storeKeySerde[K](d, nil)
 			}
 		}
 		return processorInstance(t, resultN, ProcessorFunc[K, VR, K, change[VR]](func(ctx ProcessorContext[K, change[VR]], r Record[K, VR]) error {
@@ -774,6 +779,14 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				}
 				if info.sendOld {
 					res.old, res.hasOld = old, had
+				}
+				if cache != nil {
+					kb, err := cacheKs.Serialize(r.Key)
+					if err != nil {
+						return fmt.Errorf("serializing the key: %w", err)
+					}
+					cache.put(ctx, kb, r.Key, res, had, unixMs(r.Timestamp), r.Headers)
+					return nil
 				}
 			}
 			ctx.Forward(Record[K, change[VR]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})

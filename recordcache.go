@@ -1,7 +1,11 @@
 package kstream
 
 import (
+	"fmt"
 	"sync/atomic"
+	"time"
+
+	"github.com/kstream-go/kstream/serde"
 )
 
 // The record cache holds back the updates of a cached table store and forwards each key's
@@ -197,4 +201,37 @@ func (t *task) FlushCaches() error {
 	t.fatal = nil
 	t.flushCaches()
 	return t.fatal
+}
+
+// ownCache is the record cache of a table operator's own store st (a materialized filter,
+// mapValues or join result): it keys the held updates with the store's key serde ks.
+type ownCache[K, V any] struct {
+	*emitCache[K, V]
+	ks serde.Serde[K]
+	st *ownStore[K, V]
+}
+
+// openOwnCache opens task t's record cache of store d, held in st; nil when d has none.
+func openOwnCache[K, V any](t *task, d *storeDef, st *ownStore[K, V]) *ownCache[K, V] {
+	c := openEmitCache[K, V](t, d)
+	if c == nil {
+		return nil
+	}
+	return &ownCache[K, V]{emitCache: c, ks: storeKeySerde[K](d, nil), st: st}
+}
+
+// existed reports whether the store holds key now, before the update's put, and its value.
+func (c *ownCache[K, V]) existed(key K) (V, bool, error) {
+	v, _, ok, err := c.st.get(key)
+	return v, ok, err
+}
+
+// hold holds the update res of key, made by a record of timestamp ts.
+func (c *ownCache[K, V]) hold(ctx ProcessorContext[K, change[V]], key K, res change[V], existed bool, ts time.Time, headers []Header) error {
+	kb, err := c.ks.Serialize(key)
+	if err != nil {
+		return fmt.Errorf("serializing the key: %w", err)
+	}
+	c.put(ctx, kb, key, res, existed, unixMs(ts), headers)
+	return nil
 }

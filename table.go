@@ -244,11 +244,13 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 	useVersioned := t.info.versioned
 	n.instantiate = func(tk *task) (any, error) {
 		var st *ownStore[K, V]
+		var cache *ownCache[K, V]
 		if d != nil {
 			var err error
 			if st, err = openOwnStore[K, V](tk, d); err != nil {
 				return nil, err
 			}
+			cache = openOwnCache(tk, d, st)
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, change[V]]) error {
 			in := r.Value
@@ -269,6 +271,13 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 					return nil // unnecessary to forward
 				}
 			}
+			var existed bool
+			if cache != nil {
+				var err error
+				if _, existed, err = cache.existed(r.Key); err != nil {
+					return err
+				}
+			}
 			if st != nil {
 				code, err := st.put(r.Key, res.new, res.hasNew, unixMs(r.Timestamp))
 				if err != nil {
@@ -278,6 +287,9 @@ func (t KTable[K, V]) filter(op string, pred func(K, V) bool, not bool, opts []O
 					return nil // not put to the store: not forwarded either
 				}
 				res.stale = code != putIsLatest
+			}
+			if cache != nil {
+				return cache.hold(ctx, r.Key, res, existed, r.Timestamp, r.Headers)
 			}
 			ctx.Forward(Record[K, change[V]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil
@@ -335,11 +347,13 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 	info := out.info
 	n.instantiate = func(tk *task) (any, error) {
 		var st *ownStore[K, VR]
+		var cache *ownCache[K, VR]
 		if d != nil {
 			var err error
 			if st, err = openOwnStore[K, VR](tk, d); err != nil {
 				return nil, err
 			}
+			cache = openOwnCache(tk, d, st)
 		}
 		return processorInstance(tk, n, ProcessorFunc[K, change[V], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], r Record[K, change[V]]) error {
 			in := r.Value
@@ -357,6 +371,13 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 					res.setOld(fn(r.Key, in.old))
 				}
 			}
+			var existed bool
+			if cache != nil {
+				var err error
+				if _, existed, err = cache.existed(r.Key); err != nil {
+					return err
+				}
+			}
 			if st != nil {
 				code, err := st.put(r.Key, res.new, res.hasNew, unixMs(r.Timestamp))
 				if err != nil {
@@ -366,6 +387,9 @@ func TableMapValuesWithKey[K, V, VR any](t KTable[K, V], fn func(K, V) VR, opts 
 					return nil // not put to the store: not forwarded either
 				}
 				res.stale = code != putIsLatest
+			}
+			if cache != nil {
+				return cache.hold(ctx, r.Key, res, existed, r.Timestamp, r.Headers)
 			}
 			ctx.Forward(Record[K, change[VR]]{Key: r.Key, Value: res, Timestamp: r.Timestamp, Headers: r.Headers})
 			return nil

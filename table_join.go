@@ -215,13 +215,23 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 	// The merge node (KTableKTableJoinMerger): stores the result if materialized, forwards it.
 	mergeN.instantiate = func(t *task) (any, error) {
 		var st *ownStore[K, VR]
+		var cache *ownCache[K, VR]
 		if d != nil {
 			var err error
 			if st, err = openOwnStore[K, VR](t, d); err != nil {
 				return nil, err
 			}
+			cache = openOwnCache(t, d, st)
 		}
 		return processorInstance(t, mergeN, ProcessorFunc[K, change[VR], K, change[VR]](func(ctx ProcessorContext[K, change[VR]], rec Record[K, change[VR]]) error {
+			var existed bool
+			var prev VR
+			if cache != nil {
+				var err error
+				if prev, existed, err = cache.existed(rec.Key); err != nil {
+					return err
+				}
+			}
 			if st != nil {
 				code, err := st.put(rec.Key, rec.Value.new, rec.Value.hasNew, unixMs(rec.Timestamp))
 				if err != nil {
@@ -233,6 +243,15 @@ func tableJoin[K, V1, V2, VR any](l KTable[K, V1], r KTable[K, V2], kind joinKin
 				rec.Value.stale = code != putIsLatest
 			}
 			rec.Value = rec.Value.withoutOld(info.sendOld)
+			if cache != nil {
+				// The old value forwarded is the store's, as Java's caching store reads it.
+				rec.Value.old, rec.Value.hasOld = prev, existed && info.sendOld
+				if !rec.Value.hasOld {
+					var zero VR
+					rec.Value.old = zero
+				}
+				return cache.hold(ctx, rec.Key, rec.Value, existed, rec.Timestamp, rec.Headers)
+			}
 			ctx.Forward(rec)
 			return nil
 		}))

@@ -1270,7 +1270,11 @@ const confCachedPrefix = "cached-"
 // confCached are the scenarios run again with the record cache, as Main.CACHED lists them.
 var confCached = []string{"stream-count", "flatmap-count", "stream-count-filter",
 	"stream-aggregate-null", "chain-subtopologies", "table-groupby-aggregate", "table-groupby-same-key",
-	"table-count-filter", "table-aggregate-null", "table-groupby-two-aggregates"}
+	"table-count-filter", "table-aggregate-null", "table-groupby-two-aggregates",
+	"table-source", "table-filter-materialized-tostream", "table-mapvalues-materialized-null", "table-join-filter-materialized",
+	"table-join-inner", "table-join-outer", "table-join-named-materialized", "table-join-groupby-count",
+	"fk-join-inner", "fk-join-left", "fk-join-named-materialized", "fk-join-groupby-count",
+	"stream-totable", "table-tostream-repartition-totable"}
 
 // confWithCached returns confScenarios followed by the cached runs of confCached.
 func confWithCached(t *testing.T) []struct {

@@ -983,7 +983,11 @@ public final class Main {
     static final String CACHED_PREFIX = "cached-";
     private static final List<String> CACHED = List.of("stream-count", "flatmap-count", "stream-count-filter",
             "stream-aggregate-null", "chain-subtopologies", "table-groupby-aggregate", "table-groupby-same-key",
-            "table-count-filter", "table-aggregate-null", "table-groupby-two-aggregates");
+            "table-count-filter", "table-aggregate-null", "table-groupby-two-aggregates",
+            "table-source", "table-filter-materialized-tostream", "table-mapvalues-materialized-null", "table-join-filter-materialized",
+            "table-join-inner", "table-join-outer", "table-join-named-materialized", "table-join-groupby-count",
+            "fk-join-inner", "fk-join-left", "fk-join-named-materialized", "fk-join-groupby-count",
+            "stream-totable", "table-tostream-repartition-totable");
 
     // stateless: filter, split into two named branches, mapValues / flatMapValues, merge;
     // with repartition, also selectKey and a named repartition topic.
