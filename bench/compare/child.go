@@ -182,16 +182,16 @@ func committedAll(ctx context.Context, adm *kadm.Client, group string, ends kadm
 
 // kstreamRunner returns the kstream topology of scenario, run until ctx is cancelled, or nil
 // for an unknown scenario. The topologies are go run ./bench's: passthrough and
-// filter-mapvalues as there, count and count-cache as count-pebble (kstream has no record
-// cache that would suppress updates: count-cache runs the same topology as count), count-eos
-// as count-eos.
+// filter-mapvalues as there, count and count-cache as count-pebble (count-cache with
+// Config.CacheMaxBytes of 10 MiB, Kafka Streams' default statestore.cache.max.bytes, as the
+// Java side keeps it), count-eos as count-eos.
 func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) error {
 	switch scenario {
 	case "passthrough":
 		return func(ctx context.Context, a childArgs, start time.Time) error {
 			b := kstream.NewBuilder()
 			kstream.Stream(b, a.in, serde.Bytes(), serde.Bytes()).To(a.out, serde.Bytes(), serde.Bytes())
-			return runKStream(ctx, b, a, kstream.AtLeastOnce, start)
+			return runKStream(ctx, b, a, kstream.AtLeastOnce, 0, start)
 		}
 	case "filter-mapvalues":
 		return func(ctx context.Context, a childArgs, start time.Time) error {
@@ -199,7 +199,7 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 			kept := kstream.Stream(b, a.in, serde.Bytes(), serde.Bytes()).
 				Filter(func(_, v []byte) bool { return keepFilter(v) })
 			kstream.MapValues(kept, flipLast).To(a.out, serde.Bytes(), serde.Bytes())
-			return runKStream(ctx, b, a, kstream.AtLeastOnce, start)
+			return runKStream(ctx, b, a, kstream.AtLeastOnce, 0, start)
 		}
 	case "count", "count-cache", "count-eos":
 		g := kstream.AtLeastOnce
@@ -210,7 +210,11 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 			b := kstream.NewBuilder()
 			grouped := kstream.Stream(b, a.in, serde.String(), serde.Bytes()).GroupByKey()
 			kstream.Count(grouped, "counts").ToStream().To(a.out, serde.String(), serde.Int64())
-			return runKStream(ctx, b, a, g, start)
+			var cache int64
+			if scenario == "count-cache" {
+				cache = 10 << 20
+			}
+			return runKStream(ctx, b, a, g, cache, start)
 		}
 	}
 	return nil
@@ -219,7 +223,7 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 // runKStream runs b under guarantee g with the commit interval of every contestant and the
 // library's other defaults (a Pebble store in a.stateDir), recording in runningAt when it
 // first reaches StateRunning.
-func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.Guarantee, start time.Time) error {
+func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.Guarantee, cacheBytes int64, start time.Time) error {
 	app, err := kstream.New(b, kstream.Config{
 		ApplicationID:  a.group,
 		Brokers:        a.brokers,
@@ -227,6 +231,7 @@ func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.
 		CloseTimeout:   closeTimeout,
 		StateDir:       a.stateDir,
 		Guarantee:      g,
+		CacheMaxBytes:  cacheBytes,
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		StateListener: func(_, s kstream.State) {
 			if s == kstream.StateRunning {
