@@ -97,7 +97,7 @@ type Config struct {
 	// partitions with a cache. 0 or negative (the default) disables the caches: every
 	// update is forwarded. [WithoutCaching] disables a store's cache (Java's
 	// withCachingDisabled). The test driver flushes the caches after every input record, as
-	// TopologyTestDriver commits after every input. See docs/stores.md, "The record cache".
+	// TopologyTestDriver commits after every input. See docs/caching.md.
 	CacheMaxBytes int64
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.

@@ -94,7 +94,8 @@ func (b *Builder) nameOr(c opConfig, prefix string) string {
 }
 
 // ToStream returns the stream of the table's updates: one record per change, as Kafka
-// Streams emits them with caching disabled. A delete is a tombstone record (see
+// Streams emits them with caching disabled (with Config.CacheMaxBytes, a cached table
+// forwards a key's latest change once per commit: docs/caching.md). A delete is a tombstone record (see
 // [Record.IsTombstone]): its value is the zero V (nil for pointer types), and a sink writes
 // it as a null value.
 func (t KTable[K, V]) ToStream(opts ...Option) KStream[K, V] {
