@@ -3,6 +3,7 @@ package kstream_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,5 +87,66 @@ func TestRecordCacheDeduplicatesUpdates(t *testing.T) {
 				t.Errorf("%d updates out, want every one of the %d", n, keys*perKey)
 			}
 		})
+	}
+}
+
+// Exactly-once with the record cache through producer fences: a fenced producer's
+// transaction aborts, and the updates the cache held for it are dropped with the store
+// writes (the records are processed again). Read read_committed, every key's counts
+// strictly increase and end at its number of records, with far fewer updates than records.
+func TestRecordCacheExactlyOnceThroughFences(t *testing.T) {
+	t.Parallel()
+	in, out, cfg := eosSetup(t)
+	cfg.CacheMaxBytes = 10 << 20
+	app := newApp(t, countTopology(in, out), cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	kafkatest.Eventually(t, 60*time.Second, "RUNNING", func() bool { return app.State() == kstream.StateRunning })
+	var mu sync.Mutex
+	want := map[string]int64{}
+	done := make(chan struct{})
+	const records = 15000
+	go func() { defer close(done); feed(t, in, records, 50, 100*time.Millisecond, 11, &mu, want) }()
+	txnID := app.Stats().TransactionalID
+	const fences = 2
+	for i := range fences {
+		// A producer that initializes the same transactional id fences the instance's.
+		kafkatest.Eventually(t, 60*time.Second, "a commit since the last fence", func() bool { return app.Stats().Commits > int64(i*10) })
+		cl := kafkatest.Client(t, kgo.TransactionalID(txnID), kgo.TransactionTimeout(10*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, _, err := cl.ProducerID(ctx); err != nil {
+			t.Fatalf("fence %d: %v", i, err)
+		}
+		cancel()
+		cl.Close()
+		n := int64(i + 1)
+		kafkatest.Eventually(t, 60*time.Second, "the instance handles the fence", func() bool { return app.Stats().ProducerFences >= n })
+	}
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	kafkatest.Eventually(t, 120*time.Second, "every count", func() bool { return outputs.reached(want) })
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.mu.Lock()
+	defer outputs.mu.Unlock()
+	total := 0
+	for k, n := range want {
+		s := outputs.seqs[k]
+		total += len(s)
+		for i := 1; i < len(s); i++ {
+			if s[i] <= s[i-1] {
+				t.Errorf("key %s: counts %v do not increase", k, s)
+				break
+			}
+		}
+		if len(s) == 0 || s[len(s)-1] != n {
+			t.Errorf("key %s: last count %v, want %d", k, s, n)
+		}
+	}
+	t.Logf("%d records, %d updates out, %d fences", records, total, app.Stats().ProducerFences)
+	if total >= records/2 {
+		t.Errorf("%d updates out for %d records: the cache held nothing back", total, records)
 	}
 }
