@@ -47,9 +47,9 @@ func (m MemoryLimitMode) String() string {
 const (
 	// DefaultGoMemoryLimitHeadroom is the Go memory that [Config.GoMemoryLimit] allows
 	// beyond the heap budgets when Config.GoMemoryLimitHeadroom is 0: 48 MiB, for the
-	// records in flight, the buffered store writes of a commit interval and the Go
-	// runtime's own memory of an instance with a few dozen partitions of small records
-	// (docs/operations-guide.md, "Memory").
+	// records in flight, the buffered store writes of a commit interval, the Go runtime's
+	// own memory and the GC's working room, sized on a count over 6 partitions of small
+	// records (docs/operations-guide.md, "Memory").
 	DefaultGoMemoryLimitHeadroom int64 = 48 << 20
 	// MinGoMemoryLimitHeadroom is the smallest Config.GoMemoryLimitHeadroom accepted:
 	// 16 MiB, about what the Go runtime (stacks, GC metadata) and the Kafka clients of an

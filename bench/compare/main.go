@@ -325,7 +325,7 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 		if d.o.memtrace != "" {
 			cmd.Args = append(cmd.Args, "-memtrace", d.o.memtrace)
 		}
-		if child == "kstream" {
+		if child == "kstream" && memLimit != "off" {
 			cmd.Args = append(cmd.Args, "-memlimit", memLimit, "-memlimit-headroom", fmt.Sprint(d.o.memHeadroom))
 		}
 	}
