@@ -28,6 +28,8 @@ type App struct {
 	// runMu orders Run and CleanUp: running is set while Run runs.
 	runMu   sync.Mutex
 	running bool
+	// memLimit is the Go memory limit Run sets (memlimit.go); nil for none.
+	memLimit *goMemoryLimit
 }
 
 // ErrAlreadyRun is returned by [App.Run] when it is called a second time.
@@ -40,6 +42,7 @@ func New(b *Builder, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a := &App{topo: topo, appID: cfg.ApplicationID, counts: rc.OperatorCounts}
+	a.memLimit = newGoMemoryLimit(cfg, rtopo, rc.Logger)
 	listener := rc.OnState
 	rc.OnState = func(old, new runtime.State) {
 		a.state.Store(int32(new))
@@ -78,6 +81,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	}
 	if _, ok := cfg.Compression.codec(); !ok {
 		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.Compression is %v, not one of the Compression constants", cfg.Compression)
+	}
+	if err := cfg.checkGoMemoryLimit(); err != nil {
+		return nil, nil, runtime.Config{}, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -198,7 +204,7 @@ func produceErrorContext(f runtime.ProduceFailure) ErrorContext {
 // acknowledged, commits, leaves the group and returns nil. On a fatal error (a failed record
 // whose handler said Fail, a missing topic, a lost permission) it stops without committing
 // past the last successful commit, so nothing is lost, and returns the error. Run may be
-// called once.
+// called once. With [Config.GoMemoryLimit] set, Run sets the Go memory limit while it runs.
 func (a *App) Run(ctx context.Context) error {
 	a.runMu.Lock()
 	if !a.started.CompareAndSwap(false, true) {
@@ -212,6 +218,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.running = false
 		a.runMu.Unlock()
 	}()
+	defer a.memLimit.apply()() // Config.GoMemoryLimit; nothing when off
 	if err := a.topo.startChecks(ctx, a.appID); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while a registry was unavailable: nothing ran

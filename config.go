@@ -99,6 +99,25 @@ type Config struct {
 	// withCachingDisabled). The test driver flushes the caches after every input record, as
 	// TopologyTestDriver commits after every input. See docs/caching.md.
 	CacheMaxBytes int64
+	// GoMemoryLimit, when not MemoryLimitOff (the default, which sets nothing
+	// process-wide), makes Run set the Go runtime's soft memory limit
+	// (runtime/debug.SetMemoryLimit, what GOMEMLIMIT sets) from this instance's heap
+	// budgets, log it, and restore the previous limit when Run returns. The limit is
+	// StoreCacheBytes (unless disabled) and CacheMaxBytes, plus BlockCacheBytes + MemTableBytes when the
+	// topology has persistent stores and the binary is built without cgo (with cgo,
+	// Pebble's cache and memtables live outside the Go heap, which the limit does not
+	// cover), plus GoMemoryLimitHeadroom (default 48 MiB, at least 16 MiB) for records
+	// in flight, buffered store writes and the Go runtime itself: with the defaults and
+	// cgo, 80 MiB. The garbage collector then collects more often as the heap nears the
+	// limit instead of letting it grow to twice what is live, so the resident set stays
+	// near the budgets (docs/operations-guide.md, "Memory"). In-memory stores are not
+	// in the budgets: add their size to the headroom. MemoryLimitFromBudgets keeps a
+	// limit the process already has (GOMEMLIMIT, or one the program set), since whoever
+	// set it knows the whole process; MemoryLimitOverride replaces it for the run. Apps
+	// of one process that run at once with it set share a limit: the sum of theirs.
+	// Kafka Streams has no equivalent (the JVM's -Xmx).
+	GoMemoryLimit         MemoryLimitMode
+	GoMemoryLimitHeadroom int64
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
 	OffsetReset OffsetReset

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +52,9 @@ type childArgs struct {
 	group      string // the consumer group (raw) or application id (kstream)
 	stateDir   string // kstream's Config.StateDir
 	timeout    time.Duration
-	memtrace   string // -memtrace: the directory of the memory diagnostic (memtrace.go), "" for none
+	memtrace   string                  // -memtrace: the directory of the memory diagnostic (memtrace.go), "" for none
+	memLimit   kstream.MemoryLimitMode // -memlimit: kstream's Config.GoMemoryLimit
+	headroom   int64                   // -memlimit-headroom: kstream's Config.GoMemoryLimitHeadroom
 }
 
 // childMain runs a Go contestant (the process was started with -child) and returns the
@@ -234,10 +237,12 @@ func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.
 		CacheMaxBytes:  cacheBytes,
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		StateListener: func(_, s kstream.State) {
-			if s == kstream.StateRunning {
-				runningAt.CompareAndSwap(-1, time.Since(start).Milliseconds())
+			if s == kstream.StateRunning && runningAt.CompareAndSwap(-1, time.Since(start).Milliseconds()) && a.memLimit != kstream.MemoryLimitOff {
+				fmt.Fprintf(os.Stderr, "MEMLIMIT %v: Go memory limit %d MiB\n", a.memLimit, debug.SetMemoryLimit(-1)>>20)
 			}
 		},
+		GoMemoryLimit:         a.memLimit,
+		GoMemoryLimitHeadroom: a.headroom,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the app %s: %w", a.group, err)
@@ -553,8 +558,20 @@ func parseChildFlags(contestant string, args []string) (childArgs, error) {
 	fs.StringVar(&a.stateDir, "state-dir", "", "state directory (kstream)")
 	fs.DurationVar(&a.timeout, "timeout", 5*time.Minute, "give up after")
 	fs.StringVar(&a.memtrace, "memtrace", "", "sample the memory and write heap profiles to this directory (memtrace.go)")
+	memLimit := fs.String("memlimit", "off", "Config.GoMemoryLimit (kstream): off, from-budgets or override")
+	headroomMiB := fs.Int64("memlimit-headroom", 0, "Config.GoMemoryLimitHeadroom (kstream) in MiB")
 	if err := fs.Parse(args); err != nil {
 		return a, err
+	}
+	a.headroom = *headroomMiB << 20
+	switch *memLimit {
+	case "off":
+	case "from-budgets":
+		a.memLimit = kstream.MemoryLimitFromBudgets
+	case "override":
+		a.memLimit = kstream.MemoryLimitOverride
+	default:
+		return a, fmt.Errorf("child: -memlimit %q: want off, from-budgets or override", *memLimit)
 	}
 	a.brokers = splitList(brokers)
 	if a.scenario == "" || len(a.brokers) == 0 || a.in == "" || a.out == "" || a.group == "" {

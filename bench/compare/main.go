@@ -47,7 +47,9 @@ var scenarios = []scenario{
 }
 
 // allContestants are the contestants, in the order of the first round.
-var allContestants = []string{"raw", "kstream", "java"}
+// kstream-memlimit is kstream with Config.GoMemoryLimit (-kstream-memlimit-headroom sets its
+// headroom); not run unless named in -contestants.
+var allContestants = []string{"raw", "kstream", "java", "kstream-memlimit"}
 
 // options are the driver's flags.
 type options struct {
@@ -69,6 +71,8 @@ type options struct {
 	verify         bool
 	keepLogs       bool
 	memtrace       string
+	memLimit       string // -kstream-memlimit: Config.GoMemoryLimit of the kstream contestant
+	memHeadroom    int    // -kstream-memlimit-headroom, MiB
 }
 
 func main() {
@@ -99,6 +103,8 @@ func main() {
 	flag.BoolVar(&o.verify, "verify", true, "read every run's output after it (untimed) and check its records and final counts")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the contestants' stderr logs even if every run succeeded")
 	flag.StringVar(&o.memtrace, "memtrace", "", "diagnostic: the Go contestants sample their memory, print its breakdown at the peak to their log and write heap profiles to this directory (not for the figures)")
+	flag.StringVar(&o.memLimit, "kstream-memlimit", "off", "Config.GoMemoryLimit of the kstream contestant: off, from-budgets or override (the kstream-memlimit contestant has from-budgets)")
+	flag.IntVar(&o.memHeadroom, "kstream-memlimit-headroom", 0, "Config.GoMemoryLimitHeadroom of the kstream and kstream-memlimit contestants in MiB (0: the default)")
 	flag.Parse()
 	if err := drive(o); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
@@ -140,7 +146,7 @@ func selected(o options) ([]scenario, []string, error) {
 	cs := splitList(o.contestants)
 	for _, c := range cs {
 		if !slices.Contains(allContestants, c) {
-			return nil, nil, fmt.Errorf("unknown contestant %q (raw, kstream, java)", c)
+			return nil, nil, fmt.Errorf("unknown contestant %q (raw, kstream, java, kstream-memlimit)", c)
 		}
 	}
 	if len(ss) == 0 || len(cs) == 0 {
@@ -309,11 +315,18 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 		}
 		cmd = exec.CommandContext(ctx, d.o.java, args...)
 	default:
-		cmd = exec.CommandContext(ctx, d.self, "-child", c, "-scenario", s.name,
+		child, memLimit := c, d.o.memLimit
+		if c == "kstream-memlimit" {
+			child, memLimit = "kstream", "from-budgets"
+		}
+		cmd = exec.CommandContext(ctx, d.self, "-child", child, "-scenario", s.name,
 			"-brokers", strings.Join(d.brokers, ","), "-in", in, "-out", out, "-group", id,
 			"-state-dir", stateDir, "-timeout", d.o.timeout.String())
 		if d.o.memtrace != "" {
 			cmd.Args = append(cmd.Args, "-memtrace", d.o.memtrace)
+		}
+		if child == "kstream" && memLimit != "off" {
+			cmd.Args = append(cmd.Args, "-memlimit", memLimit, "-memlimit-headroom", fmt.Sprint(d.o.memHeadroom))
 		}
 	}
 	logPath := filepath.Join(d.logs, id+".log")

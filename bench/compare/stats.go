@@ -103,8 +103,8 @@ func pairedRatio(runs []run, a, b string, m metric) float64 {
 
 // printTable writes the table of one scenario: per contestant the median records/s, wall
 // time, CPU seconds, CPU per record, peak RSS and output records of its successful runs;
-// then, for kstream against each other contestant, the ratio of the medians and the median
-// of the per-round ratios of records/s, CPU seconds and peak RSS.
+// then, for kstream (and kstream-memlimit) against each other contestant, the ratio of the
+// medians and the median of the per-round ratios of records/s, CPU seconds and peak RSS.
 func printTable(w io.Writer, title string, records int, contestants []string, runs []run) {
 	fmt.Fprintf(w, "\n%s\n", title)
 	rps := metric{"records/s", func(r run) float64 { return r.recordsPerSec(records) }}
@@ -131,20 +131,21 @@ func printTable(w io.Writer, title string, records int, contestants []string, ru
 	}
 	tw.Flush()
 
-	const k = "kstream"
-	if !slices.Contains(contestants, k) {
-		return
-	}
-	for _, other := range contestants {
-		if other == k {
+	for _, k := range []string{"kstream", "kstream-memlimit"} {
+		if !slices.Contains(contestants, k) {
 			continue
 		}
-		var parts []string
-		for _, m := range []metric{rps, cpu, rss} {
-			parts = append(parts, fmt.Sprintf("%s %sx (per round %sx)", m.name,
-				fixed(medianOf(runs, k, m)/medianOf(runs, other, m), 2), fixed(pairedRatio(runs, k, other, m), 2)))
+		for _, other := range contestants {
+			if other == k || other == "kstream-memlimit" && k == "kstream" {
+				continue
+			}
+			var parts []string
+			for _, m := range []metric{rps, cpu, rss} {
+				parts = append(parts, fmt.Sprintf("%s %sx (per round %sx)", m.name,
+					fixed(medianOf(runs, k, m)/medianOf(runs, other, m), 2), fixed(pairedRatio(runs, k, other, m), 2)))
+			}
+			fmt.Fprintf(w, "%s/%s: %s\n", k, other, strings.Join(parts, ", "))
 		}
-		fmt.Fprintf(w, "kstream/%s: %s\n", other, strings.Join(parts, ", "))
 	}
 }
 
