@@ -103,6 +103,11 @@ type alignment struct {
 	marks     map[runtime.TaskID]upstreamMark
 	aligned   int64
 	latest    int64
+	// restored is the largest stream time the task's windowed operators took back from
+	// their stores when the task started (a task that moved or restarted): what the task
+	// had read before, although its own stream time starts again from the records it reads
+	// now. A caught-up upstream task is not behind that either (see noteWatermark).
+	restored int64
 	// onAdvance are the operators to run when the aligned time moves on (windows that
 	// emit on close, suppression buffers), with no record in hand.
 	onAdvance []func() error
@@ -120,7 +125,7 @@ func (t *task) setUpAlignment(sub []*node) error {
 	if t.h.align <= 0 {
 		return nil
 	}
-	a := &alignment{extra: t.h.align, sources: map[string]bool{}, marks: map[runtime.TaskID]upstreamMark{}, aligned: math.MaxInt64}
+	a := &alignment{extra: t.h.align, sources: map[string]bool{}, marks: map[runtime.TaskID]upstreamMark{}, aligned: math.MaxInt64, restored: runtime.UnknownTime}
 	writers := map[int]bool{}
 	for _, n := range sub {
 		switch {
@@ -232,7 +237,12 @@ func (t *task) noteWatermark(id runtime.TaskID, m upstreamMark) error {
 	// over from one that died replays from its last commit, and what it replays may
 	// include outputs the dead one lost; windows wait for them (at-least-once may then
 	// count an output twice, never miss one).
-	m.readAt = t.streamTime
+	// What the task had read when it read this: its stream time, or, if it started again
+	// from its stores (it moved, or restarted), the stream time they had, if later. Without
+	// the latter, a task that moved after reading its partition's last record (its own
+	// stream time then stays below that record's for good) would hold the aligned time, and
+	// the windows that record closed, below it for ever.
+	m.readAt = max(t.streamTime, a.restored)
 	a.marks[id] = m
 	a.latest = max(a.latest, m.written)
 	prev := a.aligned

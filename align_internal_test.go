@@ -44,3 +44,35 @@ func TestAlignedTime(t *testing.T) {
 		})
 	}
 }
+
+// A downstream task that started again from its stores (it moved to another instance, or
+// restarted) after reading its partition's last record: its own stream time starts again
+// from the older records it reads now, and stays below that record's. A caught-up upstream
+// task's report holds the aligned time at what the task had read, the stream time its
+// windowed stores had, so that the windows that last record closed do close (before the
+// fix, the aligned time stayed at the task's new stream time, and the last windows of the
+// partition were never emitted: TestAlignedEventTimeReprocessingOnBroker/2-instances lost
+// 2 of its 50 windows whenever its windowed tasks moved).
+func TestAlignedTimeAfterARestart(t *testing.T) {
+	u, v := runtime.TaskID{SubTopology: 0, Partition: 0}, runtime.TaskID{SubTopology: 0, Partition: 1}
+	tk := &task{streamTime: 575_000}
+	tk.align = &alignment{upstreams: 2, marks: map[runtime.TaskID]upstreamMark{}, restored: 610_000, aligned: runtime.UnknownTime}
+	for _, id := range []runtime.TaskID{u, v} {
+		if err := tk.noteWatermark(id, upstreamMark{time: 610_000, caughtUp: true, written: 1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tk.align.aligned; got != 610_000 {
+		t.Errorf("aligned time %d, want 610000: the stream time the task's stores had", got)
+	}
+	tk.streamTime = 620_000 // a later record read since
+	if err := tk.noteWatermark(u, upstreamMark{time: 620_000, caughtUp: true, written: 1100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.noteWatermark(v, upstreamMark{time: 620_000, caughtUp: true, written: 1100}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tk.align.aligned; got != 620_000 {
+		t.Errorf("aligned time %d, want 620000: the task's own stream time once later", got)
+	}
+}

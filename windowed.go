@@ -409,6 +409,9 @@ func newWindowClock() windowClock {
 // the aggregation's store, onClose whether it emits on close.
 func (c *windowClock) start(t *task, st metaStore, onClose bool) {
 	c.t, c.st, c.onClose = t, st, onClose
+	if t.align != nil {
+		t.align.restored = max(t.align.restored, c.observed) // what the stores had seen
+	}
 	c.committed()
 	t.txnHooks = append(t.txnHooks, c)
 	if !t.h.eos {
