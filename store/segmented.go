@@ -222,9 +222,13 @@ func (s *segmented) remember(st segState, err error) {
 	s.cache = st
 }
 
-// dataKeyBuf starts a data key of segment seg in the scratch buffer; append the schema key
-// to it. It is valid until the next call.
-func (s *segmented) dataKeyBuf(seg int64) []byte {
+// dataKeyBuf starts a data key of segment seg in the scratch buffer, with room for a
+// schema key of n bytes: append it to the result (which then stays in the scratch buffer,
+// without an allocation). It is valid until the next call.
+func (s *segmented) dataKeyBuf(seg int64, n int) []byte {
+	if need := segPrefixLen + n; cap(s.scratch) < need {
+		s.scratch = make([]byte, 0, max(need, 2*cap(s.scratch)))
+	}
 	s.scratch = appendSegPrefix(s.scratch[:0], seg)
 	return s.scratch
 }
@@ -690,6 +694,21 @@ func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
 	return nil, nil
 }
 
+// pendingView reads key from b's pending writes alone, without a copy: its pending value
+// (ok), or nothing (a pending deletion, a pending range deletion covering it, or no pending
+// write). The value is b's, valid until b's next call, and must not be modified; a present
+// empty value is empty, not nil.
+func pendingView(b *Buffer, key []byte) ([]byte, bool) {
+	s := b.find(key)
+	if s == nil || s.p == nil || s.p.del {
+		return nil, false
+	}
+	if s.p.val == nil {
+		return []byte{}, true
+	}
+	return s.p.val, true
+}
+
 // recentOnly returns the Buffer that s writes through when its pending writes alone hold
 // every entry of serialized key kb with a segment timestamp of at least lo: nothing flushed
 // to the data under it is that recent, by the stream time of the last flush (see
@@ -717,15 +736,17 @@ func (s *segmented) recentOnly(kb []byte, lo int64) (buf *Buffer, none bool, err
 	return buf, lo > pending, nil
 }
 
-// notePut records in the flush index a put of serialized key kb at segment timestamp ts,
-// st being the stream time before it (which starts the index).
-func (s *segmented) notePut(kb []byte, ts, st int64) {
+// notePut records in the flush index a put of serialized key kb at segment timestamp ts.
+// The index starts with the first read that consults it (recentOnly), bounding what was
+// written before by the stream time then: a store that is never read by key and time range
+// (a windowed aggregation's, which fetches single windows) pays nothing for it.
+func (s *segmented) notePut(kb []byte, ts int64) {
+	if !s.fidx.ok {
+		return
+	}
 	buf, ok := unwrap(s.b).(*Buffer)
 	if !ok {
 		return
-	}
-	if !s.fidx.ok {
-		s.fidx.start(st, buf.flushes)
 	}
 	s.fidx.note(kb, ts, buf.flushes)
 }
