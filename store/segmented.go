@@ -153,6 +153,11 @@ type segmented struct {
 	fidx flushIndex
 	// spanFrom and spanTo hold the bounds of a span being read (AppendFetchRange).
 	spanFrom, spanTo []byte
+	// buf and disc are the Buffer and the discard counter under b, if any, once resolved
+	// (see resolve).
+	buf      *Buffer
+	disc     discardCounter
+	resolved bool
 }
 
 // segState is the persisted state of a segmented store.
@@ -190,10 +195,29 @@ func (s *segmented) errorf(format string, args ...any) error {
 	return fmt.Errorf("store %s: "+format, append([]any{s.name}, args...)...)
 }
 
+// resolve finds, once, what is under the store's backend: the Buffer and the discard
+// counter, if any (the backend never changes).
+func (s *segmented) resolve() {
+	if s.resolved {
+		return
+	}
+	u := unwrap(s.b)
+	s.buf, _ = u.(*Buffer)
+	s.disc, _ = u.(discardCounter)
+	s.resolved = true
+}
+
+// buffer returns the Buffer under the store's backend, or nil.
+func (s *segmented) buffer() *Buffer {
+	s.resolve()
+	return s.buf
+}
+
 // discardGen returns the backend's discard count (0 for a backend that cannot discard).
 func (s *segmented) discardGen() uint64 {
-	if d, ok := unwrap(s.b).(discardCounter); ok {
-		return d.discardCount()
+	s.resolve()
+	if s.disc != nil {
+		return s.disc.discardCount()
 	}
 	return 0
 }
@@ -677,8 +701,8 @@ func (s *segmented) setMeta(prefix []byte, name string, v int64) error {
 // the entry. A window store fetches the window of a key that the key's first record of a
 // new window creates this way without a read of the storage engine. nil otherwise.
 func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
-	buf, ok := unwrap(s.b).(*Buffer)
-	if !ok {
+	buf := s.buffer()
+	if buf == nil {
 		return nil, nil
 	}
 	if !s.flushedOK || s.flushedGen != buf.flushes {
@@ -715,8 +739,8 @@ func pendingView(b *Buffer, key []byte) ([]byte, bool) {
 // pendingOnly) or by the key's flushed bound (flushIndex); none is then set if no pending
 // write of the key is that recent either. buf is nil otherwise.
 func (s *segmented) recentOnly(kb []byte, lo int64) (buf *Buffer, none bool, err error) {
-	buf, ok := unwrap(s.b).(*Buffer)
-	if !ok {
+	buf = s.buffer()
+	if buf == nil {
 		return nil, false, nil
 	}
 	gen := buf.flushes
@@ -744,8 +768,8 @@ func (s *segmented) notePut(kb []byte, ts int64) {
 	if !s.fidx.ok {
 		return
 	}
-	buf, ok := unwrap(s.b).(*Buffer)
-	if !ok {
+	buf := s.buffer()
+	if buf == nil {
 		return
 	}
 	s.fidx.note(kb, ts, buf.flushes)
