@@ -557,7 +557,7 @@ type suppressProcessor[K, V any] struct {
 	// order is the buffered keys by buffer time then key; keys has each buffered key's
 	// size estimate, buffer time and prior value, and bytes is the sum of the sizes.
 	order *btree.BTreeG[bufferKey]
-	keys  map[string]bufferedKey
+	keys  map[string]*bufferedKey
 	bytes int64
 	// kapp and vapp are the serdes when they append to a buffer; kbuf, nbuf, obuf and
 	// ebuf are the buffers of a record's key, new and old values and encoded entry (the
@@ -586,7 +586,7 @@ func (p *suppressProcessor[K, V]) rebuild() error {
 		p.order = btree.NewG(16, bufferKeyLess)
 	}
 	p.order.Clear(false)
-	p.keys, p.bytes = map[string]bufferedKey{}, 0
+	p.keys, p.bytes = map[string]*bufferedKey{}, 0
 	it, err := p.st.All()
 	if err != nil {
 		return err
@@ -601,7 +601,7 @@ func (p *suppressProcessor[K, V]) rebuild() error {
 		size := e.size(it.Key())
 		p.order.ReplaceOrInsert(bufferKey{e.time, k})
 		// The iterator's value is the caller's (a copy): the prior value may keep it.
-		p.keys[k] = bufferedKey{size: size, time: e.time, prior: e.prior, hasPrior: e.hasPrior}
+		p.keys[k] = &bufferedKey{size: size, time: e.time, prior: e.prior, hasPrior: e.hasPrior}
 		p.bytes += size
 	}
 	return it.Err()
@@ -669,6 +669,7 @@ func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error
 	}
 	prev, buffered := p.keys[string(kb)]
 	if buffered {
+		// Updated in place below: the map is not written (a write would allocate the key).
 		e.time, e.prior, e.hasPrior = prev.time, prev.prior, prev.hasPrior
 	} else {
 		e.prior, e.hasPrior, e.oldIsPrior = e.old, e.hasOld, true
@@ -681,15 +682,15 @@ func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error
 		p.topic, p.topicLen = e.topic, utf16Len(e.topic)
 	}
 	size := e.sizeWith(kb, p.topicLen)
-	p.bytes += size - prev.size
 	if buffered {
+		p.bytes += size - prev.size
 		prev.size = size
-		p.keys[string(kb)] = prev
 		return nil
 	}
+	p.bytes += size
 	k := string(kb)
 	// The prior value is the old value's buffer, reused by the next record: a copy.
-	p.keys[k] = bufferedKey{size: size, time: e.time, prior: bytes.Clone(e.prior), hasPrior: e.hasPrior}
+	p.keys[k] = &bufferedKey{size: size, time: e.time, prior: bytes.Clone(e.prior), hasPrior: e.hasPrior}
 	p.order.ReplaceOrInsert(bufferKey{e.time, k})
 	return nil
 }
@@ -763,8 +764,10 @@ func (p *suppressProcessor[K, V]) evict(ctx ProcessorContext[K, change[V]]) erro
 		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
 	}
 	p.order.DeleteMin()
-	p.bytes -= p.keys[bk.key].size
-	delete(p.keys, bk.key)
+	if k, ok := p.keys[bk.key]; ok {
+		p.bytes -= k.size
+		delete(p.keys, bk.key)
+	}
 	e, err := decodeBufferEntry(raw)
 	if err != nil {
 		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
