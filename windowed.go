@@ -306,7 +306,7 @@ type timeWindowAggregator[K, V, VA any] struct {
 	// it left, lastMove when the stream time last moved on by idleness (CloseWhenIdle).
 	lastWall, lastMove time.Time
 	lastObserved       int64
-	// kapp is the key serde when it appends to a buffer, kbuf that buffer (serializeKey).
+	// kapp is the key serde when it appends to a buffer, kbuf that buffer (appendSerialize).
 	kapp store.AppendSerializer[K]
 	kbuf []byte
 }
@@ -591,7 +591,7 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 	}
 	// The key is serialized once, for the check and for every window's fetch and write
 	// (into a buffer of the processor: the store copies what it keeps).
-	kb, err := p.serializeKey(r.Key)
+	kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key)
 	if err != nil {
 		return fmt.Errorf("serializing the key: %w", err)
 	} else if kb == nil {
@@ -665,24 +665,6 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 		return p.emitFinal(ctx, r, closeTime, finals)
 	}
 	return nil
-}
-
-// serializeKey serializes k with the aggregation's key serde, into the processor's buffer
-// when the serde appends (valid until the next call); nil for a key that serializes to a
-// null.
-func (p *timeWindowAggregator[K, V, VA]) serializeKey(k K) ([]byte, error) {
-	if p.kapp == nil {
-		return p.a.ks.Serialize(k)
-	}
-	out, isNull, err := p.kapp.AppendSerialize(p.kbuf[:0], k)
-	if err != nil || isNull {
-		return nil, err
-	}
-	p.kbuf = out
-	if out == nil {
-		out = []byte{} // an empty key, not a null
-	}
-	return out, nil
 }
 
 // idleCloser is the flusher of an aggregation with CloseWhenIdle: when its task is caught
