@@ -266,10 +266,15 @@ type sessionAggregator[K, V, VA any] struct {
 	n  *node
 	st *sessionKV[K, VA]
 	windowClock
+	// kapp is the key serde when it appends to a buffer, kbuf that buffer: the check of a
+	// record's key allocates nothing.
+	kapp store.AppendSerializer[K]
+	kbuf []byte
 }
 
 func newSessionAggregator[K, V, VA any](t *task, n *node, a *sessionAgg[K, V, VA], st *sessionKV[K, VA]) (any, error) {
 	p := &sessionAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
+	p.kapp, _ = a.ks.(store.AppendSerializer[K])
 	if err := p.recover(); err != nil {
 		return nil, fmt.Errorf("operator %s: session store %q: %w", n.name, a.store, err)
 	}
@@ -316,7 +321,7 @@ func (p *sessionAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowe
 		t.dropRecord(p.n, "key")
 		return nil
 	}
-	if kb, err := a.ks.Serialize(r.Key); err != nil {
+	if kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key); err != nil {
 		return fmt.Errorf("serializing the key: %w", err)
 	} else if kb == nil {
 		t.dropRecord(p.n, "key")

@@ -29,6 +29,10 @@ type slidingAggregator[K, V, VA any] struct {
 	n  *node
 	st *windowKV[K, VA]
 	windowClock
+	// kapp is the key serde when it appends to a buffer, kbuf that buffer: the check of a
+	// record's key allocates nothing.
+	kapp store.AppendSerializer[K]
+	kbuf []byte
 }
 
 // slidingValue is a window's aggregate and timestamp as the Java processor holds it (a
@@ -48,6 +52,7 @@ type slidingWindow[VA any] struct {
 
 func newSlidingAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
 	p := &slidingAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
+	p.kapp, _ = a.ks.(store.AppendSerializer[K])
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
@@ -106,7 +111,7 @@ func (p *slidingAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowe
 		t.dropRecord(p.n, "key or value")
 		return nil
 	}
-	if kb, err := a.ks.Serialize(r.Key); err != nil {
+	if kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key); err != nil {
 		return fmt.Errorf("serializing the key: %w", err)
 	} else if kb == nil {
 		t.dropRecord(p.n, "key")

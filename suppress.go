@@ -1,16 +1,18 @@
 package kstream
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
+	"unsafe"
 
+	"github.com/google/btree"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/kstream-go/kstream/store"
 )
@@ -197,6 +199,9 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 			return nil, err
 		}
 		p := &suppressProcessor[K, V]{cfg: cfg, t: tk, n: n, ks: ks, vs: vs, st: st, observed: -1, savedObserved: -1}
+		p.kapp, _ = ks.(store.AppendSerializer[K])
+		p.endOff = windowEndOffset[K]()
+		p.vapp, _ = vs.(store.AppendSerializer[V])
 		if err := p.rebuild(); err != nil {
 			return nil, fmt.Errorf("kstream: operator %s: reading its buffer store %q: %w", n.name, storeName, err)
 		}
@@ -350,6 +355,11 @@ const (
 //
 // This format is kstream's own; Kafka Streams' suppression changelog is not read or written.
 func (e *bufferEntry) encode() []byte {
+	return e.appendEncoded(make([]byte, 0, 17+len(e.topic)+len(e.prior)+len(e.old)+len(e.new)+16))
+}
+
+// appendEncoded appends the encoding of e (see encode) to out.
+func (e *bufferEntry) appendEncoded(out []byte) []byte {
 	var flags byte
 	if e.hasPrior {
 		flags |= entryHasPrior
@@ -363,7 +373,6 @@ func (e *bufferEntry) encode() []byte {
 	if e.oldIsPrior {
 		flags |= entryOldIsPrior
 	}
-	out := make([]byte, 0, 17+len(e.topic)+len(e.prior)+len(e.old)+len(e.new)+16)
 	out = binary.BigEndian.AppendUint64(out, uint64(e.time))
 	out = binary.BigEndian.AppendUint64(out, uint64(e.ts))
 	out = append(out, flags)
@@ -380,14 +389,17 @@ func (e *bufferEntry) encode() []byte {
 		out = binary.AppendVarint(out, int64(len(h.Value)))
 		out = append(out, h.Value...)
 	}
-	for _, v := range []struct {
-		has bool
-		b   []byte
-	}{{e.hasPrior, e.prior}, {e.hasOld, e.old}, {e.hasNew, e.new}} {
-		if v.has {
-			out = binary.AppendUvarint(out, uint64(len(v.b)))
-			out = append(out, v.b...)
-		}
+	if e.hasPrior {
+		out = binary.AppendUvarint(out, uint64(len(e.prior)))
+		out = append(out, e.prior...)
+	}
+	if e.hasOld {
+		out = binary.AppendUvarint(out, uint64(len(e.old)))
+		out = append(out, e.old...)
+	}
+	if e.hasNew {
+		out = binary.AppendUvarint(out, uint64(len(e.new)))
+		out = append(out, e.new...)
 	}
 	return out
 }
@@ -462,12 +474,15 @@ func decodeBufferEntry(b []byte) (bufferEntry, error) {
 // bytes, the key, the prior value, the old value unless it is the prior value, the new
 // value, and the record context (16 bytes, the topic's length in UTF-16 units, 4 bytes, and
 // each header's key length in UTF-16 units and value length).
-func (e *bufferEntry) size(key []byte) int64 {
+func (e *bufferEntry) size(key []byte) int64 { return e.sizeWith(key, utf16Len(e.topic)) }
+
+// sizeWith is size given the topic's length in UTF-16 units.
+func (e *bufferEntry) sizeWith(key []byte, topicLen int64) int64 {
 	n := int64(8 + len(key) + len(e.prior) + len(e.new))
 	if e.hasOld && !e.oldIsPrior {
 		n += int64(len(e.old))
 	}
-	n += 16 + utf16Len(e.topic) + 4
+	n += 16 + topicLen + 4
 	for _, h := range e.headers {
 		n += utf16Len(h.Key) + int64(len(h.Value))
 	}
@@ -487,6 +502,33 @@ func utf16Len(s string) int64 {
 type bufferKey struct {
 	time int64
 	key  string
+}
+
+func bufferKeyLess(a, b bufferKey) bool { return compareBufferKeys(a, b) < 0 }
+
+// windowEndOffset is the offset of the End field (a time.Time) in K when K is a
+// serde.Windowed, so that the window end of a key can be read without converting the key
+// to an interface; -1 for another type.
+func windowEndOffset[K any]() int {
+	rt := reflect.TypeFor[K]()
+	if rt.Kind() != reflect.Struct || rt.PkgPath() != reflect.TypeFor[serde.Windowed[int]]().PkgPath() || !strings.HasPrefix(rt.Name(), "Windowed[") {
+		return -1
+	}
+	f, ok := rt.FieldByName("End")
+	if !ok || len(f.Index) != 1 || f.Type != reflect.TypeFor[time.Time]() {
+		return -1
+	}
+	return int(f.Offset)
+}
+
+// bufferedKey is what a suppression processor keeps in memory of a buffered key: its
+// size estimate, and the buffer time and prior value of its entry, which an update of the
+// key keeps (so that it need not read the entry back from the store).
+type bufferedKey struct {
+	size     int64
+	time     int64
+	prior    []byte
+	hasPrior bool
 }
 
 func compareBufferKeys(a, b bufferKey) int {
@@ -512,11 +554,24 @@ type suppressProcessor[K, V any] struct {
 	ks  serde.Serde[K]
 	vs  serde.Serde[V]
 	st  *bufferKV
-	// order is the buffered keys by buffer time then key; sizes are their size estimates
-	// by key, and bytes their sum.
-	order []bufferKey
-	sizes map[string]int64
+	// order is the buffered keys by buffer time then key; keys has each buffered key's
+	// size estimate, buffer time and prior value, and bytes is the sum of the sizes.
+	order *btree.BTreeG[bufferKey]
+	keys  map[string]*bufferedKey
 	bytes int64
+	// kapp and vapp are the serdes when they append to a buffer; kbuf, nbuf, obuf and
+	// ebuf are the buffers of a record's key, new and old values and encoded entry (the
+	// store copies what it keeps).
+	kapp                   store.AppendSerializer[K]
+	vapp                   store.AppendSerializer[V]
+	kbuf, nbuf, obuf, ebuf []byte
+	// endOff is the offset of the End field in K when K is a serde.Windowed, else -1
+	// (windowEndOffset).
+	endOff int
+	// topic and topicLen are the last input topic whose UTF-16 length the size estimate
+	// took, and that length.
+	topic    string
+	topicLen int64
 	// observed is the largest record timestamp seen, -1 before the first (Java's
 	// observedStreamTime, which is not kept across restarts); savedObserved is its value
 	// at the last commit.
@@ -527,7 +582,11 @@ type suppressProcessor[K, V any] struct {
 
 // rebuild reads the buffer's order and sizes from the store.
 func (p *suppressProcessor[K, V]) rebuild() error {
-	p.order, p.sizes, p.bytes = p.order[:0], map[string]int64{}, 0
+	if p.order == nil {
+		p.order = btree.NewG(16, bufferKeyLess)
+	}
+	p.order.Clear(false)
+	p.keys, p.bytes = map[string]*bufferedKey{}, 0
 	it, err := p.st.All()
 	if err != nil {
 		return err
@@ -540,15 +599,12 @@ func (p *suppressProcessor[K, V]) rebuild() error {
 		}
 		k := string(it.Key())
 		size := e.size(it.Key())
-		p.order = append(p.order, bufferKey{e.time, k})
-		p.sizes[k] = size
+		p.order.ReplaceOrInsert(bufferKey{e.time, k})
+		// The iterator's value is the caller's (a copy): the prior value may keep it.
+		p.keys[k] = &bufferedKey{size: size, time: e.time, prior: e.prior, hasPrior: e.hasPrior}
 		p.bytes += size
 	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	slices.SortFunc(p.order, compareBufferKeys)
-	return nil
+	return it.Err()
 }
 
 func (p *suppressProcessor[K, V]) committed() { p.savedObserved = p.observed }
@@ -578,62 +634,82 @@ func (p *suppressProcessor[K, V]) process(ctx ProcessorContext[K, change[V]], r 
 // buffer adds the update r to the buffer, replacing the key's buffered update if it has one
 // (whose buffer time and prior value it keeps).
 func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error {
-	kb, err := p.ks.Serialize(r.Key)
+	kb, err := appendSerialize(p.kapp, p.ks, &p.kbuf, r.Key)
 	if err != nil {
 		return fmt.Errorf("serializing the key: %w", err)
 	}
 	if kb == nil {
 		return errors.New("the key serializes to a null, which the suppression buffer cannot keep")
 	}
-	e := bufferEntry{time: ts, ts: ts, headers: slices.Clone(r.Headers), hasOld: r.Value.hasOld, hasNew: r.Value.hasNew}
+	// The headers are encoded into the entry: no copy of them is kept.
+	e := bufferEntry{time: ts, ts: ts, headers: r.Headers, hasOld: r.Value.hasOld, hasNew: r.Value.hasNew}
 	if p.cfg.final {
-		e.time = any(r.Key).(windowEnder).EndMs()
+		if p.endOff >= 0 {
+			// The End field of the serde.Windowed key, read in place: any(r.Key) would
+			// allocate a copy of the key for every record.
+			e.time = (*time.Time)(unsafe.Add(unsafe.Pointer(&r.Key), p.endOff)).UnixMilli()
+		} else {
+			e.time = any(r.Key).(windowEnder).EndMs()
+		}
 	}
 	if cur := p.t.cur; cur != nil {
 		e.topic = cur.Topic
 	}
 	if e.hasNew {
-		if e.new, err = p.vs.Serialize(r.Value.new); err != nil {
+		if e.new, err = appendSerialize(p.vapp, p.vs, &p.nbuf, r.Value.new); err != nil {
 			return fmt.Errorf("serializing the value: %w", err)
 		}
 		e.hasNew = e.new != nil
 	}
 	if e.hasOld {
-		if e.old, err = p.vs.Serialize(r.Value.old); err != nil {
+		if e.old, err = appendSerialize(p.vapp, p.vs, &p.obuf, r.Value.old); err != nil {
 			return fmt.Errorf("serializing the old value: %w", err)
 		}
 		e.hasOld = e.old != nil
 	}
-	k := string(kb)
-	prevSize, buffered := p.sizes[k]
+	prev, buffered := p.keys[string(kb)]
 	if buffered {
-		raw, ok, err := p.st.Get(kb)
-		if err != nil {
-			return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
-		}
-		if !ok {
-			return fmt.Errorf("buffer store %q lost a buffered key", p.cfg.store)
-		}
-		prev, err := decodeBufferEntry(raw)
-		if err != nil {
-			return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
-		}
+		// Updated in place below: the map is not written (a write would allocate the key).
 		e.time, e.prior, e.hasPrior = prev.time, prev.prior, prev.hasPrior
 	} else {
 		e.prior, e.hasPrior, e.oldIsPrior = e.old, e.hasOld, true
 	}
-	if err := p.st.Put(kb, e.encode()); err != nil {
+	p.ebuf = e.appendEncoded(p.ebuf[:0])
+	if err := p.st.Put(kb, p.ebuf); err != nil {
 		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
 	}
-	size := e.size(kb)
-	p.bytes += size - prevSize
-	p.sizes[k] = size
-	if !buffered {
-		bk := bufferKey{e.time, k}
-		i, _ := slices.BinarySearchFunc(p.order, bk, compareBufferKeys)
-		p.order = slices.Insert(p.order, i, bk)
+	if e.topic != p.topic {
+		p.topic, p.topicLen = e.topic, utf16Len(e.topic)
 	}
+	size := e.sizeWith(kb, p.topicLen)
+	if buffered {
+		p.bytes += size - prev.size
+		prev.size = size
+		return nil
+	}
+	p.bytes += size
+	k := string(kb)
+	// The prior value is the old value's buffer, reused by the next record: a copy.
+	p.keys[k] = &bufferedKey{size: size, time: e.time, prior: bytes.Clone(e.prior), hasPrior: e.hasPrior}
+	p.order.ReplaceOrInsert(bufferKey{e.time, k})
 	return nil
+}
+
+// appendSerialize serializes v with s, into *buf (reused, valid until the next call) when
+// app, s as an AppendSerializer, is not nil; nil for a Kafka null.
+func appendSerialize[T any](app store.AppendSerializer[T], s serde.Serde[T], buf *[]byte, v T) ([]byte, error) {
+	if app == nil {
+		return s.Serialize(v)
+	}
+	out, isNull, err := app.AppendSerialize((*buf)[:0], v)
+	if err != nil || isNull {
+		return nil, err
+	}
+	*buf = out
+	if out == nil {
+		out = []byte{} // empty, not a null
+	}
+	return out, nil
 }
 
 // enforce emits what is due, then, if the buffer is over its limits, emits its oldest
@@ -644,7 +720,11 @@ func (p *suppressProcessor[K, V]) enforce(ctx ProcessorContext[K, change[V]]) er
 		now = p.t.eventTime(now) // a window's final result waits for the aligned time (align.go)
 	}
 	expiry := now - p.cfg.suppressMs
-	for len(p.order) > 0 && p.order[0].time <= expiry {
+	for {
+		first, ok := p.order.Min()
+		if !ok || first.time > expiry {
+			break
+		}
 		if err := p.evict(ctx); err != nil {
 			return err
 		}
@@ -653,10 +733,10 @@ func (p *suppressProcessor[K, V]) enforce(ctx ProcessorContext[K, change[V]]) er
 		return nil
 	}
 	if !p.cfg.buf.emitEarly {
-		return &BufferFullError{Operator: p.n.name, Records: int64(len(p.order)), MaxRecords: p.cfg.buf.maxRecords,
+		return &BufferFullError{Operator: p.n.name, Records: int64(p.order.Len()), MaxRecords: p.cfg.buf.maxRecords,
 			Bytes: p.bytes, MaxBytes: p.cfg.buf.maxBytes}
 	}
-	for len(p.order) > 0 && p.overCapacity() {
+	for p.order.Len() > 0 && p.overCapacity() {
 		if err := p.evict(ctx); err != nil {
 			return err
 		}
@@ -665,13 +745,13 @@ func (p *suppressProcessor[K, V]) enforce(ctx ProcessorContext[K, change[V]]) er
 }
 
 func (p *suppressProcessor[K, V]) overCapacity() bool {
-	return int64(len(p.order)) > p.cfg.buf.maxRecords || p.bytes > p.cfg.buf.maxBytes
+	return int64(p.order.Len()) > p.cfg.buf.maxRecords || p.bytes > p.cfg.buf.maxBytes
 }
 
 // evict removes the buffer's first record and forwards it with its timestamp and headers,
 // unless it is a delete that final results drop.
 func (p *suppressProcessor[K, V]) evict(ctx ProcessorContext[K, change[V]]) error {
-	bk := p.order[0]
+	bk, _ := p.order.Min()
 	kb := []byte(bk.key)
 	raw, ok, err := p.st.Get(kb)
 	if err != nil {
@@ -683,9 +763,11 @@ func (p *suppressProcessor[K, V]) evict(ctx ProcessorContext[K, change[V]]) erro
 	if err := p.st.Delete(kb); err != nil {
 		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
 	}
-	p.order = p.order[1:]
-	p.bytes -= p.sizes[bk.key]
-	delete(p.sizes, bk.key)
+	p.order.DeleteMin()
+	if k, ok := p.keys[bk.key]; ok {
+		p.bytes -= k.size
+		delete(p.keys, bk.key)
+	}
 	e, err := decodeBufferEntry(raw)
 	if err != nil {
 		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)

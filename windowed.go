@@ -306,10 +306,14 @@ type timeWindowAggregator[K, V, VA any] struct {
 	// it left, lastMove when the stream time last moved on by idleness (CloseWhenIdle).
 	lastWall, lastMove time.Time
 	lastObserved       int64
+	// kapp is the key serde when it appends to a buffer, kbuf that buffer (appendSerialize).
+	kapp store.AppendSerializer[K]
+	kbuf []byte
 }
 
 func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
 	p := &timeWindowAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
+	p.kapp, _ = a.ks.(store.AppendSerializer[K])
 	p.rewinds = true
 	if err := p.recover(); err != nil {
 		return nil, err
@@ -588,7 +592,10 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 		t.dropRecord(p.n, "key")
 		return nil
 	}
-	if kb, err := a.ks.Serialize(r.Key); err != nil {
+	// The key is serialized once, for the check and for every window's fetch and write
+	// (into a buffer of the processor: the store copies what it keeps).
+	kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key)
+	if err != nil {
 		return fmt.Errorf("serializing the key: %w", err)
 	} else if kb == nil {
 		t.dropRecord(p.n, "key")
@@ -611,7 +618,8 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 			return err
 		}
 	}
-	for _, start := range a.w.windowsFor(ts) {
+	// The windows of a.w.windowsFor(ts), without the slice.
+	for start := max(0, ts-a.w.size+a.w.advance) / a.w.advance * a.w.advance; start <= ts; start += a.w.advance {
 		end := a.w.windowEnd(start)
 		if end <= closeTime {
 			t.lateRecord(p.n, ts, start, end, closeTime, p.observed)
@@ -623,7 +631,7 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 			t.lateRecord(p.n, ts, start, end, closeTime, p.observed)
 			continue
 		}
-		old, ok, err := p.st.Fetch(r.Key, msTime(start))
+		old, ok, err := p.st.FetchSerialized(kb, msTime(start))
 		if err != nil {
 			return err
 		}
@@ -640,9 +648,9 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 			res.setNew(a.agg(r.Key, r.Value, acc, ok))
 		}
 		if res.hasNew {
-			err = p.st.Put(r.Key, tsValue[VA]{v: res.new, ts: newTs}, msTime(start))
+			err = p.st.PutSerialized(kb, tsValue[VA]{v: res.new, ts: newTs}, msTime(start))
 		} else {
-			err = p.st.Delete(r.Key, msTime(start))
+			err = p.st.DeleteSerialized(kb, msTime(start))
 		}
 		if err != nil {
 			return err

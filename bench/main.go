@@ -221,12 +221,27 @@ const (
 	targetMetricsVsPassthrough = 0.95
 )
 
-// windowScenarios are judged against count-pebble (targetWindowVsCountPebble).
+// windowScenarios are judged against count-pebble (targetWindowVsCountPebble, or the
+// scenario's own in vsCountPebbleTargets).
 var windowScenarios = []string{"window-pebble", "window-final-pebble", "window-suppress-pebble"}
 
 // joinScenarios are judged against count-pebble by input records per second
-// (targetJoinVsCountPebble).
+// (targetJoinVsCountPebble, or the scenario's own in vsCountPebbleTargets).
 var joinScenarios = []string{"join-pebble", "fk-pebble"}
+
+// vsCountPebbleTargets are the targets of issue 28 (item 3) where they differ from the
+// windowed counts' and joins' of issues 11 and 12: the suppressed windowed count at 0.6x
+// count-pebble, the foreign-key join at 0.4x.
+var vsCountPebbleTargets = map[string]float64{"window-suppress-pebble": 0.6, "fk-pebble": 0.4}
+
+// vsCountPebbleTarget is scenario name's target against count-pebble, def unless it has
+// its own.
+func vsCountPebbleTarget(name string, def float64) float64 {
+	if t, ok := vsCountPebbleTargets[name]; ok {
+		return t
+	}
+	return def
+}
 
 // inputsOf is the number of input topics of s, each of o.records records.
 func inputsOf(s scenario) int { return max(1, s.inputs) }
@@ -896,10 +911,11 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 			}
 		}
 		if slices.Contains(windowScenarios, s.name) {
-			target = fmt.Sprintf(">= %.1fx count-pebble", targetWindowVsCountPebble)
+			want := vsCountPebbleTarget(s.name, targetWindowVsCountPebble)
+			target = fmt.Sprintf(">= %.1fx count-pebble", want)
 			if cp, ok := sums["count-pebble"]; ok {
 				r := cp.median.seconds / m.seconds
-				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetWindowVsCountPebble))
+				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= want))
 			}
 		}
 		if s.name == "count-pebble-queries" {
@@ -930,10 +946,11 @@ func printTable(o options, selected []scenario, results map[string][]result, emb
 		}
 		if slices.Contains(joinScenarios, s.name) {
 			// By input records per second: a join reads two inputs of o.records each.
-			target = fmt.Sprintf(">= %.1fx count-pebble rec/s", targetJoinVsCountPebble)
+			want := vsCountPebbleTarget(s.name, targetJoinVsCountPebble)
+			target = fmt.Sprintf(">= %.1fx count-pebble rec/s", want)
 			if cp, ok := sums["count-pebble"]; ok {
 				r := float64(inputsOf(s)) * cp.median.seconds / m.seconds
-				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= targetJoinVsCountPebble))
+				target += fmt.Sprintf(": %.2fx %s", r, metOrMissed(r >= want))
 			}
 		}
 		if t := serdeTarget(s.name, sums); t != "" {

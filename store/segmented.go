@@ -153,6 +153,11 @@ type segmented struct {
 	fidx flushIndex
 	// spanFrom and spanTo hold the bounds of a span being read (AppendFetchRange).
 	spanFrom, spanTo []byte
+	// buf and disc are the Buffer and the discard counter under b, if any, once resolved
+	// (see resolve).
+	buf      *Buffer
+	disc     discardCounter
+	resolved bool
 }
 
 // segState is the persisted state of a segmented store.
@@ -190,10 +195,29 @@ func (s *segmented) errorf(format string, args ...any) error {
 	return fmt.Errorf("store %s: "+format, append([]any{s.name}, args...)...)
 }
 
+// resolve finds, once, what is under the store's backend: the Buffer and the discard
+// counter, if any (the backend never changes).
+func (s *segmented) resolve() {
+	if s.resolved {
+		return
+	}
+	u := unwrap(s.b)
+	s.buf, _ = u.(*Buffer)
+	s.disc, _ = u.(discardCounter)
+	s.resolved = true
+}
+
+// buffer returns the Buffer under the store's backend, or nil.
+func (s *segmented) buffer() *Buffer {
+	s.resolve()
+	return s.buf
+}
+
 // discardGen returns the backend's discard count (0 for a backend that cannot discard).
 func (s *segmented) discardGen() uint64 {
-	if d, ok := unwrap(s.b).(discardCounter); ok {
-		return d.discardCount()
+	s.resolve()
+	if s.disc != nil {
+		return s.disc.discardCount()
 	}
 	return 0
 }
@@ -222,9 +246,13 @@ func (s *segmented) remember(st segState, err error) {
 	s.cache = st
 }
 
-// dataKeyBuf starts a data key of segment seg in the scratch buffer; append the schema key
-// to it. It is valid until the next call.
-func (s *segmented) dataKeyBuf(seg int64) []byte {
+// dataKeyBuf starts a data key of segment seg in the scratch buffer, with room for a
+// schema key of n bytes: append it to the result (which then stays in the scratch buffer,
+// without an allocation). It is valid until the next call.
+func (s *segmented) dataKeyBuf(seg int64, n int) []byte {
+	if need := segPrefixLen + n; cap(s.scratch) < need {
+		s.scratch = make([]byte, 0, max(need, 2*cap(s.scratch)))
+	}
 	s.scratch = appendSegPrefix(s.scratch[:0], seg)
 	return s.scratch
 }
@@ -673,8 +701,8 @@ func (s *segmented) setMeta(prefix []byte, name string, v int64) error {
 // the entry. A window store fetches the window of a key that the key's first record of a
 // new window creates this way without a read of the storage engine. nil otherwise.
 func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
-	buf, ok := unwrap(s.b).(*Buffer)
-	if !ok {
+	buf := s.buffer()
+	if buf == nil {
 		return nil, nil
 	}
 	if !s.flushedOK || s.flushedGen != buf.flushes {
@@ -690,14 +718,29 @@ func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
 	return nil, nil
 }
 
+// pendingView reads key from b's pending writes alone, without a copy: its pending value
+// (ok), or nothing (a pending deletion, a pending range deletion covering it, or no pending
+// write). The value is b's, valid until b's next call, and must not be modified; a present
+// empty value is empty, not nil.
+func pendingView(b *Buffer, key []byte) ([]byte, bool) {
+	s := b.find(key)
+	if s == nil || s.p == nil || s.p.del {
+		return nil, false
+	}
+	if s.p.val == nil {
+		return []byte{}, true
+	}
+	return s.p.val, true
+}
+
 // recentOnly returns the Buffer that s writes through when its pending writes alone hold
 // every entry of serialized key kb with a segment timestamp of at least lo: nothing flushed
 // to the data under it is that recent, by the stream time of the last flush (see
 // pendingOnly) or by the key's flushed bound (flushIndex); none is then set if no pending
 // write of the key is that recent either. buf is nil otherwise.
 func (s *segmented) recentOnly(kb []byte, lo int64) (buf *Buffer, none bool, err error) {
-	buf, ok := unwrap(s.b).(*Buffer)
-	if !ok {
+	buf = s.buffer()
+	if buf == nil {
 		return nil, false, nil
 	}
 	gen := buf.flushes
@@ -717,15 +760,17 @@ func (s *segmented) recentOnly(kb []byte, lo int64) (buf *Buffer, none bool, err
 	return buf, lo > pending, nil
 }
 
-// notePut records in the flush index a put of serialized key kb at segment timestamp ts,
-// st being the stream time before it (which starts the index).
-func (s *segmented) notePut(kb []byte, ts, st int64) {
-	buf, ok := unwrap(s.b).(*Buffer)
-	if !ok {
+// notePut records in the flush index a put of serialized key kb at segment timestamp ts.
+// The index starts with the first read that consults it (recentOnly), bounding what was
+// written before by the stream time then: a store that is never read by key and time range
+// (a windowed aggregation's, which fetches single windows) pays nothing for it.
+func (s *segmented) notePut(kb []byte, ts int64) {
+	if !s.fidx.ok {
 		return
 	}
-	if !s.fidx.ok {
-		s.fidx.start(st, buf.flushes)
+	buf := s.buffer()
+	if buf == nil {
+		return
 	}
 	s.fidx.note(kb, ts, buf.flushes)
 }

@@ -197,7 +197,7 @@ func (s *SessionStore[K, V]) dataKey(w serde.Windowed[K]) (dk []byte, end int64,
 	if start < 0 || end < start {
 		return nil, 0, s.s.errorf("invalid session window [%d, %d]", start, end)
 	}
-	return appendSessionKey(s.s.dataKeyBuf(segmentID(end, s.s.interval)), kb, start, end), end, nil
+	return appendSessionKey(s.s.dataKeyBuf(segmentID(end, s.s.interval), len(kb)+sessionSuffixLen), kb, start, end), end, nil
 }
 
 // Put writes v as the aggregate of session w (key and window), advancing the observed
@@ -257,7 +257,7 @@ func (s *SessionStore[K, V]) FetchSession(k K, start, end time.Time) (v V, ok bo
 	if a < 0 || b < a || b < minLiveTime(st.streamTime, s.s.retention) {
 		return v, false, nil
 	}
-	vb, ok, err := s.s.b.Get(appendSessionKey(s.s.dataKeyBuf(segmentID(b, s.s.interval)), kb, a, b))
+	vb, ok, err := s.s.b.Get(appendSessionKey(s.s.dataKeyBuf(segmentID(b, s.s.interval), len(kb)+sessionSuffixLen), kb, a, b))
 	if err != nil || !ok {
 		if err != nil {
 			err = s.s.errorf("fetch session: %w", err)

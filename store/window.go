@@ -171,6 +171,17 @@ type WindowStore[K, V any] struct {
 	// time minus retention plus edge.
 	edge  int64
 	fetch windowFetch[V] // AppendFetchRange's
+	// view is the backend when it can return values without copying them (a Buffer):
+	// fetches deserialize at once, and a serde keeps no reference to its input.
+	view viewGetter
+	// app is vs when it appends its bytes to a buffer: puts serialize into vbuf, which
+	// the backend copies.
+	app  AppendSerializer[V]
+	vbuf []byte
+	// kapp is ks when it appends its bytes to a buffer: the reads and writes that use a
+	// key only during the call serialize it into kbuf (see tmpKey).
+	kapp AppendSerializer[K]
+	kbuf []byte
 }
 
 // NewWindowStore returns a typed window store over b. name appears in errors. It fails only
@@ -190,7 +201,11 @@ func NewWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serd
 		// cost their copies and the heap.
 		buf.WithReadCache(0)
 	}
-	return &WindowStore[K, V]{s: newWindowSegmented(name, b, retention, interval), ks: ks, vs: vs, size: size, dups: o.RetainDuplicates, edge: edge}, nil
+	w := &WindowStore[K, V]{s: newWindowSegmented(name, b, retention, interval), ks: ks, vs: vs, size: size, dups: o.RetainDuplicates, edge: edge}
+	w.view, _ = b.(viewGetter)
+	w.app, _ = vs.(AppendSerializer[V])
+	w.kapp, _ = ks.(AppendSerializer[K])
+	return w, nil
 }
 
 // Name returns the store's name.
@@ -251,24 +266,74 @@ func (w *WindowStore[K, V]) key(k K) ([]byte, error) {
 	return b, nil
 }
 
+// tmpKey is key, serialized into the store's buffer when the key serde appends (no
+// allocation): for a read or write that is done with the bytes when it returns (a backend
+// copies what it keeps), never for an iterator, which keeps them. Valid until the next call.
+func (w *WindowStore[K, V]) tmpKey(k K) ([]byte, error) {
+	if w.kapp == nil {
+		return w.key(k)
+	}
+	out, isNull, err := w.kapp.AppendSerialize(w.kbuf[:0], k)
+	if err != nil {
+		return nil, w.s.errorf("serializing key: %w", err)
+	}
+	if isNull {
+		return nil, w.s.errorf("a null key")
+	}
+	w.kbuf = out
+	if out == nil {
+		out = []byte{} // an empty key, not a null
+	}
+	return out, nil
+}
+
 // Put writes v for key k in the window starting at windowStart, advancing the observed
 // stream time to windowStart if it is later. A value that serializes to nil (a nil pointer
 // of a [serde.Nullable] serde) deletes the window, as Kafka Streams' put(key, null) does;
 // with RetainDuplicates it does nothing. Without RetainDuplicates a put replaces the
 // window's value.
 func (w *WindowStore[K, V]) Put(k K, v V, windowStart time.Time) error {
-	kb, err := w.key(k)
+	kb, err := w.tmpKey(k)
 	if err != nil {
 		return err
 	}
-	vb, err := w.vs.Serialize(v)
-	if err != nil {
-		return w.s.errorf("serializing value: %w", err)
+	return w.putValue(kb, v, ms(windowStart))
+}
+
+// PutSerialized is [WindowStore.Put] to the key whose serialized form is kb: a caller that
+// already serialized the key (to check it, or to fetch the window and then write it) saves
+// doing it again. kb must not be nil (a null key); the store copies it.
+func (w *WindowStore[K, V]) PutSerialized(kb []byte, v V, windowStart time.Time) error {
+	if kb == nil {
+		return w.s.errorf("a null key")
+	}
+	return w.putValue(kb, v, ms(windowStart))
+}
+
+// putValue serializes v (into the store's buffer when the serde appends) and puts it.
+func (w *WindowStore[K, V]) putValue(kb []byte, v V, ts int64) error {
+	var vb []byte
+	if w.app != nil {
+		out, isNull, err := w.app.AppendSerialize(w.vbuf[:0], v)
+		if err != nil {
+			return w.s.errorf("serializing value: %w", err)
+		}
+		if !isNull {
+			w.vbuf = out
+			if vb = out; vb == nil {
+				vb = []byte{} // an empty value, not a null
+			}
+		}
+	} else {
+		var err error
+		if vb, err = w.vs.Serialize(v); err != nil {
+			return w.s.errorf("serializing value: %w", err)
+		}
 	}
 	if vb == nil && w.dups {
 		return nil
 	}
-	return w.put(kb, vb, ms(windowStart))
+	return w.put(kb, vb, ts)
 }
 
 // put writes vb (a deletion if nil) for key kb at window start ts.
@@ -286,9 +351,9 @@ func (w *WindowStore[K, V]) put(kb, vb []byte, ts int64) error {
 		seq = st.seq
 	}
 	if vb != nil {
-		w.s.notePut(kb, ts, st.streamTime)
+		w.s.notePut(kb, ts)
 	}
-	dk := appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval)), kb, ts, seq)
+	dk := appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval), len(kb)+windowSuffixLen), kb, ts, seq)
 	kept, err := w.s.write(w.s.b, &st, dk, ts, vb, w.dups)
 	w.s.remember(st, err)
 	if err != nil {
@@ -305,11 +370,23 @@ func (w *WindowStore[K, V]) put(kb, vb []byte, ts int64) error {
 // RetainDuplicates, where Kafka Streams has no deletion, it removes every value of the
 // window, one changelog tombstone each, and leaves the stream time alone.
 func (w *WindowStore[K, V]) Delete(k K, windowStart time.Time) error {
-	kb, err := w.key(k)
+	kb, err := w.tmpKey(k)
 	if err != nil {
 		return err
 	}
-	ts := ms(windowStart)
+	return w.delete(kb, ms(windowStart))
+}
+
+// DeleteSerialized is [WindowStore.Delete] of the key whose serialized form is kb (see
+// [WindowStore.PutSerialized]).
+func (w *WindowStore[K, V]) DeleteSerialized(kb []byte, windowStart time.Time) error {
+	if kb == nil {
+		return w.s.errorf("a null key")
+	}
+	return w.delete(kb, ms(windowStart))
+}
+
+func (w *WindowStore[K, V]) delete(kb []byte, ts int64) error {
 	if !w.dups {
 		return w.put(kb, nil, ts)
 	}
@@ -336,11 +413,23 @@ func (w *WindowStore[K, V]) Delete(k K, windowStart time.Time) error {
 // there is none or it has expired. With RetainDuplicates it returns the value with the
 // lowest sequence number (FetchRange returns them all).
 func (w *WindowStore[K, V]) Fetch(k K, windowStart time.Time) (v V, ok bool, err error) {
-	kb, err := w.key(k)
+	kb, err := w.tmpKey(k)
 	if err != nil {
 		return v, false, err
 	}
-	ts := ms(windowStart)
+	return w.fetchOne(kb, ms(windowStart))
+}
+
+// FetchSerialized is [WindowStore.Fetch] of the key whose serialized form is kb (see
+// [WindowStore.PutSerialized]).
+func (w *WindowStore[K, V]) FetchSerialized(kb []byte, windowStart time.Time) (v V, ok bool, err error) {
+	if kb == nil {
+		return v, false, w.s.errorf("a null key")
+	}
+	return w.fetchOne(kb, ms(windowStart))
+}
+
+func (w *WindowStore[K, V]) fetchOne(kb []byte, ts int64) (v V, ok bool, err error) {
 	var vb []byte
 	if w.dups {
 		it := w.rangeScan(kb, ts, ts, false)
@@ -358,14 +447,22 @@ func (w *WindowStore[K, V]) Fetch(k K, windowStart time.Time) (v V, ok bool, err
 		if ts < 0 || ts < w.minLive(st.streamTime) {
 			return v, false, nil
 		}
-		dk := appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval)), kb, ts, 0)
+		dk := appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval), len(kb)+windowSuffixLen), kb, ts, 0)
 		buf, err := w.s.pendingOnly(ts)
 		if err != nil {
 			return v, false, err
 		}
-		if buf != nil {
-			vb, ok, _ = buf.getPending(dk)
-		} else if vb, ok, err = w.s.b.Get(dk); err != nil {
+		// The value is read without a copy where the backend allows it: it is
+		// deserialized at once.
+		switch {
+		case buf != nil:
+			vb, ok = pendingView(buf, dk)
+		case w.view != nil:
+			vb, ok, err = w.view.getView(dk)
+		default:
+			vb, ok, err = w.s.b.Get(dk)
+		}
+		if err != nil {
 			return v, false, w.s.errorf("fetch: %w", err)
 		}
 	}
@@ -493,10 +590,23 @@ type WindowValue[V any] struct {
 // once, without an iterator, for a caller that takes every value (a stream-stream join
 // fetches the other side's windows this way for each record).
 func (w *WindowStore[K, V]) AppendFetchRange(dst []WindowValue[V], k K, from, to time.Time) ([]WindowValue[V], error) {
-	kb, err := w.key(k)
+	kb, err := w.tmpKey(k)
 	if err != nil {
 		return dst, err
 	}
+	return w.appendFetchRange(dst, kb, from, to)
+}
+
+// AppendFetchRangeSerialized is [WindowStore.AppendFetchRange] of the key whose serialized
+// form is kb (see [WindowStore.PutSerialized]).
+func (w *WindowStore[K, V]) AppendFetchRangeSerialized(dst []WindowValue[V], kb []byte, from, to time.Time) ([]WindowValue[V], error) {
+	if kb == nil {
+		return dst, w.s.errorf("a null key")
+	}
+	return w.appendFetchRange(dst, kb, from, to)
+}
+
+func (w *WindowStore[K, V]) appendFetchRange(dst []WindowValue[V], kb []byte, from, to time.Time) ([]WindowValue[V], error) {
 	lo, hi, ok, err := w.timeBounds(ms(from), ms(to))
 	if err != nil || !ok {
 		return dst, err
