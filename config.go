@@ -90,8 +90,9 @@ type Config struct {
 	// holds back updates, ours only serves reads).
 	StoreCacheBytes int
 	// CacheMaxBytes is the budget of the record caches, Kafka Streams'
-	// statestore.cache.max.bytes: with it, an aggregation into a key-value store
-	// (Count, Reduce, Aggregate, their table and cogroup forms) forwards each key's latest
+	// statestore.cache.max.bytes: with it, a table kept in a key-value or time-window
+	// store (Count, Reduce, Aggregate, their table, cogroup and windowed forms, source
+	// tables, materialized filters, mapValues and joins) forwards each key's latest
 	// update once per commit, or when its cache is full, instead of every update, as Kafka
 	// Streams' caching stores do. The budget is the instance's, shared equally by the store
 	// partitions with a cache. 0 or negative (the default) disables the caches: every

@@ -2,6 +2,7 @@ package kstream
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -160,6 +161,7 @@ type windowAgg[K, V, VA any] struct {
 	ks     serde.Serde[K]
 	store  string
 	info   *tableInfo
+	def    *storeDef // the store, for its record cache (recordcache.go)
 }
 
 func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName string, init func() VA, agg func(K, V, VA, bool) VA, reduce bool, vs serde.Serde[VA], name string, opts []StoreOption) KTable[serde.Windowed[K], VA] {
@@ -194,7 +196,7 @@ func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName
 	n.windowGrace, n.hasWindowGrace = w.w.grace, true // for KTable.Suppress(UntilWindowCloses)
 	b.addStore(d, n)
 	info := storedInfo()
-	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, beforeExpiry: w.close.beforeExpiry, idle: w.close.idle, init: init, agg: agg, reduce: reduce, ks: storeKeySerde(d, s.ks), store: name, info: info}
+	a := &windowAgg[K, V, VA]{w: w.w, onClose: w.onClose, beforeExpiry: w.close.beforeExpiry, idle: w.close.idle, init: init, agg: agg, reduce: reduce, ks: storeKeySerde(d, s.ks), store: name, info: info, def: d}
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskWindowStore[K, VA](t, name)
 		if err != nil {
@@ -309,11 +311,18 @@ type timeWindowAggregator[K, V, VA any] struct {
 	// kapp is the key serde when it appends to a buffer, kbuf that buffer (appendSerialize).
 	kapp store.AppendSerializer[K]
 	kbuf []byte
+	// cache is the store's record cache, nil without one (or when emitting on close);
+	// ckey the buffer of its keys: the serialized key, then the window start.
+	cache *emitCache[serde.Windowed[K], VA]
+	ckey  []byte
 }
 
 func newTimeWindowAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
 	p := &timeWindowAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
 	p.kapp, _ = a.ks.(store.AppendSerializer[K])
+	if !a.onClose && a.def != nil {
+		p.cache = openEmitCache[serde.Windowed[K], VA](t, a.def)
+	}
 	p.rewinds = true
 	if err := p.recover(); err != nil {
 		return nil, err
@@ -656,6 +665,20 @@ func (p *timeWindowAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Wind
 			return err
 		}
 		if a.onClose {
+			continue
+		}
+		if p.cache != nil {
+			// Held back (recordcache.go): the old value is the window's last forwarded
+			// one, none for a new window, as Java's caching window store reads it.
+			if a.info.sendOld && ok {
+				res.setOld(acc)
+			}
+			putTs := newTs
+			if !res.hasNew {
+				putTs = ts
+			}
+			p.ckey = binary.BigEndian.AppendUint64(append(p.ckey[:0], kb...), uint64(start))
+			p.cache.put(ctx, p.ckey, serde.WindowedMs(r.Key, start, end), res, ok, putTs, r.Headers)
 			continue
 		}
 		if a.info.sendOld && oldOK {

@@ -1274,7 +1274,9 @@ var confCached = []string{"stream-count", "flatmap-count", "stream-count-filter"
 	"table-source", "table-filter-materialized-tostream", "table-mapvalues-materialized-null", "table-join-filter-materialized",
 	"table-join-inner", "table-join-outer", "table-join-named-materialized", "table-join-groupby-count",
 	"fk-join-inner", "fk-join-left", "fk-join-named-materialized", "fk-join-groupby-count",
-	"stream-totable", "table-tostream-repartition-totable"}
+	"stream-totable", "table-tostream-repartition-totable",
+	"win-tumbling-count", "win-tumbling-nograce-count", "win-hopping-reduce", "win-hopping-aggregate",
+	"win-suppress-final", "win-suppress-timelimit", "win-groupby-count"}
 
 // confWithCached returns confScenarios followed by the cached runs of confCached.
 func confWithCached(t *testing.T) []struct {
