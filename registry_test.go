@@ -138,35 +138,9 @@ func TestRegistrySerdesThroughTopology(t *testing.T) {
 // handler or a dead-letter topic.
 func TestRegistryOutageLosesNothing(t *testing.T) {
 	srv, down, refused := flakyRegistry(t)
-	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL}, Retry: registry.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := kafkatest.CreateTopic(t, "orders", 1, nil)
-	out := kafkatest.CreateTopic(t, "copy", 1, nil)
-	b := kstream.NewBuilder()
-	kstream.MapValues(kstream.Stream(b, in, serde.String(), orders), func(o avroOrder) int64 { return o.Amount }).
-		To(out, serde.String(), serde.Int64())
-	cfg := testConfig(t)
-	var handled atomic.Int64
-	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse {
-		handled.Add(1)
-		return kstream.Continue()
-	})
-	start(t, newApp(t, b, cfg))
-
 	// The records' schema is registered (by their producer) while the registry is up; the
 	// application has not read it yet when the registry goes down.
-	producer, err := avro.New[avroOrder](registryClient(t, srv.URL), avroOrderSchema, registry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := producer.Bind(in, false)
+	in, out, _, _, handled, write := runAmounts(t, srv.URL, registry.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}, kstream.Continue())
 	var recs []*kgo.Record
 	for i := range 20 {
 		v, err := write.Serialize(avroOrder{ID: fmt.Sprint(i), Amount: int64(i)})
@@ -338,34 +312,9 @@ func TestRegistryIncompatibleSchemaIsAStartError(t *testing.T) {
 // that the next run reads it again.
 func TestRegistryGivenUpIsNotSkipped(t *testing.T) {
 	srv, down, _ := flakyRegistry(t)
-	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL},
-		Retry: registry.Retry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, For: 300 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := kafkatest.CreateTopic(t, "orders", 1, nil)
-	out := kafkatest.CreateTopic(t, "amounts", 1, nil)
-	b := kstream.NewBuilder()
-	kstream.MapValues(kstream.Stream(b, in, serde.String(), orders), func(o avroOrder) int64 { return o.Amount }).
-		To(out, serde.String(), serde.Int64())
-	cfg := testConfig(t)
-	var handled atomic.Int64
-	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse {
-		handled.Add(1)
-		return kstream.DeadLetter("dead-letters")
-	})
-	r := start(t, newApp(t, b, cfg))
-
-	producer, err := avro.New[avroOrder](registryClient(t, srv.URL), avroOrderSchema, registry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := producer.Bind(in, false).Serialize(avroOrder{ID: "a", Amount: 1})
+	in, _, cfg, r, handled, write := runAmounts(t, srv.URL,
+		registry.Retry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, For: 300 * time.Millisecond}, kstream.DeadLetter("dead-letters"))
+	v, err := write.Serialize(avroOrder{ID: "a", Amount: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,32 +344,8 @@ func TestRegistryGivenUpIsNotSkipped(t *testing.T) {
 // is not handed to the error handler, and nothing is committed past it.
 func TestRegistryOutageDoesNotHoldUpShutdown(t *testing.T) {
 	srv, down, refused := flakyRegistry(t)
-	rc, err := registry.NewClient(registry.Config{URLs: []string{srv.URL}, Retry: registry.Retry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := kafkatest.CreateTopic(t, "orders", 1, nil)
-	out := kafkatest.CreateTopic(t, "amounts", 1, nil)
-	b := kstream.NewBuilder()
-	kstream.MapValues(kstream.Stream(b, in, serde.String(), orders), func(o avroOrder) int64 { return o.Amount }).
-		To(out, serde.String(), serde.Int64())
-	cfg := testConfig(t)
-	var handled atomic.Int64
-	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse {
-		handled.Add(1)
-		return kstream.Continue()
-	})
-	r := start(t, newApp(t, b, cfg))
-	v, err := avro.New[avroOrder](registryClient(t, srv.URL), avroOrderSchema, registry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	val, err := v.Bind(in, false).Serialize(avroOrder{ID: "a", Amount: 1})
+	in, _, cfg, r, handled, write := runAmounts(t, srv.URL, registry.Retry{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}, kstream.Continue())
+	val, err := write.Serialize(avroOrder{ID: "a", Amount: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,4 +384,38 @@ func flakyRegistry(t *testing.T) (srv *httptest.Server, down *atomic.Bool, refus
 	}))
 	t.Cleanup(srv.Close)
 	return srv, down, refused
+}
+
+// runAmounts starts the topology of the outage tests: the Avro orders of a new topic in,
+// their amounts written to a new topic out, read through a registry client at url that
+// retries as retry. The deserialization error handler counts its calls in handled and
+// answers resp. write is a producer's serde of in's values, through its own client.
+func runAmounts(t *testing.T, url string, retry registry.Retry, resp kstream.ErrorResponse) (in, out string, cfg kstream.Config, r *running, handled *atomic.Int64, write *avro.Serde[avroOrder]) {
+	t.Helper()
+	rc, err := registry.NewClient(registry.Config{URLs: []string{url}, Retry: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	orders, err := avro.New[avroOrder](rc, avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = kafkatest.CreateTopic(t, "orders", 1, nil)
+	out = kafkatest.CreateTopic(t, "amounts", 1, nil)
+	b := kstream.NewBuilder()
+	kstream.MapValues(kstream.Stream(b, in, serde.String(), orders), func(o avroOrder) int64 { return o.Amount }).
+		To(out, serde.String(), serde.Int64())
+	cfg = testConfig(t)
+	handled = new(atomic.Int64)
+	cfg.DeserializationErrorHandler = kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse {
+		handled.Add(1)
+		return resp
+	})
+	r = start(t, newApp(t, b, cfg))
+	producer, err := avro.New[avroOrder](registryClient(t, url), avroOrderSchema, registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, out, cfg, r, handled, producer.Bind(in, false)
 }
