@@ -471,6 +471,12 @@ func (r *Runtime) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 		// A leader or coordinator that moved is looked up again at once, not after kgo's
 		// default 5s between metadata refreshes: one retriable error costs a round trip.
 		kgo.MetadataMinAge(250 * time.Millisecond),
+		// A connection that a broker closes right after a request is written is retried like
+		// any other cut connection (kgo does not by default, taking it for a TLS or SASL
+		// mismatch): a broker that restarts or drops connections under load does that, and a
+		// produce failed so stopped the application (TestFaultsAtLeastOnce, once in CI).
+		// Produces are idempotent, so a retry writes nothing twice.
+		kgo.AlwaysRetryEOF(),
 	}
 	if r.cfg.Rack != "" {
 		opts = append(opts, kgo.Rack(r.cfg.Rack)) // fetch from a replica in this rack (KIP-392)
