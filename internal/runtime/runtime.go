@@ -1342,6 +1342,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 		})
 	}
 	r.publishQueryLocked()
+	r.publishStatusLocked(time.Now())
 	slices.Sort(created)
 	r.log.Info("kstream: partitions assigned", "app", r.cfg.ApplicationID, "new_tasks", created, "restoring", len(restoring), "tasks", len(r.tasks))
 	if len(restoring) > 0 {
@@ -1391,6 +1392,7 @@ func (r *Runtime) startTask(t *taskRun, cl *kgo.Client) {
 	r.resizeStoreCachesLocked()
 	parts := t.partitionMap()
 	r.publishQueryLocked()
+	r.publishStatusLocked(time.Now())
 	r.maybeRunningLocked()
 	r.mu.Unlock()
 	cl.ResumeFetchPartitions(parts)
@@ -1537,6 +1539,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 	}
 	r.resizeStoreCachesLocked()
 	r.publishQueryLocked()
+	r.publishStatusLocked(time.Now())
 	slices.Sort(closed)
 	r.log.Info("kstream: partitions revoked", "app", r.cfg.ApplicationID, "closed_tasks", closed, "tasks", len(r.tasks))
 }

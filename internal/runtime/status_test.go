@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"log/slog"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -39,4 +41,39 @@ func TestDeadLetterRing(t *testing.T) {
 			t.Fatalf("record %d: %+v, want %+v", i, d, want)
 		}
 	}
+}
+
+// Status never waits for the loop: while r.mu is held it shows the snapshot published last.
+// A revocation (and an assignment, and a restored task) publishes its own, so that the
+// tasks a Status shows then are not those of before the rebalance (a rolling-restart test
+// once saw an instance with no task right after all of them were running).
+func TestStatusWhileLockedShowsTheLastRebalance(t *testing.T) {
+	r := &Runtime{tasks: map[TaskID]*taskRun{}, parts: map[topicPartition]*taskRun{}, standby: &standbys{}, log: slog.New(slog.DiscardHandler),
+		topo: &Topology{SubTopologies: []SubTopology{{ID: 0}}}}
+	for p := range int32(2) {
+		id := TaskID{Partition: p}
+		tr := &taskRun{id: id, parts: map[topicPartition]*partPos{}}
+		tr.group = NewPartitionGroup(r.groupConfig(tr))
+		tp := topicPartition{"in", p}
+		tr.parts[tp] = newPartPos()
+		tr.group.AddPartition("in", p)
+		r.tasks[id], r.parts[tp] = tr, tr
+	}
+	active := func() []string {
+		var ids []string
+		for _, ts := range r.Status().Active {
+			ids = append(ids, ts.ID.String())
+		}
+		return ids
+	}
+	r.mu.Lock()
+	r.publishStatusLocked(time.Now())
+	if got := active(); len(got) != 2 {
+		t.Fatalf("before the revocation: %v", got)
+	}
+	r.dropLocked(map[string][]int32{"in": {0}})
+	if got := active(); len(got) != 1 || got[0] != "0_1" {
+		t.Fatalf("after revoking in-0, while the loop holds the lock: %v, want [0_1]", got)
+	}
+	r.mu.Unlock()
 }
