@@ -96,7 +96,9 @@ type Buffer struct {
 	// discards counts the calls of Discard: a reader that caches what it read (a window
 	// store's stream time) compares it to know whether the Buffer's contents went back.
 	discards uint64
-	// flushes counts the flushes that wrote to the underlying backend.
+	// flushes counts the cuts of the pending writes: the flushes that wrote to the
+	// underlying backend, and the freezes (Freeze). A write made before a cut is in the
+	// underlying backend or in the frozen generation, which getCut reads.
 	flushes uint64
 
 	size       int   // sum of len(key)+len(value) over the pending entries
@@ -119,6 +121,13 @@ type Buffer struct {
 	// says the cache is on): a share of a budget that its owner changes while the Buffer
 	// is in use (WithSharedReadCache).
 	limit *atomic.Int64
+
+	// frozen is the generation of pending writes cut by Freeze and not yet released, or
+	// nil (see buffer_freeze.go). Its entries stay pending for reads until Release.
+	frozen *Frozen
+	// hidden are entries of frozen that range deletions made since the freeze detached from
+	// their slots, so that Discard can put them back.
+	hidden []*entry
 }
 
 // slot is the Buffer's state of one key: its pending entry and its cached underlying value.
@@ -146,6 +155,9 @@ type entry struct {
 	del bool
 	gen uint64
 	s   *slot // the key's slot; read only by the Buffer, never by iterators
+	// prev is the entry of the frozen generation this entry replaced, if any, so that
+	// Discard can put it back (see Freeze); read only by the Buffer.
+	prev *entry
 }
 
 func entryLess(a, b *entry) bool { return a.key < b.key }
@@ -240,7 +252,7 @@ func (b *Buffer) view(key []byte) (v []byte, ok, owned bool, err error) {
 		}
 		return s.p.val, true, false, nil
 	}
-	if len(b.ranges) > 0 && coveredBy(b.ranges, key) {
+	if b.rangeCovers(key) {
 		return nil, false, false, nil
 	}
 	if s != nil && s.known {
@@ -517,10 +529,16 @@ func (b *Buffer) deleteRange(from, to []byte) {
 			b.tree.Delete(e)
 			b.forget(e)
 			b.unpend(e.s)
+			if b.isFrozen(e.prev) {
+				b.hidden = append(b.hidden, e.prev)
+			}
 			if !e.s.known {
 				b.remove(e.s)
 			}
 		}
+	}
+	if b.frozen != nil {
+		b.hideFrozen(r)
 	}
 	b.ranges = append(b.ranges, r)
 	// The read cache must not answer for the keys the range deletes. Range deletions are
@@ -538,6 +556,14 @@ func (b *Buffer) deleteRange(from, to []byte) {
 	b.last = nil
 }
 
+// rangeCovers reports whether a pending range deletion, frozen or not, holds key.
+func (b *Buffer) rangeCovers(key []byte) bool {
+	if len(b.ranges) > 0 && coveredBy(b.ranges, key) {
+		return true
+	}
+	return b.frozen != nil && len(b.frozen.ranges) > 0 && coveredBy(b.frozen.ranges, key)
+}
+
 // unpend detaches the pending entry of s.
 func (b *Buffer) unpend(s *slot) {
 	s.p = nil
@@ -548,10 +574,10 @@ func (b *Buffer) unpend(s *slot) {
 	}
 }
 
-// rangesIn returns the pending ranges that meet [from, to).
-func (b *Buffer) rangesIn(from, to []byte) []keyRange {
+// rangesIn returns the ranges of rs that meet [from, to).
+func rangesIn(rs []keyRange, from, to []byte) []keyRange {
 	var out []keyRange
-	for _, r := range b.ranges {
+	for _, r := range rs {
 		if r.overlaps(from, to) {
 			out = append(out, r)
 		}
@@ -586,7 +612,12 @@ func (b *Buffer) write(key, value []byte, del bool) {
 	e := b.newEntry()
 	e.key, e.s = s.key, s
 	if old != nil {
-		b.forget(old)
+		if b.isFrozen(old) {
+			e.prev = old // the frozen entry stays the frozen generation's
+		} else {
+			b.forget(old)
+			e.prev = old.prev
+		}
 	} else {
 		b.pendCur++ // find moved s to m
 	}
@@ -697,25 +728,28 @@ func (b *Buffer) newIter(from, to []byte, reverse, prefix bool) (Iterator, error
 	if to != nil {
 		c.hi, c.hasHi = string(to), true
 	}
-	ranges := b.rangesIn(from, to)
-	if len(ranges) == 0 && !b.pendingIn(&c) {
+	if b.frozen != nil {
+		under = b.frozen.layer(under, c, from, to)
+	}
+	ranges := rangesIn(b.ranges, from, to)
+	if len(ranges) == 0 && !pendingIn(b.tree, &c) {
 		return under, nil
 	}
 	c.tree = b.snapshot()
 	return &bufferIter{under: under, pending: c, ranges: ranges}, nil
 }
 
-// pendingIn reports whether an entry is pending within the bounds of c.
-func (b *Buffer) pendingIn(c *pendingCursor) bool {
+// pendingIn reports whether tree holds an entry within the bounds of c.
+func pendingIn(tree *btree.BTreeG[*entry], c *pendingCursor) bool {
 	found := false
 	check := func(e *entry) bool {
 		found = !c.hasHi || e.key < c.hi
 		return false
 	}
 	if c.hasLo {
-		b.tree.AscendGreaterOrEqual(&entry{key: c.lo}, check)
+		tree.AscendGreaterOrEqual(&entry{key: c.lo}, check)
 	} else {
-		b.tree.Ascend(check)
+		tree.Ascend(check)
 	}
 	return found
 }
@@ -758,17 +792,23 @@ func (b *Buffer) ApproximateCount() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return max(0, n+int64(b.sets)-int64(b.dels)), nil
+	n += int64(b.sets) - int64(b.dels)
+	if f := b.frozen; f != nil {
+		n += int64(f.sets) - int64(f.dels)
+	}
+	return max(0, n), nil
 }
 
 // Checkpoint implements [Backend]: it returns the underlying backend's checkpoint. A
 // checkpoint set by a batch of the buffer is not visible before Flush writes it.
 func (b *Buffer) Checkpoint() (int64, error) { return b.under.Checkpoint() }
 
-// Len returns the number of pending writes: values, deletion markers and range deletions.
-func (b *Buffer) Len() int { return b.pendCur + b.pendOld + len(b.ranges) }
+// Len returns the number of pending writes: values, deletion markers and range deletions,
+// those of a frozen generation (Freeze) left out.
+func (b *Buffer) Len() int { return b.tree.Len() + len(b.ranges) }
 
-// Size returns the number of bytes of the pending keys and values. The memory the Buffer
+// Size returns the number of bytes of the pending keys and values, those of a frozen
+// generation (Freeze) left out. The memory the Buffer
 // holds is this plus roughly 150 bytes an entry (the entry, its slot, their map slot and
 // their share of the B-tree).
 func (b *Buffer) Size() int { return b.size }
@@ -783,11 +823,14 @@ func (b *Buffer) Size() int { return b.size }
 // batch fails, the pending entries and checkpoint are kept, so that Flush may be retried,
 // and the error wraps the underlying one.
 func (b *Buffer) Flush(checkpoint int64) error {
+	if b.frozen != nil {
+		return errFrozen
+	}
 	cp, hasCP := checkpoint, checkpoint >= 0
 	if !hasCP && b.hasCP {
 		cp, hasCP = b.cp, true
 	}
-	pending := b.pendCur + b.pendOld
+	pending := b.tree.Len()
 	if pending == 0 && len(b.ranges) == 0 && !hasCP {
 		if b.cacheMax > 0 {
 			b.fit()
@@ -843,7 +886,7 @@ func (b *Buffer) getPending(key []byte) (value []byte, ok, known bool) {
 		}
 		return append([]byte(nil), s.p.val...), true, true
 	}
-	if coveredBy(b.ranges, key) {
+	if b.rangeCovers(key) {
 		return nil, false, true
 	}
 	return nil, false, false
@@ -859,12 +902,16 @@ func (b *Buffer) ascendPending(from, to []byte, fn func(key string, val []byte) 
 	}
 	// The pivot's key only lives during the call: from's bytes, without a copy.
 	b.pivot.key = unsafe.String(unsafe.SliceData(from), len(from))
-	b.tree.AscendGreaterOrEqual(b.pivot, func(e *entry) bool {
-		if e.key >= string(to) {
-			return false
-		}
-		return e.del || fn(e.key, e.val)
-	})
+	if b.frozen != nil {
+		b.ascendBoth(to, fn)
+	} else {
+		b.tree.AscendGreaterOrEqual(b.pivot, func(e *entry) bool {
+			if e.key >= string(to) {
+				return false
+			}
+			return e.del || fn(e.key, e.val)
+		})
+	}
 	b.pivot.key = ""
 }
 
@@ -881,8 +928,14 @@ func (b *Buffer) Pending(fn func(key, value []byte, deleted bool)) {
 }
 
 // Discard drops the pending entries, range deletions and checkpoint, leaving the underlying
-// backend as of the last Flush. Iterators already open keep their snapshot.
+// backend as of the last Flush. Iterators already open keep their snapshot. With a frozen
+// generation (Freeze), it drops the writes made since the freeze: the frozen ones stay
+// pending, for their Frozen to release or unfreeze.
 func (b *Buffer) Discard() {
+	if b.frozen != nil {
+		b.discardSinceFreeze()
+		return
+	}
 	if b.cacheMax > 0 {
 		b.tree.Ascend(func(e *entry) bool {
 			b.unpend(e.s)
@@ -907,13 +960,19 @@ type discardCounter interface{ discardCount() uint64 }
 // pending entries must have been detached from them (Flush, Discard); without it, every
 // slot goes.
 func (b *Buffer) clear() {
-	if b.cacheMax <= 0 {
-		clear(b.m)
-		clear(b.slots)
-		b.slots = b.slots[:0]
+	if b.frozen != nil {
+		// The slots of the frozen entries stay, and the counts of pending slots with them;
+		// the caller detached the others.
 		b.last = nil
+	} else {
+		if b.cacheMax <= 0 {
+			clear(b.m)
+			clear(b.slots)
+			b.slots = b.slots[:0]
+			b.last = nil
+		}
+		b.pendCur, b.pendOld = 0, 0
 	}
-	b.pendCur, b.pendOld = 0, 0
 	// Nodes a clone may share are not the tree's to free; Clear only reuses the others.
 	b.tree.Clear(true)
 	b.snap = nil

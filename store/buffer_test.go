@@ -1055,11 +1055,19 @@ func TestBufferRandomModel(t *testing.T) {
 	// 600 and 4096 bytes hold a few and a few tens of entries: generations turn often,
 	// with pending entries in both and in dropped ones.
 	for _, cache := range []int{0, 48, 600, 4096} {
-		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache) })
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache, false) })
 	}
 }
 
-func testBufferRandomModel(t *testing.T, cache int) {
+// TestBufferFreezeRandomModel is TestBufferRandomModel with generations frozen (Freeze),
+// written on another goroutine while the Buffer goes on, then released or unfrozen.
+func TestBufferFreezeRandomModel(t *testing.T) {
+	for _, cache := range []int{0, 48, 600, 4096} {
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache, true) })
+	}
+}
+
+func testBufferRandomModel(t *testing.T, cache int, freeze bool) {
 	forEachBackend(t, func(t *testing.T, under store.Backend) {
 		r := rand.New(rand.NewPCG(7, 8))
 		randKey := func() string {
@@ -1093,6 +1101,21 @@ func testBufferRandomModel(t *testing.T, cache int) {
 			want []kv
 		}
 		var iters []open
+		// The frozen generation (freeze): the view and pending checkpoint at the freeze,
+		// and its Write running (writing) or done.
+		var (
+			fz                   *store.Frozen
+			frozenView           model
+			frozenCP, writeCP    int64
+			hasFrozenCP, writing bool
+			writeErr             chan error
+			releases, unfreezes  int
+		)
+		defer func() {
+			if writing {
+				<-writeErr
+			}
+		}()
 		openIter := func() open {
 			from, to := randBound(), randBound()
 			var (
@@ -1123,6 +1146,52 @@ func testBufferRandomModel(t *testing.T, cache int) {
 		}
 		for step := range steps {
 			var op string
+			if freeze && r.IntN(100) < 12 {
+				switch {
+				case fz == nil:
+					op = "freeze"
+					f, err := buf.Freeze()
+					if err != nil {
+						t.Fatalf("step %d: Freeze: %v", step, err)
+					}
+					fz, frozenView = f, maps.Clone(view)
+					frozenCP, hasFrozenCP, hasPendingCP = pendingCP, hasPendingCP, false
+					if err := buf.Flush(-1); err == nil {
+						t.Fatalf("step %d: Flush with a frozen generation succeeded", step)
+					}
+				case !writing && r.IntN(4) == 0:
+					op = "unfreeze"
+					buf.Unfreeze(fz)
+					fz = nil
+					unfreezes++
+					if !hasPendingCP && hasFrozenCP {
+						pendingCP, hasPendingCP = frozenCP, true
+					}
+				case !writing:
+					op = "write frozen"
+					writeCP = -1
+					if r.IntN(2) == 0 {
+						writeCP = int64(step)
+					}
+					writeErr, writing = make(chan error, 1), true
+					go func(f *store.Frozen, cp int64) { writeErr <- f.Write(cp) }(fz, writeCP)
+				default:
+					op = "release"
+					if err := <-writeErr; err != nil {
+						t.Fatalf("step %d: Write of the frozen generation: %v", step, err)
+					}
+					writing = false
+					buf.Release(fz)
+					fz, flushed = nil, frozenView
+					releases++
+					switch {
+					case writeCP >= 0:
+						flushedCP = writeCP
+					case hasFrozenCP:
+						flushedCP = frozenCP
+					}
+				}
+			}
 			switch x := r.IntN(100); {
 			case x < 40:
 				op = "set"
@@ -1180,6 +1249,11 @@ func testBufferRandomModel(t *testing.T, cache int) {
 						pendingCP, hasPendingCP = cp, true
 					}
 				}
+			case x < 76 && fz != nil:
+				op = "flush refused"
+				if err := buf.Flush(-1); err == nil {
+					t.Fatalf("step %d: Flush with a frozen generation succeeded", step)
+				}
 			case x < 76:
 				op = "flush"
 				cp := int64(-1)
@@ -1199,6 +1273,9 @@ func testBufferRandomModel(t *testing.T, cache int) {
 				op = "discard"
 				buf.Discard()
 				view = maps.Clone(flushed)
+				if fz != nil {
+					view = maps.Clone(frozenView) // the frozen writes stay pending
+				}
 				hasPendingCP = false
 			case x < 86:
 				op = "open iterator"
@@ -1250,7 +1327,7 @@ func testBufferRandomModel(t *testing.T, cache int) {
 			if got := scan(t, buf, nil, nil, true); !slices.Equal(got, desc) {
 				t.Fatalf("step %d (%s): full reverse scan:\n got %s\nwant %s", step, op, fmtPairs(got), fmtPairs(desc))
 			}
-			if step%100 == 0 || op == "flush" || op == "discard" {
+			if fz == nil && (step%100 == 0 || op == "flush" || op == "discard" || op == "release") {
 				wantPairs(t, fmt.Sprintf("step %d (%s): underlying", step, op), scan(t, under, nil, nil, false), flushed.rangeOf(nil, nil, false))
 				wantCheckpoint(t, under, flushedCP)
 				wantCheckpoint(t, buf, flushedCP)
@@ -1261,6 +1338,12 @@ func testBufferRandomModel(t *testing.T, cache int) {
 		}
 		for _, o := range iters {
 			wantPairs(t, "at the end: "+o.what+" opened earlier", drain(t, o.it, nil), o.want)
+		}
+		if freeze && (releases == 0 || unfreezes == 0) {
+			t.Errorf("%d generations released, %d unfrozen: the model did not exercise both", releases, unfreezes)
+		}
+		if freeze {
+			t.Logf("%d generations released, %d unfrozen", releases, unfreezes)
 		}
 	})
 }

@@ -6,13 +6,32 @@ import "fmt"
 // and read cache (tests only).
 func (b *Buffer) CheckInvariants() error {
 	pending := b.tree.Len()
+	var err error
+	if f := b.frozen; f != nil {
+		f.tree.Ascend(func(e *entry) bool {
+			switch {
+			case e.gen > f.maxGen:
+				err = fmt.Errorf("frozen entry %q of generation %d, above the freeze's %d", e.key, e.gen, f.maxGen)
+			case e.s.p == e:
+				pending++ // still the pending entry of its slot
+				if !b.holds(e.s) {
+					err = fmt.Errorf("frozen entry %q: pending, its slot in no map", e.key)
+				}
+			}
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if b.pendCur+b.pendOld != pending {
 		return fmt.Errorf("pending counters %d+%d, %d pending entries", b.pendCur, b.pendOld, pending)
 	}
-	var err error
 	b.tree.Ascend(func(e *entry) bool {
 		s := e.s
 		switch {
+		case e.prev != nil && (!b.isFrozen(e.prev) || e.prev.s != s):
+			err = fmt.Errorf("pending entry %q: its replaced entry is not a frozen one of its slot", e.key)
 		case s == nil || s.p != e:
 			err = fmt.Errorf("pending entry %q: its slot does not point back to it", e.key)
 		case s.key != e.key:

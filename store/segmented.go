@@ -180,7 +180,9 @@ func decodeSegState(v []byte) (segState, error) {
 }
 
 // readState reads the state of the store over b.
-func readState(b Backend) (segState, error) {
+func readState(b interface {
+	Get(key []byte) ([]byte, bool, error)
+}) (segState, error) {
 	v, ok, err := b.Get(segStateKey)
 	if err != nil {
 		return segState{}, err
@@ -190,6 +192,12 @@ func readState(b Backend) (segState, error) {
 	}
 	return decodeSegState(v)
 }
+
+// getterFunc is a function as readState's getter.
+type getterFunc func(key []byte) ([]byte, bool, error)
+
+// Get calls f.
+func (f getterFunc) Get(key []byte) ([]byte, bool, error) { return f(key) }
 
 func (s *segmented) errorf(format string, args ...any) error {
 	return fmt.Errorf("store %s: "+format, append([]any{s.name}, args...)...)
@@ -706,7 +714,7 @@ func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
 		return nil, nil
 	}
 	if !s.flushedOK || s.flushedGen != buf.flushes {
-		st, err := readState(buf.under)
+		st, err := readState(getterFunc(buf.getCut))
 		if err != nil {
 			return nil, s.errorf("reading the flushed stream time: %w", err)
 		}
