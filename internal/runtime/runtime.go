@@ -49,6 +49,11 @@ type Runtime struct {
 	prodCtx    context.Context
 	prodCancel context.CancelFunc
 	dlqGen     atomic.Int64 // bumped on every dead-letter write made from a produce callback
+	// acks counts the records produced since the last cut of a commit (commitasync.go);
+	// inflight is the at-least-once commit whose tail runs, committing is set meanwhile.
+	acks       atomic.Pointer[ackGroup]
+	inflight   *inflightCommit
+	committing atomic.Bool
 
 	noise  noise    // bounds repeated warnings (retry.go)
 	replay replays  // handler decisions for records of aborted transactions (produce.go)
@@ -292,6 +297,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	r.storeCache.Store(int64(cmp.Or(cfg.StoreCacheBytes, storeCacheBytes)))
 	r.standby = newStandbys(r)
+	r.acks.Store(newAckGroup())
 	r.member = newClassicMembership(r)
 	r.qindex = newQueryIndex(topo)
 	if cfg.Metrics != nil {
@@ -670,6 +676,11 @@ func (r *Runtime) loop(ctx context.Context) error {
 		// instance still commits what it processed; and when a task must be looked at again
 		// (a wall-clock punctuation, the end of an idle wait).
 		wait := max(time.Until(lastCommit.Add(r.cfg.CommitInterval)), 5*time.Millisecond)
+		if r.committing.Load() {
+			// A commit's tail runs, and the next commit waits for it: the tail kicks the
+			// loop when it ends (commitasync.go).
+			wait = max(wait, r.cfg.CommitInterval)
+		}
 		if !r.wake.IsZero() {
 			wait = min(wait, max(time.Until(r.wake), time.Millisecond))
 		}
@@ -740,6 +751,10 @@ func (r *Runtime) loop(ctx context.Context) error {
 			// state REBALANCING with nothing after it to end it (lifecycle.go).
 			r.maybeRunningLocked()
 		}
+		if r.commitOverLocked() {
+			r.quiesceLocked()
+			r.endCommitLocked()
+		}
 		r.processLocked(fetches, !commit)
 		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			r.commitNow.Store(false)
@@ -748,12 +763,21 @@ func (r *Runtime) loop(ctx context.Context) error {
 			// not one interval plus two.
 			started := time.Now()
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
-			err := r.commitLocked(cctx)
+			var err error
+			if r.sess == nil {
+				err = r.commitAsyncLocked(cctx)
+			} else {
+				err = r.commitLocked(cctx)
+			}
 			cancel()
-			if errors.Is(err, errJoining) {
+			switch {
+			case errors.Is(err, errCommitInFlight):
+				// The loop tries again once the tail is over (commitasync.go).
+				r.commitNow.Store(true)
+			case errors.Is(err, errJoining):
 				// Not a commit: the next turn of the loop tries again (see joinWatch).
 				r.log.Debug("kstream: commit put off while the group joins", "app", r.cfg.ApplicationID)
-			} else {
+			default:
 				if err != nil {
 					r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
 				}
@@ -1134,6 +1158,9 @@ func eachStore(stores []*loggedStore, fn func(*loggedStore) error) error {
 // processed positions: an offset is committed only after all outputs it covers are durable.
 func (r *Runtime) commitLocked(ctx context.Context) error {
 	r.quiesceLocked() // every task at rest: its positions cover only what it finished
+	if err := r.awaitCommitLocked(ctx); err != nil {
+		return err
+	}
 	if r.sess != nil {
 		return r.commitTxnLocked(ctx)
 	}
@@ -1505,6 +1532,7 @@ func (r *Runtime) dropDeferredLocked() {
 
 // dropLocked forgets partitions and closes the tasks left without any.
 func (r *Runtime) dropLocked(parts map[string][]int32) {
+	r.awaitCommitNowLocked() // its tail may write the stores of the tasks closed here
 	var closed []string
 	for topic, ps := range parts {
 		for _, p := range ps {
@@ -1597,11 +1625,18 @@ func (r *Runtime) Produce(o *OutRecord) {
 	}
 	o.ctx = r.prodCtx
 	o.Record.Context = o
+	if g := r.acks.Load(); g != nil {
+		o.acks = g
+		g.add()
+	}
 	r.producer.Produce(r.prodCtx, &o.Record, r.promise)
 }
 
 // onProduced is the produce callback of every output record.
 func (r *Runtime) onProduced(rec *kgo.Record, err error) {
+	if o, ok := rec.Context.(*OutRecord); ok && o.acks != nil {
+		defer o.acks.ack() // after a dead letter of the record is produced
+	}
 	if err == nil {
 		if o, ok := rec.Context.(*OutRecord); ok && o.DeadLetter {
 			r.noteDeadLetter(rec)

@@ -321,9 +321,10 @@ func (s *loggedStore) maybeFlush() error {
 	if s.buf == nil || s.buf.Size() < flushBytes {
 		return nil
 	}
-	if s.r.sess != nil {
+	if s.r.sess != nil || s.r.committing.Load() {
 		// Exactly-once: the buffer may reach the store only after its transaction
-		// commits, so commit early instead.
+		// commits, so commit early instead. At-least-once with a commit in flight: its
+		// frozen changes are written first (commitasync.go), so commit next instead.
 		s.r.commitNow.Store(true)
 		return nil
 	}

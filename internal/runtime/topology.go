@@ -191,6 +191,7 @@ type OutRecord struct {
 	ctx        context.Context
 
 	changelog *loggedStore // set for changelog writes: their acknowledgements move its checkpoint
+	acks      *ackGroup    // the records of the commit it was produced before (commitasync.go)
 }
 
 // Deadline, Done, Err and Value make an OutRecord the context of its own record, so the
