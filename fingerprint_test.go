@@ -181,6 +181,18 @@ func TestUpgradeChangedGrace(t *testing.T) {
 		wantFinding{upgrade.Reset, `store "views-per-window"`, []string{"retention changed from 120000ms to 180000ms (the grace period changed from 60000ms to 120000ms)"}})
 }
 
+// Under an explicit retention that stays the same, a changed grace period keeps the state.
+func TestUpgradeChangedGraceSameRetention(t *testing.T) {
+	counts := func(grace time.Duration) func(b *kstream.Builder) {
+		return func(b *kstream.Builder) {
+			s := kstream.Stream(b, "views", serde.String(), serde.String())
+			kstream.WindowedCount(s.GroupByKey().WindowedBy(kstream.TimeWindowsOf(time.Minute).WithGrace(grace)), "views-per-window", kstream.WithRetention(time.Hour))
+		}
+	}
+	checkUpgrade(t, counts(time.Minute), counts(2*time.Minute), upgrade.RollingUpgrade,
+		wantFinding{upgrade.RollingUpgrade, `store "views-per-window"`, []string{"grace period changed from 60000ms to 120000ms (retention unchanged)"}})
+}
+
 func totals(vs serde.Serde[int64]) func(b *kstream.Builder) {
 	return func(b *kstream.Builder) {
 		s := kstream.Stream(b, "orders", serde.String(), serde.Int64())
