@@ -103,6 +103,9 @@ type node struct {
 	// period plus the inactivity gap), as Kafka Streams' GraphGraceSearchUtil finds it.
 	windowGrace    int64
 	hasWindowGrace bool
+	// serdeIDs identifies the serdes an internal sink writes with, for the topology's
+	// fingerprint; nil when not known.
+	serdeIDs func() (key, value string)
 
 	// instantiate creates this node's per-task input: for sources a sourceFn, for other
 	// nodes a func(Record[K, V]) of the node's input types. The task memoizes the result,

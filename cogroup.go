@@ -338,6 +338,7 @@ func (w TimeWindowedCogroupedKStream[K, VA]) Aggregate(init func() VA, vs serde.
 		minRetention = 2*w.w.size + w.w.grace
 	}
 	d := windowStoreDef(b, op, name, ks, vs, w.w.size, minRetention, w.w.grace, false, opts)
+	d.window = w.w.def()
 	a := &cogroupAgg[K, VA]{windowed: true, w: w.w, store: name, ks: ks, init: init, info: storedInfo()}
 	n := c.build(parents, d, a, w.w.grace, true)
 	var tks serde.Serde[serde.Windowed[K]]
@@ -397,6 +398,7 @@ func (w SessionWindowedCogroupedKStream[K, VA]) Aggregate(init func() VA, merge 
 		b.errorf("%s: no value serde for the store: %w", op, ErrNoSerde)
 	}
 	d := sessionStoreDef(b, op, name, ks, vs, w.w.size, w.w.grace, opts)
+	d.window = w.w.def()
 	a := &cogroupAgg[K, VA]{windowed: true, w: w.w, store: name, ks: ks, init: init, merge: merge, info: storedInfo()}
 	// Java's session grace for Suppress is the grace period plus the inactivity gap.
 	n := c.build(parents, d, a, w.w.grace+w.w.size, true)

@@ -167,6 +167,7 @@ func sessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], prefix, opNa
 		b.errorf("%s: CloseWhenIdle is an option of time windows' EmitOnWindowClose; session windows close only when records move stream time on", op)
 	}
 	d := sessionStoreDef(b, op, name, s.ks, vs, w.w.size, w.w.grace, opts)
+	d.window = w.w.def()
 	n := b.tableNode(nodeName, s.n)
 	n.windowGrace, n.hasWindowGrace = w.w.grace+w.w.size, true // for KTable.Suppress(UntilWindowCloses): Java's session grace plus gap
 	b.addStore(d, n)

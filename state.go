@@ -8,6 +8,7 @@ import (
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/kstream-go/kstream/store"
+	"github.com/kstream-go/kstream/upgrade"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -131,6 +132,11 @@ type storeDef struct {
 	accepts []string
 	err     error
 	checked bool
+	// window is the window definition of a windowed aggregation's or a join's store, and
+	// keyID and valueID identify serdes that key and value do not hold (a store whose typed
+	// view wraps them), for the topology's fingerprint (Topology.Fingerprint).
+	window         *upgrade.WindowDef
+	keyID, valueID string
 }
 
 // StoreBuilder declares a state store for [Process]; create one with [KeyValueStore],

@@ -606,6 +606,7 @@ func newRepartition[K, V any](b *Builder, parent *node, prefix string, gen [3]st
 	rp.sink = &node{kind: kindSink, sinkTopic: topic, internal: true}
 	rp.source = &node{kind: kindSource, topics: []string{topic}, internal: true}
 	rp.filter.repSource = rp.source
+	rp.sink.serdeIDs = func() (string, string) { return serdeID(rp.ks), serdeID(rp.vs) }
 	at := len(b.nodes)
 	b.addNode(rp.filter, "", filterName, parent)
 	b.addNode(rp.sink, "", sinkName, rp.filter)

@@ -245,6 +245,7 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 
 	size, retention := max(w.size(), 0), max(w.size(), 0)+w.grace
 	thisD := joinWindowStoreDef(b, op, thisStore, ks, v1s, size, retention, !c.sj.noLog)
+	thisD.window = w.def()
 	thisWin := b.tableNode(thisWinName, l.n)
 	b.addStore(thisD, thisWin)
 	thisWin.instantiate = joinWindowInstance(thisWin, thisStore, ks, v1s)
@@ -270,6 +271,7 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 	}
 
 	otherD := joinWindowStoreDef(b, op, otherStore, ks, v2s, size, retention, !c.sj.noLog)
+	otherD.window = w.def()
 	otherWin := b.tableNode(otherWinName, r.n)
 	b.addStore(otherD, otherWin)
 	otherWin.instantiate = joinWindowInstance(otherWin, otherStore, ks, v2s)
@@ -279,7 +281,8 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 	b.addStore(otherD, thisN)
 	b.addStore(thisD, otherN)
 	if leftOuter {
-		sd := &storeDef{name: def.sharedStore, persistent: true, logged: !c.sj.noLog}
+		sd := &storeDef{name: def.sharedStore, persistent: true, logged: !c.sj.noLog,
+			keyID: serdeID(ks), valueID: serdeID(v1s) + ", " + serdeID(v2s)}
 		// Java's outer-join store serdes wrap the join's serdes, which name their subjects
 		// after the store's changelog.
 		kser := joinKeySerde[K]{storeSerde(sd, ks, true)}

@@ -195,6 +195,7 @@ func tableRepartition[K, V any](b *Builder, parent *node, topic, sinkName, sourc
 		Configs: map[string]*string{"cleanup.policy": ptr("delete"), "retention.ms": ptr("-1")},
 	})
 	sink := &node{kind: kindSink, sinkTopic: topic, internal: true}
+	sink.serdeIDs = func() (string, string) { return serdeID(ks), serdeID(vs) }
 	b.addNode(sink, "", sinkName, parent)
 	sink.instantiate = sinkInstance(sink, func() (serde.Serde[K], serde.Serde[change[V]]) { return ks, vs },
 		func(Record[K, change[V]]) string { return topic })

@@ -192,6 +192,7 @@ func windowedAggregate[K, V, VA any](w TimeWindowedKStream[K, V], prefix, opName
 		minRetention = 2*w.w.size + w.w.grace
 	}
 	d := windowStoreDef(b, op, name, s.ks, vs, w.w.size, minRetention, w.w.grace, w.onClose, opts)
+	d.window = w.w.def()
 	n := b.tableNode(nodeName, s.n)
 	n.windowGrace, n.hasWindowGrace = w.w.grace, true // for KTable.Suppress(UntilWindowCloses)
 	b.addStore(d, n)

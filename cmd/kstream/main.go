@@ -11,6 +11,7 @@
 //	lag         print an application's lag per task and partition (from the broker)
 //	reset       reset an application to reprocess its input, as Kafka's StreamsResetter
 //	dlq replay  send dead-letter records back to the topic they failed from
+//	upgrade-check  say whether a new topology can be rolled out over the running one's state
 //	help        show help for kstream or for a command
 //
 // Run "kstream help <command>" for a command's flags and what it does exactly.
@@ -28,6 +29,11 @@
 // kstream dlq replay -brokers host:port -topic <dead-letter topic> [-to topic] [-kind k]
 // [-source-topic t] [-partition p] [-from-offset n] [-to-offset n] [-since t] [-limit n]
 // [-dry-run] sends the selected dead-letter records back, without their error headers.
+//
+// kstream upgrade-check [-json] old.json new.json compares two topology fingerprints
+// (Topology.Fingerprint) and prints the verdict with a reason per difference; its exit
+// status is 0 for a rolling upgrade, 3 to stop every instance first, 4 for a reset, 5 for
+// a new application id, 1 for files it cannot read.
 //
 // kstream describe -url http://host:port/<ops prefix> prints what GET <url>/api/describe
 // of the application's ops handler answers: the topology and every instance's tasks.
@@ -72,6 +78,7 @@ Commands:
   lag         print an application's lag per task and partition (from the broker)
   reset       reset an application to reprocess its input, as Kafka's StreamsResetter
   dlq replay  send dead-letter records back to the topic they failed from
+  upgrade-check  say whether a new topology can be rolled out over the running one's state
   help        show help for kstream or for a command
 
 Run 'kstream help <command>' or 'kstream <command> -h' for a command's flags.
@@ -87,13 +94,26 @@ func main() {
 	}()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if status := exitStatus(err, os.Stderr); status != 0 {
+		os.Exit(status)
+	}
+}
+
+// exitStatus returns the exit status of a command that returned err, and prints err to
+// stderr when it is a failure to report: 0 for nil, 2 for a usage error, the status an
+// exitError carries (kstream upgrade-check's verdicts), 1 for other errors.
+func exitStatus(err error, stderr io.Writer) int {
+	var exit exitError
 	switch {
 	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.status
 	case errors.Is(err, errUsage):
-		os.Exit(2)
+		return 2
 	default:
-		fmt.Fprintf(os.Stderr, "kstream: %v\n", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "kstream: %v\n", err)
+		return 1
 	}
 }
 
@@ -116,6 +136,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runReset(ctx, rest, stdout, stderr)
 	case "dlq":
 		return runDLQ(ctx, rest, stdout, stderr)
+	case "upgrade-check":
+		return runUpgradeCheck(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return runHelp(ctx, rest, stdout, stderr)
 	default:
@@ -143,6 +165,8 @@ func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return runReset(ctx, []string{"-h"}, stdout, stdout)
 	case "dlq":
 		return runDLQReplay(ctx, []string{"-h"}, stdout, stdout)
+	case "upgrade-check":
+		return runUpgradeCheck(ctx, []string{"-h"}, stdout, stdout)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -285,6 +285,8 @@ func TestUsage(t *testing.T) {
 		{args: []string{"help", "reset"}, ok: true, wantStdout: "-shift-by"},
 		{args: []string{"help", "dlq"}, ok: true, wantStdout: "-source-topic"},
 		{args: []string{"help", "describe"}, ok: true, wantStdout: "/api/describe"},
+		{args: []string{"help", "upgrade-check"}, ok: true, wantStdout: "old.json new.json"},
+		{args: []string{"help"}, ok: true, wantStdout: "  upgrade-check "},
 		{args: []string{"lag", "-h"}, ok: true, wantStderr: "-app"},
 		{args: []string{"reset", "-h"}, ok: true, wantStderr: "StreamsResetter"},
 		{args: []string{"dlq", "replay", "-h"}, ok: true, wantStderr: "-dry-run"},
