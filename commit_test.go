@@ -15,9 +15,18 @@ import (
 // the next records comes out; no second commit starts meanwhile (at most one in flight); the
 // offsets are committed once the broker answers; and the stores hold what the commits
 // covered: an instance started again on the same state directory continues every count
-// exactly.
+// exactly. With Config.BlockingCommits (Kafka Streams' behaviour) the counts wait for the
+// commit instead.
 func TestCommitDoesNotStopProcessing(t *testing.T) {
-	t.Parallel()
+	for _, blocking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "BlockingCommits"}[blocking], func(t *testing.T) {
+			t.Parallel()
+			testCommitProcessing(t, blocking)
+		})
+	}
+}
+
+func testCommitProcessing(t *testing.T, blocking bool) {
 	b := kafkatest.Embedded(t)
 	if b == nil {
 		t.Skip("holding a request needs the in-process broker")
@@ -26,6 +35,7 @@ func TestCommitDoesNotStopProcessing(t *testing.T) {
 	out := kafkatest.CreateTopic(t, "out", 3, nil)
 	cfg := testConfig(t)
 	cfg.CommitInterval = 50 * time.Millisecond
+	cfg.BlockingCommits = blocking
 	outputs := collect(t, out)
 	want := map[string]int64{}
 	r := start(t, newApp(t, countTopology(in, out), cfg))
@@ -66,7 +76,13 @@ func TestCommitDoesNotStopProcessing(t *testing.T) {
 	defer timer.Stop()
 	produceCounts(t, in, 2000, 100, 3, want)
 	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
-	if timedOut.Load() {
+	switch {
+	case blocking && !timedOut.Load():
+		t.Fatal("with BlockingCommits, the counts came out while a commit was held")
+	case blocking:
+		kafkatest.Eventually(t, 30*time.Second, "the offsets committed once released", func() bool { return committedAll(t, cfg.ApplicationID, in) })
+		return
+	case timedOut.Load():
 		t.Fatal("the counts came out only once the held commit was released: the commit stopped processing")
 	}
 	if n := more.Load(); n != 0 {

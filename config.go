@@ -69,7 +69,18 @@ type Config struct {
 	// 30s (100ms under ExactlyOnce), counted from the start of one commit to the start of
 	// the next. A commit first waits until every output record is acknowledged. This
 	// corresponds to Kafka Streams' commit.interval.ms.
+	//
+	// Under AtLeastOnce the tasks stop only for the commit's cut (their buffered store
+	// changes go to the changelogs and freeze, their positions are noted) and go on while
+	// the rest of it runs: the wait for acknowledgements, the offset commit and the writes
+	// of the frozen changes to the stores. At most one commit is in flight; a commit due
+	// meanwhile starts once it is over.
 	CommitInterval time.Duration
+	// BlockingCommits makes every AtLeastOnce commit stop the tasks until it is over, as
+	// Kafka Streams' commits do: the offsets and stores are then written before any record
+	// after them is processed. Exactly-once commits are always whole (a transaction ends
+	// before the next begins).
+	BlockingCommits bool
 	// StateDir is the directory of local state (one Pebble database for all persistent
 	// stores), overriding the default $TMPDIR/kstream/<application id>. Two instances must not
 	// share one. This corresponds to state.dir.
@@ -551,6 +562,7 @@ func (c Config) runtimeConfig() runtime.Config {
 		ConsumerOpts:      c.ConsumerOptions,
 		ProducerOpts:      c.ProducerOptions,
 		CommitInterval:    c.CommitInterval,
+		BlockingCommits:   c.BlockingCommits,
 		MaxPollRecords:    c.MaxPollRecords,
 		MaxTaskIdle:       c.MaxTaskIdle,
 		DefaultReset:      runtime.Reset(c.OffsetReset),

@@ -764,7 +764,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			started := time.Now()
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 			var err error
-			if r.sess == nil {
+			if r.sess == nil && !r.cfg.BlockingCommits {
 				err = r.commitAsyncLocked(cctx)
 			} else {
 				err = r.commitLocked(cctx)

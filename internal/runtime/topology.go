@@ -234,9 +234,12 @@ type Config struct {
 	// Compression is the producers' batch codec (the zero value is no compression).
 	// Linger is the producer's linger: 0 means the default (5ms, or none for the
 	// transactional producer), negative none.
-	Compression       kgo.CompressionCodec
-	Linger            time.Duration
-	CommitInterval    time.Duration
+	Compression    kgo.CompressionCodec
+	Linger         time.Duration
+	CommitInterval time.Duration
+	// BlockingCommits: at-least-once commits stop the tasks until they are over (no tail
+	// in the background, commitasync.go).
+	BlockingCommits   bool
 	MaxPollRecords    int
 	DefaultReset      Reset
 	ReplicationFactor int16
