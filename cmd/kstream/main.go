@@ -15,9 +15,10 @@
 //
 // Run "kstream help <command>" for a command's flags and what it does exactly.
 //
-// kstream lag -brokers host:port -app <application.id> [-json] prints, per input
+// kstream lag -brokers host:port -app <application.id> [-wide|-json] prints, per input
 // partition, the group's committed offset, the end offset and the lag, with the task
-// ("<sub-topology>_<partition>") and the member that owns it.
+// ("<sub-topology>_<partition>") and the member that owns it, in a table that fits in 100
+// columns (-wide: every column in full).
 //
 // kstream reset -brokers host:port -app <application.id> -input-topics a,b
 // [-to-earliest|-to-latest|-to-offset N|-to-datetime T|-by-duration D|-shift-by N]
