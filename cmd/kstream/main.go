@@ -37,11 +37,14 @@
 // github.com/kstream-go/kstream/embedded as a standalone process that any
 // Kafka client (kcat, franz-go, sarama, the Java client, ...) can use:
 //
-//	kstream dev [-addr 127.0.0.1:9092] [-data ./kstream-data] [-partitions 1] [-auto-create=true] [-log-level warn]
+//	kstream dev [-addr 127.0.0.1:9092] [-data DIR] [-partitions 1] [-auto-create=true] [-log-level warn] [-registry 127.0.0.1:8081]
 //
-// It keeps its data in the -data directory (-data "" keeps it in memory),
-// creates topics on first use unless -auto-create=false, and stops cleanly on
-// SIGINT or SIGTERM; a second signal while it is saving its state kills it.
+// It keeps its data in the -data directory, by default kstream/dev-<port> in the user's
+// cache directory (os.UserCacheDir, so ~/.cache/kstream/dev-9092 on Linux), and prints it;
+// -data "" keeps it in memory. It serves a Schema Registry API (in memory) on -registry
+// (-registry "" serves none), creates topics on first use unless -auto-create=false, and
+// stops cleanly on SIGINT or SIGTERM; a second signal while it is saving its state kills
+// it.
 package main
 
 import (
@@ -54,6 +57,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,7 +162,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:9092", "`host:port` to listen on; the host must be 127.0.0.1 or localhost, port 0 picks a free port")
-	dataDir := fs.String("data", "./kstream-data", "`directory` keeping topics, records and committed offsets across restarts; empty keeps everything in memory")
+	dataDir := fs.String("data", "", "`directory` keeping topics, records and committed offsets across restarts; empty keeps everything in memory (default "+devDataDirHelp()+")")
 	partitions := fs.Int("partitions", embedded.DefaultPartitions, "partition count of auto-created topics")
 	autoCreate := fs.Bool("auto-create", true, "create topics when a client first uses them")
 	logLevel := fs.String("log-level", "warn", "broker log level on stderr: none, error, warn, info or debug")
@@ -188,6 +192,11 @@ Flags:
 	port, err := parseLoopbackAddr(*addr)
 	if err != nil {
 		return fmt.Errorf("dev: -addr: %w", err)
+	}
+	dataSet := false
+	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	if !dataSet {
+		*dataDir = devDataDir(port)
 	}
 	level, err := parseLogLevel(*logLevel)
 	if err != nil {
@@ -230,6 +239,24 @@ Flags:
 		return fmt.Errorf("dev: %w", err)
 	}
 	return nil
+}
+
+// devDataDir is the data directory of kstream dev without -data: "kstream/dev-<port>" in
+// the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux,
+// ~/Library/Caches on macOS, %LocalAppData% on Windows), else in the OS temp directory. It
+// is outside the current directory, so that a checkout gets no data files, and survives
+// reboots (a temp directory may not); the port keeps two dev brokers apart.
+func devDataDir(port int) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "kstream", "dev-"+strconv.Itoa(port))
+}
+
+// devDataDirHelp describes devDataDir's choice for the flag's help.
+func devDataDirHelp() string {
+	return filepath.Join("<user cache dir>", "kstream", "dev-<port>") + ", here " + devDataDir(9092) + " for port 9092"
 }
 
 // parseLoopbackAddr returns the port of a host:port whose host is a loopback
