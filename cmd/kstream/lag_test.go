@@ -163,7 +163,7 @@ func TestLag(t *testing.T) {
 		}
 	}
 	table = mustCLI(t, "lag", "-brokers", brokers(t), "-app", cfg.ApplicationID, "-wide")
-	if !regexp.MustCompile(`\n-\s+`+in+`\s+0\s+2\s+5\s+3\s+-\s+-\s+-\n`).MatchString(table) {
+	if !regexp.MustCompile(`\n-\s+` + in + `\s+0\s+2\s+5\s+3\s+-\s+-\s+-\n`).MatchString(table) {
 		t.Errorf("wide table of the stopped app:\n%s", table)
 	}
 
