@@ -38,11 +38,15 @@ type Builder struct {
 	// internalLike maps an internal topic to the node whose source topics give its partition
 	// count (the foreign-key join's topics; runtime.InternalTopic.PartitionsOf).
 	internalLike map[string]*node
+	// internalOps names, for the repartition topics made for an operator (repartitionForKey),
+	// that operator as error messages do ("ToTable \"store\"", "Join"): the explicit-naming
+	// check (naming.go) says how to name them.
+	internalOps map[string]string
 }
 
 // NewBuilder returns an empty topology builder.
 func NewBuilder() *Builder {
-	return &Builder{names: map[string]*node{}, stores: map[string]*storeDef{}, joinRepartitions: map[*node]any{}}
+	return &Builder{names: map[string]*node{}, stores: map[string]*storeDef{}, joinRepartitions: map[*node]any{}, internalOps: map[string]string{}}
 }
 
 type nodeKind int

@@ -119,6 +119,14 @@ type Config struct {
 	// Kafka Streams has no equivalent (the JVM's -Xmx).
 	GoMemoryLimit         MemoryLimitMode
 	GoMemoryLimitHeadroom int64
+	// EnsureExplicitInternalResourceNaming makes New (and the test driver) fail when the
+	// topology has a state store, changelog topic or repartition topic whose name was
+	// generated ("KSTREAM-AGGREGATE-STATE-STORE-0000000003"), naming each with its operator
+	// and the option that names it. Generated names hold a counter of the operators built
+	// before, so adding an operator upstream renames them, and an upgrade then loses the
+	// state and the records in flight under the old names. Off by default, as in Kafka
+	// Streams; it is ensure.explicit.internal.resource.naming (KIP-1111).
+	EnsureExplicitInternalResourceNaming bool
 	// OffsetReset is where sources start without a committed offset, overriding the default
 	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
 	OffsetReset OffsetReset

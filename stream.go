@@ -674,6 +674,7 @@ func repartitionForKey[K, V any](s KStream[K, V], prefix string, joinShare bool,
 			// Java's optimizer makes the merged repartition with the first request's
 			// topic as its prefix, so its operators are "<topic>-filter" and so on.
 			rp, ok = newRepartition(b, anchor, repartitionTopic(prefix), gen, s.ks, s.vs, 0, true), true
+			b.internalOps[rp.topic] = op
 			anchor.shared = rp
 			b.sharedChecks = append(b.sharedChecks, func() error {
 				if rp.ks == nil || rp.vs == nil {
@@ -714,6 +715,7 @@ func repartitionForKey[K, V any](s KStream[K, V], prefix string, joinShare bool,
 		b.errorf("%s: the stream must be repartitioned through %q, but carries no key or value serde; use WithSerdes: %w", op, prefix+"-repartition", ErrNoSerde)
 	}
 	rp := newRepartition(b, s.n, prefix, gen, s.ks, s.vs, 0, false)
+	b.internalOps[rp.topic] = op
 	out := KStream[K, V]{b: b, n: rp.source, ks: s.ks, vs: s.vs}
 	if joinShare {
 		b.joinRepartitions[s.n] = out
