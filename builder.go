@@ -68,7 +68,7 @@ type node struct {
 
 	// Sources.
 	topics    []string
-	reset     runtime.Reset
+	reset     OffsetReset
 	internal  bool
 	extractor TimestampExtractor // nil: Config.DefaultTimestampExtractor
 	// Sinks.
@@ -379,11 +379,12 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 		for _, n := range sub {
 			switch n.kind {
 			case kindSource:
+				reset, resetD := n.reset.runtime()
 				for _, topic := range n.topics {
 					if n.internal {
 						topic = internalTopic(appID, topic)
 					}
-					st.Sources = append(st.Sources, runtime.Source{Topic: topic, Reset: n.reset, Internal: n.internal})
+					st.Sources = append(st.Sources, runtime.Source{Topic: topic, Reset: reset, ResetDuration: resetD, Internal: n.internal})
 				}
 			case kindSink:
 				if n.sinkTopic != "" && !n.internal {

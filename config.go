@@ -128,7 +128,9 @@ type Config struct {
 	// Streams; it is ensure.explicit.internal.resource.naming (KIP-1111).
 	EnsureExplicitInternalResourceNaming bool
 	// OffsetReset is where sources start without a committed offset, overriding the default
-	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
+	// ResetEarliest (as Kafka Streams does): ResetEarliest, ResetLatest or
+	// ResetByDuration(d), the first record of the last d. Sources can override it with
+	// WithOffsetReset. This corresponds to auto.offset.reset.
 	OffsetReset OffsetReset
 	// ReplicationFactor of the internal topics the application creates, overriding the
 	// default -1 (the broker's default.replication.factor). This corresponds to
@@ -549,27 +551,29 @@ func (c Compression) codec() (kgo.CompressionCodec, bool) {
 }
 
 func (c Config) runtimeConfig() runtime.Config {
+	reset, resetD := c.OffsetReset.runtime()
 	rc := runtime.Config{
-		ApplicationID:     c.ApplicationID,
-		InstanceID:        c.InstanceID,
-		LeaveOnClose:      c.LeaveGroupOnClose,
-		ClientID:          c.ClientID,
-		Brokers:           c.Brokers,
-		ClientOpts:        append([]kgo.Opt(nil), c.ClientOptions...),
-		ConsumerOpts:      c.ConsumerOptions,
-		ProducerOpts:      c.ProducerOptions,
-		CommitInterval:    c.CommitInterval,
-		MaxPollRecords:    c.MaxPollRecords,
-		MaxTaskIdle:       c.MaxTaskIdle,
-		DefaultReset:      runtime.Reset(c.OffsetReset),
-		ReplicationFactor: c.ReplicationFactor,
-		SessionTimeout:    c.SessionTimeout,
-		HeartbeatInterval: c.HeartbeatInterval,
-		RebalanceTimeout:  c.RebalanceTimeout,
-		CloseTimeout:      c.CloseTimeout,
-		GiveUpAfter:       c.GiveUpAfter,
-		Logger:            c.Logger,
-		StateDir:          c.StateDir,
+		ApplicationID:        c.ApplicationID,
+		InstanceID:           c.InstanceID,
+		LeaveOnClose:         c.LeaveGroupOnClose,
+		ClientID:             c.ClientID,
+		Brokers:              c.Brokers,
+		ClientOpts:           append([]kgo.Opt(nil), c.ClientOptions...),
+		ConsumerOpts:         c.ConsumerOptions,
+		ProducerOpts:         c.ProducerOptions,
+		CommitInterval:       c.CommitInterval,
+		MaxPollRecords:       c.MaxPollRecords,
+		MaxTaskIdle:          c.MaxTaskIdle,
+		DefaultReset:         reset,
+		DefaultResetDuration: resetD,
+		ReplicationFactor:    c.ReplicationFactor,
+		SessionTimeout:       c.SessionTimeout,
+		HeartbeatInterval:    c.HeartbeatInterval,
+		RebalanceTimeout:     c.RebalanceTimeout,
+		CloseTimeout:         c.CloseTimeout,
+		GiveUpAfter:          c.GiveUpAfter,
+		Logger:               c.Logger,
+		StateDir:             c.StateDir,
 	}
 	if c.RestoreListener != nil {
 		rc.RestoreListener = c.RestoreListener
