@@ -62,11 +62,11 @@ const (
 
 var (
 	// ResetDefault uses [Config.OffsetReset] (earliest unless set).
-	ResetDefault = OffsetReset{}
+	ResetDefault OffsetReset = OffsetReset{}
 	// ResetEarliest starts at the oldest record still in the partition.
-	ResetEarliest = OffsetReset{policy: resetEarliest}
+	ResetEarliest OffsetReset = OffsetReset{policy: resetEarliest}
 	// ResetLatest starts after the newest record at the time the partition is assigned.
-	ResetLatest = OffsetReset{policy: resetLatest}
+	ResetLatest OffsetReset = OffsetReset{policy: resetLatest}
 )
 
 // ResetByDuration starts at the first record whose timestamp is at or after the time the

@@ -136,9 +136,10 @@ type slot struct {
 	task   *task
 }
 
-// New builds b as [kstream.New] would for cfg (only the application id, the error handlers
-// and the logger matter here; an empty ApplicationID becomes "kstreamtest") and returns a
-// driver for it. The driver's logger discards output unless cfg.Logger is set.
+// New builds b as [kstream.New] would for cfg (only the application id, the error handlers,
+// the logger, the topology checks such as EnsureExplicitInternalResourceNaming and the
+// settings of processing such as MaxTaskIdle matter here; an empty ApplicationID becomes
+// "kstreamtest") and returns a driver for it. The driver's logger discards output unless cfg.Logger is set.
 func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error) {
 	if cfg.ApplicationID == "" {
 		cfg.ApplicationID = "kstreamtest"
