@@ -66,9 +66,13 @@ func (t *Topology) checkExplicitNames(b *Builder, appID string) error {
 				}
 			}
 		}
-		kind, hint := "repartition topic", "give the operator that repartitions the option Named(name) (a join or ToTable), or name the key-changing operator before it with Named(name), or repartition it yourself with Repartition(name)"
-		if op := b.internalOps[it.Name]; op != "" {
-			hint = "give " + op + " the option Named(name), or name the key-changing operator before it with Named(name), or repartition it yourself with Repartition(name)"
+		// A ToTable's topic is named after the ToTable operator; a join's after the join if
+		// it is named, else after the operator before it (Java's repartitionForJoin).
+		kind, hint := "repartition topic", "give the operator that repartitions the option Named(name) (a join or ToTable), or name the operator before it with Named(name), or repartition the stream yourself before it with Repartition(name)"
+		if op := b.internalOps[it.Name]; strings.HasPrefix(op, "ToTable") {
+			hint = "give " + op + " the option Named(name), or repartition the stream yourself before it with Repartition(name)"
+		} else if op != "" {
+			hint = "give " + op + " the option Named(name), or name the operator before it with Named(name), or repartition the stream yourself before it with Repartition(name)"
 		}
 		if !strings.HasSuffix(it.Name, "-repartition") {
 			kind, hint = "internal topic", "give the foreign-key join the option Named(name)"

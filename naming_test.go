@@ -173,3 +173,42 @@ func TestExplicitNamesAllNamed(t *testing.T) {
 		t.Fatalf("New with a generated name: %v", err)
 	}
 }
+
+// Each way the hints name resolves the error: Named on the join, Named on the operator
+// before it, Named on ToTable, or a Repartition of one's own.
+func TestExplicitNamesHintsWork(t *testing.T) {
+	for name, topology := range map[string]func() *kstream.Builder{
+		"Named on the join": func() *kstream.Builder {
+			b := kstream.NewBuilder()
+			tab := kstream.Table(b, "tab", serde.String(), serde.String(), "tab-store")
+			kstream.Join(rekeyed(b), tab, func(_, v, w string) string { return v + w }, kstream.Named("enrich")).To("out", nil, serde.String())
+			return b
+		},
+		"Named before the join": func() *kstream.Builder {
+			b := kstream.NewBuilder()
+			tab := kstream.Table(b, "tab", serde.String(), serde.String(), "tab-store")
+			kstream.Join(rekeyed(b, kstream.Named("by-value")), tab, func(_, v, w string) string { return v + w }).To("out", nil, serde.String())
+			return b
+		},
+		"Repartition before the join": func() *kstream.Builder {
+			b := kstream.NewBuilder()
+			tab := kstream.Table(b, "tab", serde.String(), serde.String(), "tab-store")
+			kstream.Join(rekeyed(b).Repartition("by-value"), tab, func(_, v, w string) string { return v + w }).To("out", nil, serde.String())
+			return b
+		},
+		"Named on ToTable": func() *kstream.Builder {
+			b := kstream.NewBuilder()
+			rekeyed(b).ToTable("latest", kstream.Named("latest"))
+			return b
+		},
+		"Repartition before ToTable": func() *kstream.Builder {
+			b := kstream.NewBuilder()
+			rekeyed(b).Repartition("by-value").ToTable("latest")
+			return b
+		},
+	} {
+		if err := explicitNamesErr(t, topology); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
