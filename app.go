@@ -79,6 +79,14 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	if cfg.ApplicationID == "" {
 		return nil, nil, runtime.Config{}, errors.New("kstream: Config.ApplicationID is required")
 	}
+	if err := cfg.OffsetReset.check(); err != nil {
+		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.OffsetReset: %w", err)
+	}
+	if cfg.EnsureExplicitInternalResourceNaming {
+		if err := topo.checkExplicitNames(b, cfg.ApplicationID); err != nil {
+			return nil, nil, runtime.Config{}, err
+		}
+	}
 	if _, ok := cfg.Compression.codec(); !ok {
 		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.Compression is %v, not one of the Compression constants", cfg.Compression)
 	}

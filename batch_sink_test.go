@@ -252,7 +252,7 @@ func TestForeachBatchFails(t *testing.T) {
 	_ = in.Pipe("a", "1")
 	_ = in.Pipe("b", "2")
 	err := in.Pipe("c", "3")
-	const want = `kstream: processing error in operator bulk at topic "in" partition 0 offset 0: batch sink bulk: a batch of 3 records (topic "in" partition 0 offsets 0-2) failed after 2 attempts: bulk insert: constraint violated`
+	const want = `kstream: processing error in operator bulk at topic "in" partition 0 offset 0: batch sink bulk: a batch of 3 records (topic "in" partition 0 offsets 0-2) failed after 2 attempts: bulk insert: constraint violated (Config.ProcessingErrorHandler is LogAndFail, the default: set it to kstream.LogAndContinue() to skip such a record, or to kstream.DeadLetterQueue(topic) to write it to a dead-letter topic)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Pipe: %v\nwant %s", err, want)
 	}
@@ -709,7 +709,7 @@ func TestForeachBatchFailStopsOnBroker(t *testing.T) {
 	if !stopped {
 		t.Fatal("the application did not stop")
 	}
-	want := fmt.Sprintf(`kstream: processing error in operator bulk at topic %q partition 0 offset 2: batch sink bulk: a batch of 2 records (topic %q partition 0 offsets 2-3) failed after 2 attempts: disk full`, in, in)
+	want := fmt.Sprintf(`kstream: processing error in operator bulk at topic %q partition 0 offset 2: batch sink bulk: a batch of 2 records (topic %q partition 0 offsets 2-3) failed after 2 attempts: disk full (Config.ProcessingErrorHandler is LogAndFail, the default: set it to kstream.LogAndContinue() to skip such a record, or to kstream.DeadLetterQueue(topic) to write it to a dead-letter topic)`, in, in)
 	var be *kstream.BatchError
 	if err == nil || err.Error() != want || !errors.As(err, &be) {
 		t.Fatalf("Run: %v\nwant %s", err, want)

@@ -38,11 +38,15 @@ type Builder struct {
 	// internalLike maps an internal topic to the node whose source topics give its partition
 	// count (the foreign-key join's topics; runtime.InternalTopic.PartitionsOf).
 	internalLike map[string]*node
+	// internalOps names, for the repartition topics made for an operator (repartitionForKey),
+	// that operator as error messages do ("ToTable \"store\"", "Join"): the explicit-naming
+	// check (naming.go) says how to name them.
+	internalOps map[string]string
 }
 
 // NewBuilder returns an empty topology builder.
 func NewBuilder() *Builder {
-	return &Builder{names: map[string]*node{}, stores: map[string]*storeDef{}, joinRepartitions: map[*node]any{}}
+	return &Builder{names: map[string]*node{}, stores: map[string]*storeDef{}, joinRepartitions: map[*node]any{}, internalOps: map[string]string{}}
 }
 
 type nodeKind int
@@ -64,7 +68,7 @@ type node struct {
 
 	// Sources.
 	topics    []string
-	reset     runtime.Reset
+	reset     OffsetReset
 	internal  bool
 	extractor TimestampExtractor // nil: Config.DefaultTimestampExtractor
 	// Sinks.
@@ -378,11 +382,12 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 		for _, n := range sub {
 			switch n.kind {
 			case kindSource:
+				reset, resetD := n.reset.runtime()
 				for _, topic := range n.topics {
 					if n.internal {
 						topic = internalTopic(appID, topic)
 					}
-					st.Sources = append(st.Sources, runtime.Source{Topic: topic, Reset: n.reset, Internal: n.internal})
+					st.Sources = append(st.Sources, runtime.Source{Topic: topic, Reset: reset, ResetDuration: resetD, Internal: n.internal})
 				}
 			case kindSink:
 				if n.sinkTopic != "" && !n.internal {

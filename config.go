@@ -130,8 +130,18 @@ type Config struct {
 	// Kafka Streams has no equivalent (the JVM's -Xmx).
 	GoMemoryLimit         MemoryLimitMode
 	GoMemoryLimitHeadroom int64
+	// EnsureExplicitInternalResourceNaming makes New (and the test driver) fail when the
+	// topology has a state store, changelog topic or repartition topic whose name was
+	// generated ("KSTREAM-AGGREGATE-STATE-STORE-0000000003"), naming each with its operator
+	// and the option that names it. Generated names hold a counter of the operators built
+	// before, so adding an operator upstream renames them, and an upgrade then loses the
+	// state and the records in flight under the old names. Off by default, as in Kafka
+	// Streams; it is ensure.explicit.internal.resource.naming (KIP-1111).
+	EnsureExplicitInternalResourceNaming bool
 	// OffsetReset is where sources start without a committed offset, overriding the default
-	// ResetEarliest (as Kafka Streams does). Sources can override it with WithOffsetReset.
+	// ResetEarliest (as Kafka Streams does): ResetEarliest, ResetLatest or
+	// ResetByDuration(d), the first record of the last d. Sources can override it with
+	// WithOffsetReset. This corresponds to auto.offset.reset.
 	OffsetReset OffsetReset
 	// ReplicationFactor of the internal topics the application creates, overriding the
 	// default -1 (the broker's default.replication.factor). This corresponds to
@@ -552,28 +562,30 @@ func (c Compression) codec() (kgo.CompressionCodec, bool) {
 }
 
 func (c Config) runtimeConfig() runtime.Config {
+	reset, resetD := c.OffsetReset.runtime()
 	rc := runtime.Config{
-		ApplicationID:     c.ApplicationID,
-		InstanceID:        c.InstanceID,
-		LeaveOnClose:      c.LeaveGroupOnClose,
-		ClientID:          c.ClientID,
-		Brokers:           c.Brokers,
-		ClientOpts:        append([]kgo.Opt(nil), c.ClientOptions...),
-		ConsumerOpts:      c.ConsumerOptions,
-		ProducerOpts:      c.ProducerOptions,
-		CommitInterval:    c.CommitInterval,
-		BlockingCommits:   c.BlockingCommits,
-		MaxPollRecords:    c.MaxPollRecords,
-		MaxTaskIdle:       c.MaxTaskIdle,
-		DefaultReset:      runtime.Reset(c.OffsetReset),
-		ReplicationFactor: c.ReplicationFactor,
-		SessionTimeout:    c.SessionTimeout,
-		HeartbeatInterval: c.HeartbeatInterval,
-		RebalanceTimeout:  c.RebalanceTimeout,
-		CloseTimeout:      c.CloseTimeout,
-		GiveUpAfter:       c.GiveUpAfter,
-		Logger:            c.Logger,
-		StateDir:          c.StateDir,
+		ApplicationID:        c.ApplicationID,
+		InstanceID:           c.InstanceID,
+		LeaveOnClose:         c.LeaveGroupOnClose,
+		ClientID:             c.ClientID,
+		Brokers:              c.Brokers,
+		ClientOpts:           append([]kgo.Opt(nil), c.ClientOptions...),
+		ConsumerOpts:         c.ConsumerOptions,
+		ProducerOpts:         c.ProducerOptions,
+		CommitInterval:       c.CommitInterval,
+		BlockingCommits:      c.BlockingCommits,
+		MaxPollRecords:       c.MaxPollRecords,
+		MaxTaskIdle:          c.MaxTaskIdle,
+		DefaultReset:         reset,
+		DefaultResetDuration: resetD,
+		ReplicationFactor:    c.ReplicationFactor,
+		SessionTimeout:       c.SessionTimeout,
+		HeartbeatInterval:    c.HeartbeatInterval,
+		RebalanceTimeout:     c.RebalanceTimeout,
+		CloseTimeout:         c.CloseTimeout,
+		GiveUpAfter:          c.GiveUpAfter,
+		Logger:               c.Logger,
+		StateDir:             c.StateDir,
 	}
 	if c.RestoreListener != nil {
 		rc.RestoreListener = c.RestoreListener

@@ -85,8 +85,26 @@ func Continue() ErrorResponse { return ErrorResponse{action: 1} }
 func DeadLetter(topic string) ErrorResponse { return ErrorResponse{action: 2, deadLetter: topic} }
 
 // LogAndFail logs the error and stops the application. It is the default for every kind.
-func LogAndFail() ErrorHandler {
-	return ErrorHandlerFunc(func(ErrorContext) ErrorResponse { return Fail() })
+func LogAndFail() ErrorHandler { return logAndFail{} }
+
+// logAndFail is the handler of [LogAndFail]; the error that stops the application then
+// names the handlers that would skip or dead-letter the record instead.
+type logAndFail struct{}
+
+func (logAndFail) HandleError(ErrorContext) ErrorResponse { return Fail() }
+
+// handlerHint is what a [RecordError] of kind k adds when its handler was [LogAndFail]:
+// the Config field to set and the handlers that would not stop the application.
+func handlerHint(k ErrorKind) string {
+	field := map[ErrorKind]string{
+		DeserializationError: "Config.DeserializationErrorHandler",
+		ProcessingError:      "Config.ProcessingErrorHandler",
+		ProductionError:      "Config.ProductionErrorHandler",
+	}[k]
+	if field == "" {
+		return ""
+	}
+	return field + " is LogAndFail, the default: set it to kstream.LogAndContinue() to skip such a record, or to kstream.DeadLetterQueue(topic) to write it to a dead-letter topic"
 }
 
 // LogAndContinue logs the error and skips the record.
@@ -155,14 +173,26 @@ type RecordError struct {
 	Offset    int64
 	Operator  string
 	Err       error
+
+	// hint, when set, says how to handle such failures without stopping (handlerHint).
+	hint string
 }
 
+// Error names the failure's kind, operator and record coordinates, then the cause; when
+// the handler was [LogAndFail], it ends naming the handlers that would have skipped or
+// dead-lettered the record.
 func (e *RecordError) Error() string {
+	var msg string
 	if e.Topic == "" && e.Offset < 0 {
-		return fmt.Sprintf("kstream: %s error in operator %s (no input record, as in a punctuator): %v", e.Kind, e.Operator, e.Err)
+		msg = fmt.Sprintf("kstream: %s error in operator %s (no input record, as in a punctuator): %v", e.Kind, e.Operator, e.Err)
+	} else {
+		msg = fmt.Sprintf("kstream: %s error in operator %s at topic %q partition %d offset %d: %v",
+			e.Kind, e.Operator, e.Topic, e.Partition, e.Offset, e.Err)
 	}
-	return fmt.Sprintf("kstream: %s error in operator %s at topic %q partition %d offset %d: %v",
-		e.Kind, e.Operator, e.Topic, e.Partition, e.Offset, e.Err)
+	if e.hint != "" {
+		msg += " (" + e.hint + ")"
+	}
+	return msg
 }
 
 // Unwrap returns the cause.

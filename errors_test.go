@@ -13,6 +13,7 @@ import (
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/kstreamtest"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -340,6 +341,9 @@ func TestDeserializationFailStops(t *testing.T) {
 	if !done || !errors.As(err, &re) || re.Topic != in || re.Offset != 1 || re.Kind != kstream.DeserializationError {
 		t.Fatalf("got %v, want a RecordError at %s offset 1", err, in)
 	}
+	if msg := err.Error(); !strings.Contains(msg, "Config.DeserializationErrorHandler is LogAndFail") || !strings.Contains(msg, "kstream.DeadLetterQueue(topic)") {
+		t.Errorf("error %q does not name the handlers that would skip the record", msg)
+	}
 	committed := committedOffsets(t, cfg.ApplicationID, in)
 	if committed[0] > 1 {
 		t.Fatalf("committed offset %d is past the failed record", committed[0])
@@ -396,5 +400,73 @@ func TestProductionErrorDeadLetter(t *testing.T) {
 	}
 	if err, done := r.wait(100 * time.Millisecond); done {
 		t.Fatalf("app stopped: %v", err)
+	}
+}
+
+// A record that fails under LogAndFail (the default) stops the topology with an error that
+// names the Config field of its handler and the handlers that would have skipped or
+// dead-lettered it; under a handler of the user's own, which said Fail, it does not.
+func TestLogAndFailErrorNamesHandlers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   kstream.Config
+		pipe  func(d *kstreamtest.Driver) error
+		kind  kstream.ErrorKind
+		field string // "" for no hint
+	}{
+		{name: "deserialization default", kind: kstream.DeserializationError, field: "Config.DeserializationErrorHandler",
+			pipe: func(d *kstreamtest.Driver) error {
+				return kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.Int64()).PipeRaw([]byte("k"), []byte("not 8 bytes"), time.UnixMilli(1))
+			}},
+		{name: "deserialization explicit LogAndFail", kind: kstream.DeserializationError, field: "Config.DeserializationErrorHandler",
+			cfg: kstream.Config{DeserializationErrorHandler: kstream.LogAndFail()},
+			pipe: func(d *kstreamtest.Driver) error {
+				return kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.Int64()).PipeRaw([]byte("k"), []byte("x"), time.UnixMilli(1))
+			}},
+		{name: "processing default", kind: kstream.ProcessingError, field: "Config.ProcessingErrorHandler",
+			pipe: func(d *kstreamtest.Driver) error {
+				return kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.Int64()).Pipe("k", -1)
+			}},
+		{name: "own handler", kind: kstream.DeserializationError,
+			cfg: kstream.Config{DeserializationErrorHandler: kstream.ErrorHandlerFunc(func(kstream.ErrorContext) kstream.ErrorResponse { return kstream.Fail() })},
+			pipe: func(d *kstreamtest.Driver) error {
+				return kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.Int64()).PipeRaw([]byte("k"), []byte("x"), time.UnixMilli(1))
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := kstream.NewBuilder()
+			src := kstream.Stream(b, "in", serde.String(), serde.Int64())
+			kstream.Process(src, func() kstream.Processor[string, int64, string, int64] {
+				return kstream.ProcessorFunc[string, int64, string, int64](func(ctx kstream.ProcessorContext[string, int64], r kstream.Record[string, int64]) error {
+					if r.Value < 0 {
+						return errors.New("negative")
+					}
+					ctx.Forward(r)
+					return nil
+				})
+			}, kstream.Named("check")).To("out", nil, nil)
+			d, err := kstreamtest.New(b, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			err = tc.pipe(d)
+			var re *kstream.RecordError
+			if !errors.As(err, &re) || re.Kind != tc.kind {
+				t.Fatalf("got %v, want a %s RecordError", err, tc.kind)
+			}
+			msg := err.Error()
+			if tc.field == "" {
+				if strings.Contains(msg, "LogAndContinue") || strings.Contains(msg, "DeadLetterQueue") {
+					t.Fatalf("a failure under the user's own handler names the built-in ones: %s", msg)
+				}
+				return
+			}
+			for _, want := range []string{tc.field + " is LogAndFail", "kstream.LogAndContinue()", "kstream.DeadLetterQueue(topic)", `topic "in" partition 0 offset 0`} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not contain %q", msg, want)
+				}
+			}
+		})
 	}
 }

@@ -41,11 +41,13 @@ import (
 // carry key and value serdes: right's key serde serializes foreign keys, and left's value
 // serde gives the bytes that are hashed. A nil result of joiner is a delete.
 //
-// Options: [Named] (the operators, store and topics are then "<name>-subscription-
-// registration-processor", "<name>-subscription-store", "<name>-subscription-registration-
-// topic", ..., "<name>-result", as in Java's TableJoined.as), [Materialized] (the result's
-// store). Without Materialized the result has no store; give it one to join it with
-// another table or to query it.
+// Options: [Named] (the operators, store and topics are then named after it, as in Java's
+// TableJoined.as: the processor "<name>-subscription-registration-processor", the store
+// "<name>-subscription-store", the topics
+// "<application.id>-<name>-subscription-registration-topic" and
+// "<application.id>-<name>-subscription-response-topic", ..., the result "<name>-result"),
+// [Materialized] (the result's store). Without Materialized the result has no store; give
+// it one to join it with another table or to query it.
 func TableJoinOn[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(key K, v V) KO, joiner func(v V, vo VO) VR, opts ...Option) KTable[K, VR] {
 	return fkJoin(left, right, fk, func(v V, vo VO, _ bool) VR { return joiner(v, vo) }, false, "TableJoinOn", opts)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/hook"
 	"github.com/kstream-go/kstream/kstreamtest"
 	"github.com/kstream-go/kstream/serde"
 )
@@ -240,7 +241,7 @@ func fkJoinRaces(t *testing.T, leftJoin bool, want map[string]string) {
 	}
 
 	const responses = "fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000012-topic"
-	d.HoldBack(responses)
+	hook.HoldBack(d, responses)
 	// o1 moves to a customer that does not exist (its response would delete the row),
 	// then changes with the same key (PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE: no response).
 	pipe(orders, "o1", str("c9|a"))
@@ -263,7 +264,7 @@ func fkJoinRaces(t *testing.T, leftJoin bool, want map[string]string) {
 	// o6 moves away and back: the last subscription is answered.
 	pipe(orders, "o6", str("c9|a"))
 	pipe(orders, "o6", str("c1|b"))
-	if err := d.Release(responses); err != nil {
+	if err := hook.Release(d, responses); err != nil {
 		t.Fatal(err)
 	}
 	read()

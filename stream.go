@@ -42,17 +42,76 @@ type KeyValue[K, V any] struct {
 func KV[K, V any](k K, v V) KeyValue[K, V] { return KeyValue[K, V]{Key: k, Value: v} }
 
 // OffsetReset says where a source starts reading when the application has no committed
-// offset for a partition. It corresponds to Kafka Streams' Consumed.withOffsetResetPolicy.
-type OffsetReset int
+// offset for a partition. It corresponds to Kafka Streams' AutoOffsetReset
+// (Consumed.withOffsetResetPolicy): [ResetDefault], [ResetEarliest], [ResetLatest] or
+// [ResetByDuration]. The zero value is ResetDefault. OffsetReset values are comparable.
+type OffsetReset struct {
+	policy resetPolicy
+	d      time.Duration // ResetByDuration's
+}
+
+// resetPolicy is the kind of an OffsetReset; its values are the runtime's (runtime.Reset).
+type resetPolicy uint8
 
 const (
-	// ResetDefault uses [Config.OffsetReset] (earliest unless set).
-	ResetDefault OffsetReset = iota
-	// ResetEarliest starts at the oldest record still in the partition.
-	ResetEarliest
-	// ResetLatest starts after the newest record at the time the partition is assigned.
-	ResetLatest
+	resetDefault resetPolicy = iota
+	resetEarliest
+	resetLatest
+	resetByDuration
 )
+
+var (
+	// ResetDefault uses [Config.OffsetReset] (earliest unless set).
+	ResetDefault OffsetReset = OffsetReset{}
+	// ResetEarliest starts at the oldest record still in the partition.
+	ResetEarliest OffsetReset = OffsetReset{policy: resetEarliest}
+	// ResetLatest starts after the newest record at the time the partition is assigned.
+	ResetLatest OffsetReset = OffsetReset{policy: resetLatest}
+)
+
+// ResetByDuration starts at the first record whose timestamp is at or after the time the
+// partition is assigned minus d, or after the newest record if there is none: a new
+// application processes only the last d of its input. The broker finds the record
+// (ListOffsets by timestamp), so the timestamps are those stored in Kafka, whatever the
+// source's [TimestampExtractor]. It is Kafka Streams' AutoOffsetReset.byDuration
+// (KIP-1106). d must not be negative. Repartition topics, which the application writes
+// itself, start at their earliest record under a by-duration [Config.OffsetReset].
+func ResetByDuration(d time.Duration) OffsetReset {
+	return OffsetReset{policy: resetByDuration, d: d}
+}
+
+// Duration returns the duration of a [ResetByDuration] policy, and whether r is one.
+func (r OffsetReset) Duration() (time.Duration, bool) { return r.d, r.policy == resetByDuration }
+
+// String returns "default", "earliest", "latest" or "by_duration:<d>", as Kafka's
+// auto.offset.reset spells them.
+func (r OffsetReset) String() string {
+	switch r.policy {
+	case resetDefault:
+		return "default"
+	case resetEarliest:
+		return "earliest"
+	case resetLatest:
+		return "latest"
+	case resetByDuration:
+		return "by_duration:" + r.d.String()
+	}
+	return fmt.Sprintf("OffsetReset(%d)", r.policy)
+}
+
+// check returns an error if r is not a valid policy.
+func (r OffsetReset) check() error {
+	if r.policy > resetByDuration {
+		return fmt.Errorf("%v is not a policy: use ResetDefault, ResetEarliest, ResetLatest or ResetByDuration", r)
+	}
+	if r.policy == resetByDuration && r.d < 0 {
+		return fmt.Errorf("ResetByDuration(%v): the duration must not be negative", r.d)
+	}
+	return nil
+}
+
+// runtime returns r as the runtime's policy and duration.
+func (r OffsetReset) runtime() (runtime.Reset, time.Duration) { return runtime.Reset(r.policy), r.d }
 
 // Option configures a source or an operator. Not every option applies to every operation;
 // each option's doc says where it applies, and a misplaced option is a build error.
@@ -121,7 +180,9 @@ func (b *Builder) aggName(prefix string, opts []StoreOption) string {
 	return gen
 }
 
-// WithOffsetReset sets a source's reset policy. Applies to [Stream] and [StreamTopics].
+// WithOffsetReset sets a source's reset policy ([ResetEarliest], [ResetLatest],
+// [ResetByDuration]), overriding [Config.OffsetReset]. Applies to [Stream] and
+// [StreamTopics].
 func WithOffsetReset(r OffsetReset) Option {
 	return optFunc{"WithOffsetReset", func(c *opConfig) { c.reset = r }}
 }
@@ -172,7 +233,10 @@ func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs s
 	if ks == nil || vs == nil {
 		b.errorf("Stream(%v): key and value serdes are required: %w", topics, ErrNoSerde)
 	}
-	n := &node{kind: kindSource, topics: append([]string(nil), topics...), reset: runtime.Reset(c.reset), extractor: c.extractor}
+	if err := c.reset.check(); err != nil {
+		b.errorf("%s: WithOffsetReset: %w", "Stream("+strings.Join(topics, ",")+")", err)
+	}
+	n := &node{kind: kindSource, topics: append([]string(nil), topics...), reset: c.reset, extractor: c.extractor}
 	b.addNode(n, "SOURCE", c.name)
 	n.instantiate = sourceInstance(n, ks, vs)
 	return KStream[K, V]{b: b, n: n, ks: ks, vs: vs}
@@ -675,6 +739,7 @@ func repartitionForKey[K, V any](s KStream[K, V], prefix string, joinShare bool,
 			// Java's optimizer makes the merged repartition with the first request's
 			// topic as its prefix, so its operators are "<topic>-filter" and so on.
 			rp, ok = newRepartition(b, anchor, repartitionTopic(prefix), gen, s.ks, s.vs, 0, true), true
+			b.internalOps[rp.topic] = op
 			anchor.shared = rp
 			b.sharedChecks = append(b.sharedChecks, func() error {
 				if rp.ks == nil || rp.vs == nil {
@@ -715,6 +780,7 @@ func repartitionForKey[K, V any](s KStream[K, V], prefix string, joinShare bool,
 		b.errorf("%s: the stream must be repartitioned through %q, but carries no key or value serde; use WithSerdes: %w", op, prefix+"-repartition", ErrNoSerde)
 	}
 	rp := newRepartition(b, s.n, prefix, gen, s.ks, s.vs, 0, false)
+	b.internalOps[rp.topic] = op
 	out := KStream[K, V]{b: b, n: rp.source, ks: s.ks, vs: s.vs}
 	if joinShare {
 		b.joinRepartitions[s.n] = out

@@ -127,7 +127,8 @@ type matConfig struct {
 // filtered, mapped or joined table has no store and reads through to its parents'. It
 // corresponds to Kafka Streams' Materialized.as. Applies to [KTable.Filter],
 // [KTable.FilterNot], [TableMapValues], [TableMapValuesWithKey], [TableJoin],
-// [TableLeftJoin], [TableOuterJoin] and the foreign-key joins.
+// [TableLeftJoin], [TableOuterJoin] and the foreign-key joins [TableJoinOn] and
+// [TableLeftJoinOn].
 //
 // An empty storeName gives the table the value serde vs and no store, as Kafka Streams'
 // Materialized.with(keySerde, valueSerde) does for filter and mapValues: a table whose

@@ -272,7 +272,11 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; writing the record to the dead-letter topic", append(ec.logAttrs(), "dead_letter_topic", resp.deadLetter)...)
 		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur, DeadLetter: true})
 	default:
-		t.fatal = &RecordError{Kind: ec.Kind, Topic: ec.Topic, Partition: ec.Partition, Offset: ec.Offset, Operator: ec.Operator, Err: ec.Err}
+		re := &RecordError{Kind: ec.Kind, Topic: ec.Topic, Partition: ec.Partition, Offset: ec.Offset, Operator: ec.Operator, Err: ec.Err}
+		if _, ok := h.(logAndFail); ok {
+			re.hint = handlerHint(ec.Kind)
+		}
+		t.fatal = re
 		if ec.SinkTopic != "" {
 			t.fatal = fmt.Errorf("%w (sink topic %q)", t.fatal, ec.SinkTopic)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/hook"
 	"github.com/kstream-go/kstream/internal/partition"
 	"github.com/kstream-go/kstream/kstreamtest"
 	"github.com/kstream-go/kstream/serde"
@@ -106,7 +107,7 @@ func revenueOf(t *testing.T, live, suppress bool, align time.Duration) ([]string
 		started := 0
 		for i, o := range orders {
 			if started == 3 && o.partition == 1 {
-				d.HoldBackPartition("orders", 1)
+				hook.HoldBackPartition(d, "orders", 1)
 				started++
 			}
 			if o.partition == 1 && started < 3 {
@@ -117,7 +118,7 @@ func revenueOf(t *testing.T, live, suppress bool, align time.Duration) ([]string
 				tick()
 			}
 		}
-		if err := d.Release("orders"); err != nil {
+		if err := hook.Release(d, "orders"); err != nil {
 			t.Fatal(err)
 		}
 		tick()

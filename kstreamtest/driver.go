@@ -118,9 +118,9 @@ type Driver struct {
 	enforced int64
 	fatal    error
 	closed   bool
-	held     map[string][]*kgo.Record // topics held back (HoldBack): their unprocessed records
+	held     map[string][]*kgo.Record // topics held back (holdBack): their unprocessed records
 	// heldParts are the partitions held back of the topics held back by partition
-	// (HoldBackPartition); a topic without an entry is held back whole.
+	// (holdBackPartition); a topic without an entry is held back whole.
 	heldParts map[string]map[int32]bool
 }
 
@@ -136,9 +136,10 @@ type slot struct {
 	task   *task
 }
 
-// New builds b as [kstream.New] would for cfg (only the application id, the error handlers
-// and the logger matter here; an empty ApplicationID becomes "kstreamtest") and returns a
-// driver for it. The driver's logger discards output unless cfg.Logger is set.
+// New builds b as [kstream.New] would for cfg (only the application id, the error handlers,
+// the logger, the topology checks such as EnsureExplicitInternalResourceNaming and the
+// settings of processing such as MaxTaskIdle matter here; an empty ApplicationID becomes
+// "kstreamtest") and returns a driver for it. The driver's logger discards output unless cfg.Logger is set.
 func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error) {
 	if cfg.ApplicationID == "" {
 		cfg.ApplicationID = "kstreamtest"
@@ -245,7 +246,7 @@ func (d *Driver) newTask(st runtime.SubTopology, p int32) error {
 		}
 	}
 	var err error
-	if t.t, err = st.NewTask(d, id, backends); err != nil {
+	if t.t, err = st.NewTask((*taskEnv)(d), id, backends); err != nil {
 		return fmt.Errorf("kstreamtest: creating task %s: %w", id, err)
 	}
 	d.tasks[id] = t
@@ -333,7 +334,7 @@ func (d *Driver) Commit() error {
 		return d.fatal
 	}
 	for _, t := range d.order {
-		if err := t.t.PreCommit(d.Context()); err != nil {
+		if err := t.t.PreCommit(context.Background()); err != nil {
 			d.fatal, d.slots = err, nil
 			return err
 		}
@@ -342,9 +343,13 @@ func (d *Driver) Commit() error {
 	return d.drain()
 }
 
+// taskEnv is the driver seen as the runtime's task environment (runtime.TaskEnv): its
+// methods are the plumbing between the tasks and the driver, kept out of Driver's API.
+type taskEnv Driver
+
 // Context implements the runtime's task environment: the driver never shuts down under a
 // task, so its context is never done.
-func (d *Driver) Context() context.Context { return context.Background() }
+func (d *taskEnv) Context() context.Context { return context.Background() }
 
 // Close commits, as [Driver.Commit] does, unless a fatal error stopped the topology, as an
 // application commits at shutdown; then closes every task. It returns the first fatal
@@ -520,13 +525,21 @@ func (d *Driver) enqueue(raw *kgo.Record) error {
 	return err
 }
 
-// HoldBack makes the driver keep the records written to topic from now on (an internal
+func init() {
+	hook.HoldBack = func(d any, topic string) { d.(*Driver).holdBack(topic) }
+	hook.HoldBackPartition = func(d any, topic string, partitions ...int32) {
+		d.(*Driver).holdBackPartition(topic, partitions...)
+	}
+	hook.Release = func(d any, topic string) error { return d.(*Driver).release(topic) }
+}
+
+// holdBack makes the driver keep the records written to topic from now on (an internal
 // topic by its full name, "<application.id>-...", or a source topic) without processing
-// them, until [Driver.Release]: a test can so deliver them after records written later, as
+// them, until release: a test can so deliver them after records written later, as
 // a broker may under load (for example the responses of a foreign-key join, which come
 // from other tasks than the left updates). Kafka Streams' TopologyTestDriver has no
 // counterpart; it processes every record, and what it causes, before the next input.
-func (d *Driver) HoldBack(topic string) {
+func (d *Driver) holdBack(topic string) {
 	if d.held == nil {
 		d.held = map[string][]*kgo.Record{}
 	}
@@ -535,13 +548,13 @@ func (d *Driver) HoldBack(topic string) {
 	}
 }
 
-// HoldBackPartition is [Driver.HoldBack] for the given partitions of topic only: the
+// holdBackPartition is holdBack for the given partitions of topic only: the
 // records written to them are kept, those of its other partitions processed. A test can so
 // make one task of a sub-topology run ahead of another, as after a reset, when the upstream
 // tasks replay their input at different speeds; a task whose partition holds records back
-// is not caught up with its input. [Driver.Release] processes them.
-func (d *Driver) HoldBackPartition(topic string, partitions ...int32) {
-	d.HoldBack(topic)
+// is not caught up with its input. release processes them.
+func (d *Driver) holdBackPartition(topic string, partitions ...int32) {
+	d.holdBack(topic)
 	if d.heldParts == nil {
 		d.heldParts = map[string]map[int32]bool{}
 	}
@@ -553,9 +566,9 @@ func (d *Driver) HoldBackPartition(topic string, partitions ...int32) {
 	}
 }
 
-// Release processes the records of topic held back since [Driver.HoldBack], in the order
+// release processes the records of topic held back since holdBack, in the order
 // they were written, and everything they cause, and stops holding topic back.
-func (d *Driver) Release(topic string) error {
+func (d *Driver) release(topic string) error {
 	if d.closed {
 		return ErrClosed
 	}
@@ -576,21 +589,21 @@ func (d *Driver) Release(topic string) error {
 
 // Produce implements the runtime's task environment: the record lands in its topic at
 // once (every topic exists in the driver).
-func (d *Driver) Produce(o *runtime.OutRecord) {
+func (d *taskEnv) Produce(o *runtime.OutRecord) {
 	rec := o.Record
-	if err := d.append(&rec); err != nil && d.fatal == nil {
+	if err := (*Driver)(d).append(&rec); err != nil && d.fatal == nil {
 		d.fatal = err
 	}
 }
 
 // Now implements the runtime's task environment: the driver's wall clock.
-func (d *Driver) Now() time.Time { return d.wall }
+func (d *taskEnv) Now() time.Time { return d.wall }
 
 // Logger implements the runtime's task environment.
-func (d *Driver) Logger() *slog.Logger { return d.log }
+func (d *taskEnv) Logger() *slog.Logger { return d.log }
 
 // RecordDropped implements the runtime's task environment.
-func (d *Driver) RecordDropped() { d.drops++ }
+func (d *taskEnv) RecordDropped() { d.drops++ }
 
 // DroppedRecords returns how many records the topology's operators dropped for a null key
 // or a null value so far, as [kstream.Stats].DroppedRecords counts them in an application
@@ -628,7 +641,7 @@ func (d *Driver) LostResults() int64 {
 
 // GlobalStore implements the runtime's task environment: global stores live in the
 // driver's memory DB, in the same namespace as in an application.
-func (d *Driver) GlobalStore(name string) (store.Backend, error) {
+func (d *taskEnv) GlobalStore(name string) (store.Backend, error) {
 	for _, g := range d.topo.GlobalStores {
 		if g.Name == name {
 			b, err := d.db.Open(name, runtime.GlobalDataPartition)
@@ -649,7 +662,7 @@ func (d *Driver) applyGlobal(g *runtime.GlobalStoreSpec, r *kgo.Record) error {
 		return nil
 	}
 	if g.Accept != nil {
-		ok, err := g.Accept(d, r)
+		ok, err := g.Accept((*taskEnv)(d), r)
 		if err != nil || !ok {
 			return err
 		}
@@ -789,22 +802,23 @@ func (u untimestamped[V]) Deserialize(b []byte) (V, error) {
 
 // Upstream implements the runtime's task environment: the sub-topology that writes the
 // repartition topic topic, its number of tasks, and the topic's partition count.
-func (d *Driver) Upstream(topic string) (sub int, tasks, partitions int32, ok bool) {
+func (d *taskEnv) Upstream(topic string) (sub int, tasks, partitions int32, ok bool) {
+	dd := (*Driver)(d)
 	for _, it := range d.topo.InternalTopics {
 		if it.Name != topic {
 			continue
 		}
 		for _, src := range d.topo.SubTopologies[it.Writer].Sources {
-			tasks = max(tasks, d.partitionsOf(src.Topic))
+			tasks = max(tasks, dd.partitionsOf(src.Topic))
 		}
-		return it.Writer, tasks, d.partitionsOf(topic), tasks > 0
+		return it.Writer, tasks, dd.partitionsOf(topic), tasks > 0
 	}
 	return 0, 0, 0, false
 }
 
 // CaughtUp implements the runtime's task environment: task id has nothing buffered, and
-// none of its source topics holds records back (HoldBack).
-func (d *Driver) CaughtUp(id runtime.TaskID) bool {
+// none of its source topics holds records back (holdBack).
+func (d *taskEnv) CaughtUp(id runtime.TaskID) bool {
 	t := d.tasks[id]
 	if t == nil || t.group.Buffered() > 0 {
 		return false

@@ -66,5 +66,5 @@ func ExampleInputTopic_PipeRaw() {
 	in := kstreamtest.CreateInputTopic(d, "numbers", serde.String(), serde.Int64())
 	err := in.PipeRaw([]byte("k"), []byte("not a number"), time.Time{})
 	fmt.Println(err)
-	// Output: kstream: deserialization error in operator KSTREAM-SOURCE-0000000000 at topic "numbers" partition 0 offset 0: value: serde: int64: got 12 bytes, want 8
+	// Output: kstream: deserialization error in operator KSTREAM-SOURCE-0000000000 at topic "numbers" partition 0 offset 0: value: serde: int64: got 12 bytes, want 8 (Config.DeserializationErrorHandler is LogAndFail, the default: set it to kstream.LogAndContinue() to skip such a record, or to kstream.DeadLetterQueue(topic) to write it to a dead-letter topic)
 }

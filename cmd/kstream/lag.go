@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,14 +54,16 @@ type lagReport struct {
 	Partitions []lagRow `json:"partitions"`
 }
 
-const lagUsage = `Usage: kstream lag -brokers host:port -app <application.id> [-json]
+const lagUsage = `Usage: kstream lag -brokers host:port -app <application.id> [-wide|-json]
 
 Prints, for every input partition of a kstream application (its source topics and
 repartition topics), the offset its consumer group (the application id) committed, the
 partition's end offset and the lag between them, with the task that processes it
 ("<sub-topology>_<partition>", the numbering of the ops page and App.Tasks) and the
 member (member id, client id, host) it is assigned to, as Kafka's consumer-group
-command's describe does, from the broker alone.
+command's describe does, from the broker alone. The table fits in 100 columns: it shows
+the member's client id, and cuts the middle out of names too long ("..."); -wide shows
+the member id and host too, and every name in full.
 
 Tasks are read from the group's assignment, so they are known only while at least one
 instance runs; with an empty group the rows are per topic and partition, without task
@@ -77,6 +80,7 @@ func runLag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated `host:port` seed brokers")
 	app := fs.String("app", "", "the application id (Config.ApplicationID), which is its consumer group")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	wide := fs.Bool("wide", false, "print every column in full (member id, client id and host; names not shortened) instead of a table that fits in 100 columns")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), lagUsage)
 		fs.PrintDefaults()
@@ -101,7 +105,7 @@ func runLag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printLag(stdout, rep)
+	printLag(stdout, rep, *wide)
 	return nil
 }
 
@@ -188,15 +192,20 @@ func assignmentTopics(members []kadm.DescribedGroupMember) map[string][]int {
 	return nil
 }
 
-// printLag writes rep as a table.
-func printLag(w io.Writer, rep *lagReport) {
+// lagWidth is the width the default table of kstream lag fits in.
+const lagWidth = 100
+
+// printLag writes rep as a table. The default table fits in lagWidth columns: it shows
+// the client id of each partition's member (not its member id and host), and shortens
+// topic names and client ids that would not fit by cutting out their middle ("...").
+// wide shows every column in full.
+func printLag(w io.Writer, rep *lagReport, wide bool) {
 	fmt.Fprintf(w, "Application %s: group %s, %d member(s), total lag %d\n", rep.ApplicationID, rep.State, rep.Members, rep.TotalLag)
 	if !rep.TasksKnown {
-		fmt.Fprintln(w, "Tasks unknown: the group has no running member whose assignment names them; rows are per topic and partition.")
+		fmt.Fprintln(w, "Tasks unknown: the group has no running member whose assignment names them;")
+		fmt.Fprintln(w, "rows are per topic and partition.")
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tTOPIC\tPARTITION\tCOMMITTED\tEND\tLAG\tMEMBER\tCLIENT-ID\tHOST")
 	dash := func(s string) string { return cmp.Or(s, "-") }
 	num := func(n int64) string {
 		if n < 0 {
@@ -204,13 +213,78 @@ func printLag(w io.Writer, rep *lagReport) {
 		}
 		return strconv.FormatInt(n, 10)
 	}
+	header := []string{"TASK", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "CLIENT-ID"}
+	if wide {
+		header = []string{"TASK", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG", "MEMBER", "CLIENT-ID", "HOST"}
+	}
+	rows := [][]string{header}
 	for _, r := range rep.Partitions {
 		lag := num(r.Lag)
 		if r.Error != "" {
 			lag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(r.Task), r.Topic, r.Partition,
-			num(r.Committed), num(r.End), lag, dash(r.MemberID), dash(r.ClientID), dash(r.Host))
+		row := []string{dash(r.Task), r.Topic, strconv.FormatInt(int64(r.Partition), 10), num(r.Committed), num(r.End), lag}
+		if wide {
+			row = append(row, dash(r.MemberID), dash(r.ClientID), dash(r.Host))
+		} else {
+			row = append(row, dash(r.ClientID))
+		}
+		rows = append(rows, row)
+	}
+	if !wide {
+		fitColumns(rows, lagWidth, []int{6, 1, 5})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
+}
+
+// fitColumns shortens the cells of rows (the first is the header) so that the table,
+// with two spaces between columns, is at most width runes wide: the columns in shrink,
+// in order of preference, are cut to what is left of the width after the others, but
+// to no fewer than 20 runes each (the header's cells are never cut).
+func fitColumns(rows [][]string, width int, shrink []int) {
+	const gap, least = 2, 20
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	total := gap * (len(widths) - 1)
+	for _, w := range widths {
+		total += w
+	}
+	for _, col := range shrink {
+		if total <= width {
+			break
+		}
+		limit := max(widths[col]-(total-width), least, utf8.RuneCountInString(rows[0][col]))
+		if limit >= widths[col] {
+			continue
+		}
+		for _, row := range rows[1:] {
+			row[col] = cutMiddle(row[col], limit)
+		}
+		total -= widths[col] - limit
+		widths[col] = limit
+	}
+}
+
+// cutMiddle shortens s to n runes by replacing its middle with "...", keeping a third of
+// the rest from its start and two thirds from its end, where topic names and client ids differ (a "-repartition" or "-consumer" suffix, a
+// process id).
+func cutMiddle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 3 {
+		return string(r[:n])
+	}
+	head := (n - 3) / 3
+	tail := n - 3 - head
+	return string(r[:head]) + "..." + string(r[len(r)-tail:])
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
@@ -153,12 +154,74 @@ func TestLag(t *testing.T) {
 		t.Fatalf("row of %s/0 of the stopped app: %+v, want %+v", in, got, want)
 	}
 	table = mustCLI(t, "lag", "-brokers", brokers(t), "-app", cfg.ApplicationID)
-	if !strings.Contains(table, "Tasks unknown") || !regexp.MustCompile(`\n-\s+`+in+`\s+0\s+2\s+5\s+3\s+-\s+-\s+-\n`).MatchString(table) {
+	if !strings.Contains(table, "Tasks unknown") || !regexp.MustCompile(`\n-\s+`+in+`\s+0\s+2\s+5\s+3\s+-\n`).MatchString(table) {
 		t.Errorf("table of the stopped app:\n%s", table)
+	}
+	for _, l := range strings.Split(table, "\n") {
+		if utf8.RuneCountInString(l) > 100 {
+			t.Errorf("line wider than 100 columns: %q", l)
+		}
+	}
+	table = mustCLI(t, "lag", "-brokers", brokers(t), "-app", cfg.ApplicationID, "-wide")
+	if !regexp.MustCompile(`\n-\s+` + in + `\s+0\s+2\s+5\s+3\s+-\s+-\s+-\n`).MatchString(table) {
+		t.Errorf("wide table of the stopped app:\n%s", table)
 	}
 
 	// An application that never ran has no group.
 	if _, _, err := cli(t, "lag", "-brokers", brokers(t), "-app", "never-ran-"+cfg.ApplicationID); err == nil || !strings.Contains(err.Error(), "never committed") {
 		t.Errorf("lag of an unknown application: %v", err)
 	}
+}
+
+// The default table of kstream lag fits in 100 columns, however long the application's
+// topic names and client ids, cutting the middle out of them; -wide shows them in full,
+// with member ids and hosts.
+func TestLagTableWidth(t *testing.T) {
+	app := "shop-orders-revenue-per-customer-v2"
+	repartition := app + "-KSTREAM-AGGREGATE-STATE-STORE-0000000004-repartition"
+	client := app + "-8a3f2c1e-5b7d-4e9a-9c1f-2d6b8e4a7c30-StreamThread-1-consumer"
+	member := client + "-0f8e2b6c-3d4a-4b1e-8c7f-5a9d2e6b1c43"
+	rep := &lagReport{ApplicationID: app, State: "Stable", Members: 2, TasksKnown: true, TotalLag: 1234567}
+	for p := range int32(3) {
+		rep.Partitions = append(rep.Partitions,
+			lagRow{Task: fmt.Sprintf("0_%d", p), Topic: "orders", Partition: p, Committed: 1234567890, End: 1234567990, Lag: 100, MemberID: member, ClientID: client, Host: "/10.20.30.40"},
+			lagRow{Task: fmt.Sprintf("1_%d", p), Topic: repartition, Partition: p, Committed: -1, End: 0, Lag: 0, MemberID: member, ClientID: client, Host: "/10.20.30.41"})
+	}
+	var b strings.Builder
+	printLag(&b, rep, false)
+	compact := b.String()
+	lines := strings.Split(strings.TrimSuffix(compact, "\n"), "\n")
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	if !strings.HasPrefix(lines[2], "TASK  TOPIC") || !strings.HasSuffix(lines[2], "CLIENT-ID") || strings.Contains(compact, "MEMBER") {
+		t.Errorf("compact header %q", lines[2])
+	}
+	// The end of a cut name is kept: the repartition suffix, the client's role.
+	row := regexp.MustCompile(`(?m)^1_2\s+(\S+)\s+2\s+-\s+0\s+0\s+(\S+)$`).FindStringSubmatch(compact)
+	if row == nil {
+		t.Fatalf("no row for task 1_2:\n%s", compact)
+	}
+	if !strings.Contains(row[1], "...") || !strings.HasSuffix(row[1], "-repartition") || !strings.HasPrefix(row[1], "shop-") ||
+		!strings.Contains(row[2], "...") || !strings.HasSuffix(row[2], "-consumer") {
+		t.Errorf("cut topic %q, client id %q", row[1], row[2])
+	}
+	if !strings.Contains(compact, "\n0_0   orders ") {
+		t.Errorf("a short topic name was changed:\n%s", compact)
+	}
+
+	b.Reset()
+	printLag(&b, rep, true)
+	wide := b.String()
+	for _, want := range []string{repartition, client, member, "/10.20.30.41", "MEMBER"} {
+		if !strings.Contains(wide, want) {
+			t.Errorf("wide table lacks %q:\n%s", want, wide)
+		}
+	}
+	if strings.Contains(wide, "...") {
+		t.Errorf("wide table cuts names:\n%s", wide)
+	}
+	t.Logf("compact:\n%s", compact)
 }

@@ -16,9 +16,10 @@
 //
 // Run "kstream help <command>" for a command's flags and what it does exactly.
 //
-// kstream lag -brokers host:port -app <application.id> [-json] prints, per input
+// kstream lag -brokers host:port -app <application.id> [-wide|-json] prints, per input
 // partition, the group's committed offset, the end offset and the lag, with the task
-// ("<sub-topology>_<partition>") and the member that owns it.
+// ("<sub-topology>_<partition>") and the member that owns it, in a table that fits in 100
+// columns (-wide: every column in full).
 //
 // kstream reset -brokers host:port -app <application.id> -input-topics a,b
 // [-to-earliest|-to-latest|-to-offset N|-to-datetime T|-by-duration D|-shift-by N]
@@ -42,11 +43,14 @@
 // github.com/kstream-go/kstream/embedded as a standalone process that any
 // Kafka client (kcat, franz-go, sarama, the Java client, ...) can use:
 //
-//	kstream dev [-addr 127.0.0.1:9092] [-data ./kstream-data] [-partitions 1] [-auto-create=true] [-log-level warn]
+//	kstream dev [-addr 127.0.0.1:9092] [-data DIR] [-partitions 1] [-auto-create=true] [-log-level warn] [-registry 127.0.0.1:8081]
 //
-// It keeps its data in the -data directory (-data "" keeps it in memory),
-// creates topics on first use unless -auto-create=false, and stops cleanly on
-// SIGINT or SIGTERM; a second signal while it is saving its state kills it.
+// It keeps its data in the -data directory, by default kstream/dev-<port> in the user's
+// cache directory (os.UserCacheDir, so ~/.cache/kstream/dev-9092 on Linux), and prints it;
+// -data "" keeps it in memory. It serves a Schema Registry API (in memory) on -registry
+// (-registry "" serves none), creates topics on first use unless -auto-create=false, and
+// stops cleanly on SIGINT or SIGTERM; a second signal while it is saving its state kills
+// it.
 package main
 
 import (
@@ -59,6 +63,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -181,7 +186,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:9092", "`host:port` to listen on; the host must be 127.0.0.1 or localhost, port 0 picks a free port")
-	dataDir := fs.String("data", "./kstream-data", "`directory` keeping topics, records and committed offsets across restarts; empty keeps everything in memory")
+	dataDir := fs.String("data", "", "`directory` keeping topics, records and committed offsets across restarts; empty keeps everything in memory (default "+devDataDirHelp()+")")
 	partitions := fs.Int("partitions", embedded.DefaultPartitions, "partition count of auto-created topics")
 	autoCreate := fs.Bool("auto-create", true, "create topics when a client first uses them")
 	logLevel := fs.String("log-level", "warn", "broker log level on stderr: none, error, warn, info or debug")
@@ -211,6 +216,11 @@ Flags:
 	port, err := parseLoopbackAddr(*addr)
 	if err != nil {
 		return fmt.Errorf("dev: -addr: %w", err)
+	}
+	dataSet := false
+	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	if !dataSet {
+		*dataDir = devDataDir(port)
 	}
 	level, err := parseLogLevel(*logLevel)
 	if err != nil {
@@ -253,6 +263,24 @@ Flags:
 		return fmt.Errorf("dev: %w", err)
 	}
 	return nil
+}
+
+// devDataDir is the data directory of kstream dev without -data: "kstream/dev-<port>" in
+// the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux,
+// ~/Library/Caches on macOS, %LocalAppData% on Windows), else in the OS temp directory. It
+// is outside the current directory, so that a checkout gets no data files, and survives
+// reboots (a temp directory may not); the port keeps two dev brokers apart.
+func devDataDir(port int) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "kstream", "dev-"+strconv.Itoa(port))
+}
+
+// devDataDirHelp describes devDataDir's choice for the flag's help.
+func devDataDirHelp() string {
+	return filepath.Join("<user cache dir>", "kstream", "dev-<port>") + ", here " + devDataDir(9092) + " for port 9092"
 }
 
 // parseLoopbackAddr returns the port of a host:port whose host is a loopback

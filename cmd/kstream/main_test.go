@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -242,6 +243,33 @@ func TestDevSchemaRegistry(t *testing.T) {
 	defer none.stop(t)
 	if none.registry != "" {
 		t.Fatalf("-registry \"\": registry at %s", none.registry)
+	}
+}
+
+// Without -data, kstream dev keeps its data in kstream/dev-<port> of the user's cache
+// directory, not in the current directory.
+func TestDevDefaultDataDir(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache) // os.UserCacheDir on Linux and the BSDs
+	t.Setenv("HOME", cache)           // macOS: ~/Library/Caches
+	t.Setenv("LocalAppData", cache)   // Windows
+	want, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = filepath.Join(want, "kstream", "dev-0")
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	d := startDev(t, "-addr", "127.0.0.1:0", "-log-level", "none", "-registry", "")
+	if d.data != want {
+		t.Fatalf("printed data dir %q, want %q", d.data, want)
+	}
+	d.stop(t)
+	if entries, err := os.ReadDir(want); err != nil || len(entries) == 0 {
+		t.Fatalf("data dir %s is empty after stop (err %v)", want, err)
+	}
+	if entries, err := os.ReadDir(cwd); err != nil || len(entries) != 0 {
+		t.Fatalf("the current directory holds %v (err %v), want nothing", entries, err)
 	}
 }
 

@@ -163,12 +163,14 @@ func (r *Runtime) askLag(cl *kgo.Client, readCommitted bool, tp topicPartition) 
 	return max(end-at, 0), nil
 }
 
-// resetOf is the reset policy of a source topic.
+// resetOf is the reset policy of a source topic (ResetByDuration counts as the earliest
+// in lag estimates: the lag it reports is at most the partition's).
 func (r *Runtime) resetOf(topic string) Reset {
 	for _, st := range r.topo.SubTopologies {
 		for _, src := range st.Sources {
-			if src.Topic == topic && src.Reset != ResetDefault {
-				return src.Reset
+			if src.Topic == topic {
+				policy, _ := r.sourceReset(src)
+				return policy
 			}
 		}
 	}

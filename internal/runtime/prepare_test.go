@@ -131,3 +131,41 @@ func TestAdjustOffsets(t *testing.T) {
 		}
 	}
 }
+
+// A by-duration policy (a source's own or the application's) starts a partition without a
+// committed offset at the first record stamped at or after now minus its duration; a
+// repartition topic starts at the earliest offset under a by-duration default.
+func TestAdjustOffsetsByDuration(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{{ID: 0, Sources: []Source{
+		{Topic: "dflt"}, {Topic: "recent", Reset: ResetByDuration, ResetDuration: 2 * time.Hour},
+		{Topic: "late", Reset: ResetLatest}, {Topic: "app-x-repartition", Internal: true},
+	}}}}
+	for _, def := range []Reset{ResetEarliest, ResetByDuration} {
+		r, err := New(topo, Config{ApplicationID: "a", Brokers: []string{"x:1"}, DefaultReset: def, DefaultResetDuration: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := kgo.NewOffset().AtStart()
+		in := map[string]map[int32]kgo.Offset{
+			"dflt":              {0: client},
+			"recent":            {0: client, 1: kgo.NewOffset().At(7)},
+			"late":              {0: client},
+			"app-x-repartition": {0: client},
+		}
+		before := time.Now()
+		out, _ := r.adjustOffsets(context.Background(), in)
+		after := time.Now()
+		at := func(topic string, p int32) int64 { return out[topic][p].EpochOffset().Offset }
+		// An AfterMilli offset carries its timestamp where an offset would be.
+		within := func(topic string, d time.Duration) bool {
+			ms := at(topic, 0)
+			return ms >= before.Add(-d).UnixMilli() && ms <= after.Add(-d).UnixMilli()
+		}
+		if !within("recent", 2*time.Hour) || at("recent", 1) != 7 || at("late", 0) != -1 || at("app-x-repartition", 0) != -2 {
+			t.Errorf("default %v: got %v", def, out)
+		}
+		if def == ResetByDuration && !within("dflt", time.Hour) || def == ResetEarliest && at("dflt", 0) != -2 {
+			t.Errorf("default %v: the default source starts at %d", def, at("dflt", 0))
+		}
+	}
+}

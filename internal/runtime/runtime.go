@@ -640,30 +640,53 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 }
 
 // adjustOffsets applies per-source reset policies to partitions that have no committed
-// offset (kgo reports those with the client-wide reset offset, which is negative).
+// offset (kgo reports those with the client-wide reset offset, which is negative): the
+// client-wide reset is the earliest offset, or the latest with a DefaultReset of
+// ResetLatest; a source whose policy differs starts where its own says, a by-duration one
+// at the first record stamped at or after now minus its duration (the end if none).
 func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-	def := r.cfg.DefaultReset
-	if def == ResetDefault {
-		def = ResetEarliest
+	clientWide := ResetEarliest
+	if r.cfg.DefaultReset == ResetLatest {
+		clientWide = ResetLatest
 	}
+	now := time.Now()
 	for _, st := range r.topo.SubTopologies {
 		for _, src := range st.Sources {
-			if src.Reset == ResetDefault || src.Reset == def {
+			policy, d := r.sourceReset(src)
+			if policy == clientWide {
 				continue // the client-wide reset already applies
 			}
 			for p, o := range offsets[src.Topic] {
 				if o.EpochOffset().Offset >= 0 {
 					continue
 				}
-				if src.Reset == ResetLatest {
+				switch policy {
+				case ResetLatest:
 					offsets[src.Topic][p] = kgo.NewOffset().AtEnd()
-				} else {
+				case ResetByDuration:
+					offsets[src.Topic][p] = kgo.NewOffset().AfterMilli(now.Add(-d).UnixMilli())
+				default:
 					offsets[src.Topic][p] = kgo.NewOffset().AtStart()
 				}
 			}
 		}
 	}
 	return offsets, nil
+}
+
+// sourceReset is the reset policy of src, and its duration for ResetByDuration: its own,
+// else the config's, else ResetEarliest. A repartition topic, which the application
+// writes itself, does not start by duration: it starts at its earliest record, as in
+// Kafka Streams, which resets internal topics to the earliest offset.
+func (r *Runtime) sourceReset(src Source) (Reset, time.Duration) {
+	policy, d := src.Reset, src.ResetDuration
+	if policy == ResetDefault {
+		policy, d = r.cfg.DefaultReset, r.cfg.DefaultResetDuration
+	}
+	if policy == ResetDefault || policy == ResetByDuration && src.Internal {
+		policy = ResetEarliest
+	}
+	return policy, d
 }
 
 // loop polls and processes until ctx is done or a fatal error. It returns a non-nil error

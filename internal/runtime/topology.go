@@ -30,15 +30,21 @@ const (
 	ResetEarliest
 	// ResetLatest starts at the log end offset.
 	ResetLatest
+	// ResetByDuration starts at the first record stamped at or after the time of the
+	// assignment minus the source's (or the config's) reset duration, or at the end if
+	// there is none (Kafka's by_duration, KIP-1106).
+	ResetByDuration
 )
 
-// String returns "default", "earliest" or "latest".
+// String returns "default", "earliest", "latest" or "by_duration".
 func (r Reset) String() string {
 	switch r {
 	case ResetEarliest:
 		return "earliest"
 	case ResetLatest:
 		return "latest"
+	case ResetByDuration:
+		return "by_duration"
 	default:
 		return "default"
 	}
@@ -84,9 +90,11 @@ type SubTopology struct {
 
 // Source is one topic a sub-topology reads.
 type Source struct {
-	Topic    string
-	Reset    Reset
-	Internal bool // a repartition topic created by the application
+	Topic string
+	Reset Reset
+	// ResetDuration is ResetByDuration's duration.
+	ResetDuration time.Duration
+	Internal      bool // a repartition topic created by the application
 }
 
 // InternalTopic is a topic the application creates and owns.
@@ -239,15 +247,17 @@ type Config struct {
 	CommitInterval time.Duration
 	// BlockingCommits: at-least-once commits stop the tasks until they are over (no tail
 	// in the background, commitasync.go).
-	BlockingCommits   bool
-	MaxPollRecords    int
-	DefaultReset      Reset
-	ReplicationFactor int16
-	SessionTimeout    time.Duration
-	HeartbeatInterval time.Duration
-	RebalanceTimeout  time.Duration
-	CloseTimeout      time.Duration
-	Logger            *slog.Logger
+	BlockingCommits bool
+	MaxPollRecords  int
+	DefaultReset    Reset
+	// DefaultResetDuration is the duration of a DefaultReset of ResetByDuration.
+	DefaultResetDuration time.Duration
+	ReplicationFactor    int16
+	SessionTimeout       time.Duration
+	HeartbeatInterval    time.Duration
+	RebalanceTimeout     time.Duration
+	CloseTimeout         time.Duration
+	Logger               *slog.Logger
 	// OperatorCounts are the application's counts of what its operators dropped or lost,
 	// which its tasks add to (nil: none kept); the metrics report them.
 	OperatorCounts *OperatorCounts
