@@ -102,8 +102,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	h.profileOps = cfg.ProfileOperators
 	h.counts = runtime.NewOperatorCounts()
 	h.align = cfg.EventTimeAlignment
-	if cfg.CacheMaxBytes > 0 {
-		h.cache = &cacheBudget{max: cfg.CacheMaxBytes}
+	caches := runtime.NewCacheBudget(cfg.StoreCacheBytes, cfg.cacheMaxBytes())
+	if n := cfg.cacheMaxBytes(); n > 0 {
+		h.cache = &cacheBudget{max: n, shared: caches}
 	}
 	if h.ts == nil {
 		h.ts = FailOnInvalidTimestamp{}
@@ -115,6 +116,7 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	}
 	rc := cfg.runtimeConfig()
 	rc.OperatorCounts = h.counts
+	rc.Caches = caches
 	for _, dh := range []struct {
 		name string
 		h    ErrorHandler

@@ -96,31 +96,36 @@ type Config struct {
 	// store partitions of the instance together, each with an equal share that changes as
 	// tasks come and go (so 1,000 partitions take no more than 6), overriding the default
 	// 32 MiB; negative disables them. The bound is on heap: keys, values and about 110
-	// bytes of bookkeeping per entry. This corresponds to statestore.cache.max.bytes,
-	// which Kafka Streams divides among its threads (default 10 MiB; its cache also
-	// holds back updates, ours only serves reads).
+	// bytes of bookkeeping per entry. The read caches and the record caches
+	// (CacheMaxBytes) have one budget, StoreCacheBytes + CacheMaxBytes: the read caches
+	// get what the record caches do not hold at the moment, so never less than
+	// StoreCacheBytes. Kafka Streams' statestore.cache.max.bytes is likewise one budget
+	// for the entries read and the updates held back (docs/caching.md).
 	StoreCacheBytes int
 	// CacheMaxBytes is the budget of the record caches, Kafka Streams'
-	// statestore.cache.max.bytes: with it, a table kept in a key-value or time-window
-	// store (Count, Reduce, Aggregate, their table, cogroup and windowed forms, source
-	// tables, materialized filters, mapValues and joins) forwards each key's latest
-	// update once per commit, or when its cache is full, instead of every update, as Kafka
+	// statestore.cache.max.bytes, overriding the default [DefaultCacheMaxBytes] (10 MiB,
+	// Kafka Streams' default); negative disables the caches, so that every update is
+	// forwarded. A table kept in a key-value or time-window store (Count, Reduce,
+	// Aggregate, their table, cogroup and windowed forms, source tables, materialized
+	// filters, mapValues and joins) forwards each key's latest update once per commit
+	// (every CommitInterval), or when its cache is full, instead of every update, as Kafka
 	// Streams' caching stores do. The budget is the instance's, shared equally by the store
-	// partitions with a cache. 0 or negative (the default) disables the caches: every
-	// update is forwarded. [WithoutCaching] disables a store's cache (Java's
-	// withCachingDisabled). The test driver flushes the caches after every input record, as
-	// TopologyTestDriver commits after every input. See docs/caching.md.
+	// partitions with a cache, and one with the read caches': what the record caches do
+	// not hold, the read caches may use (StoreCacheBytes). [WithoutCaching] disables a
+	// store's cache (Java's withCachingDisabled). The test driver flushes the caches after
+	// every input record, as TopologyTestDriver commits after every input. See
+	// docs/caching.md.
 	CacheMaxBytes int64
 	// GoMemoryLimit, when not MemoryLimitOff (the default, which sets nothing
 	// process-wide), makes Run set the Go runtime's soft memory limit
 	// (runtime/debug.SetMemoryLimit, what GOMEMLIMIT sets) from this instance's heap
 	// budgets, log it, and restore the previous limit when Run returns. The limit is
-	// StoreCacheBytes (unless disabled) and CacheMaxBytes, plus BlockCacheBytes + MemTableBytes when the
+	// StoreCacheBytes and CacheMaxBytes (each unless disabled), plus BlockCacheBytes + MemTableBytes when the
 	// topology has persistent stores and the binary is built without cgo (with cgo,
 	// Pebble's cache and memtables live outside the Go heap, which the limit does not
 	// cover), plus GoMemoryLimitHeadroom (default 48 MiB, at least 16 MiB) for records
 	// in flight, buffered store writes and the Go runtime itself: with the defaults and
-	// cgo, 80 MiB. The garbage collector then collects more often as the heap nears the
+	// cgo, 90 MiB. The garbage collector then collects more often as the heap nears the
 	// limit instead of letting it grow to twice what is live, so the resident set stays
 	// near the budgets (docs/operations-guide.md, "Memory"). In-memory stores are not
 	// in the budgets: add their size to the headroom. MemoryLimitFromBudgets keeps a
@@ -402,7 +407,9 @@ type Stats struct {
 	// their timestamps.
 	EnforcedProcessing int64
 	// StoreCacheBytes is the heap that the read caches of the instance's stores held
-	// after the last commit, all stores together: within Config.StoreCacheBytes.
+	// after the last commit, all stores together: within Config.StoreCacheBytes +
+	// Config.CacheMaxBytes, the caches' one budget (the record caches are empty after a
+	// commit).
 	StoreCacheBytes int64
 	// LostResults counts the final results that operators never emitted, all together: the
 	// windows of an aggregation with EmitOnWindowClose that expired from their store before

@@ -10,9 +10,11 @@ import (
 // value; a record with a null value (a tombstone) deletes its key and is forwarded as a
 // delete (even for a key that was absent), and records with a null key are dropped and
 // counted in [Stats].DroppedRecords. The topic itself serves as the store's changelog, so no changelog topic
-// is created (Kafka Streams' source-topic reuse). Every update is forwarded downstream
-// (Kafka Streams' KTableSource, materialized, with caching disabled); [KTable.ToStream]
-// turns a delete into a tombstone record.
+// is created (Kafka Streams' source-topic reuse). A key's latest update is forwarded
+// downstream once per commit by the record cache, on by default as in Kafka Streams
+// (docs/caching.md), or every update with [WithoutCaching] or a negative
+// Config.CacheMaxBytes (Kafka Streams' KTableSource, materialized, with caching disabled);
+// [KTable.ToStream] turns a delete into a tombstone record.
 //
 // The records' timestamps come from [Config.DefaultTimestampExtractor], or from the
 // extractor given with [TableTimestampExtractor].

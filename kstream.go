@@ -21,7 +21,9 @@
 // A [KTable] holds the latest value of each key. Table operators pass each other changes, a
 // row's new value with the value it replaced, so that filters can retract rows, regrouping
 // can subtract a row from its old group, and joins can tell a delete from nothing, with the
-// semantics of Kafka Streams' KTable operators (caching disabled: every update is emitted).
+// semantics of Kafka Streams' KTable operators. A table kept in a store forwards a key's
+// latest update once per commit (Kafka Streams' record cache, on by default in both:
+// Config.CacheMaxBytes, docs/caching.md); without the cache, every update is emitted.
 // Table stores keep a timestamp with each value, as Kafka Streams' timestamped stores do, so
 // that joins and aggregations give their results Java's timestamps. [KTable.ToStream] turns
 // updates into records; a delete becomes a tombstone ([Record.IsTombstone]), which a sink

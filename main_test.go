@@ -46,6 +46,11 @@ func testConfig(t testing.TB) kstream.Config {
 		// Not the default under os.TempDir(), which outlives the test: a test's stores
 		// (tens of MiB each with Pebble) would pile up there run after run.
 		StateDir: t.TempDir(),
+		// The record cache is on by default (10 MiB, as in Kafka Streams) and forwards a
+		// table's updates once per commit; most tests here are about something else and
+		// assert every update, so they run without it. The cache's own tests
+		// (recordcache_test.go) set it, or leave the default.
+		CacheMaxBytes: -1,
 	}
 }
 
@@ -126,7 +131,7 @@ func rec(topic, key, value string, tsMs int, headers ...string) *kgo.Record {
 
 // childConfig is the Config of an application in a child process (kafkatest.StartChild):
 // APP_ID, STATE_DIR and the brokers from the environment, commits every 100 ms, a 6 s
-// session, logs at info on stderr, and exactly-once if GUARANTEE=eos.
+// session, logs at info on stderr, no record cache, and exactly-once if GUARANTEE=eos.
 func childConfig() kstream.Config {
 	cfg := kstream.Config{
 		ApplicationID:     os.Getenv("APP_ID"),
@@ -136,6 +141,9 @@ func childConfig() kstream.Config {
 		SessionTimeout:    6 * time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		// Without the record cache (on by default), as testConfig: the crash and
+		// failover tests assert every update.
+		CacheMaxBytes: -1,
 	}
 	if os.Getenv("GUARANTEE") == "eos" {
 		cfg.Guarantee = kstream.ExactlyOnce

@@ -69,7 +69,7 @@ const pebbleOnGoHeap = !pebbleWithCgo
 // goMemoryLimit is the limit [Config.GoMemoryLimit] sets, and what it is made of.
 type goMemoryLimit struct {
 	mode       MemoryLimitMode
-	storeCache int64 // the read and record caches' budgets (Config.StoreCacheBytes, unless disabled, + CacheMaxBytes)
+	storeCache int64 // the caches' one budget: Config.StoreCacheBytes + CacheMaxBytes, each unless disabled
 	pebble     int64 // Pebble's cache and memtable budget when on the Go heap, else 0
 	headroom   int64
 	limit      int64 // their sum
@@ -99,8 +99,9 @@ func (c Config) checkGoMemoryLimit() error {
 
 // computeGoMemoryLimit computes the limit of c (c.GoMemoryLimit not off, validated) for
 // a topology with persistent stores or not: the heap parts of the budgets, namely
-// StoreCacheBytes (unless disabled) and, without cgo and with persistent stores,
-// BlockCacheBytes + MemTableBytes, plus the headroom.
+// StoreCacheBytes and CacheMaxBytes (each unless disabled: the caches' one budget) and,
+// without cgo and with persistent stores, BlockCacheBytes + MemTableBytes, plus the
+// headroom.
 func computeGoMemoryLimit(c Config, persistent bool) (goMemoryLimit, error) {
 	m := goMemoryLimit{mode: c.GoMemoryLimit, headroom: c.GoMemoryLimitHeadroom}
 	if m.headroom == 0 {
@@ -112,11 +113,12 @@ func computeGoMemoryLimit(c Config, persistent bool) (goMemoryLimit, error) {
 	case c.StoreCacheBytes > 0:
 		m.storeCache = int64(c.StoreCacheBytes)
 	}
-	if c.CacheMaxBytes > 0 {
-		// The record caches (docs/caching.md) are heap too.
+	if rc := c.cacheMaxBytes(); rc > 0 {
+		// The record caches (docs/caching.md) are heap too: with the read caches, one
+		// budget of StoreCacheBytes + CacheMaxBytes (the default 10 MiB unless disabled).
 		var ok bool
-		if m.storeCache, ok = addBytes(m.storeCache, c.CacheMaxBytes); !ok {
-			return m, fmt.Errorf("kstream: Config.StoreCacheBytes + Config.CacheMaxBytes overflows (%d + %d)", m.storeCache, c.CacheMaxBytes)
+		if m.storeCache, ok = addBytes(m.storeCache, rc); !ok {
+			return m, fmt.Errorf("kstream: Config.StoreCacheBytes + Config.CacheMaxBytes overflows (%d + %d)", m.storeCache, rc)
 		}
 	}
 	if persistent && pebbleOnGoHeap {

@@ -11,9 +11,9 @@ import (
 	"github.com/kstream-go/kstream/serde"
 )
 
-// TestGoMemoryLimitComputation checks the limit Config.GoMemoryLimit sets: the read
-// caches' budget, Pebble's when it is on the Go heap (no cgo) and the topology has
-// persistent stores, and the headroom.
+// TestGoMemoryLimitComputation checks the limit Config.GoMemoryLimit sets: the caches'
+// one budget (read caches and record caches, each unless disabled), Pebble's when it is
+// on the Go heap (no cgo) and the topology has persistent stores, and the headroom.
 func TestGoMemoryLimitComputation(t *testing.T) {
 	const mi = 1 << 20
 	pebbleDefault := int64(0)
@@ -26,11 +26,13 @@ func TestGoMemoryLimitComputation(t *testing.T) {
 		persistent bool
 		want       int64
 	}{
-		{"defaults", Config{GoMemoryLimit: MemoryLimitFromBudgets}, true, 32*mi + pebbleDefault + 48*mi},
-		{"no persistent store", Config{GoMemoryLimit: MemoryLimitFromBudgets}, false, 80 * mi},
-		{"caches disabled", Config{GoMemoryLimit: MemoryLimitOverride, StoreCacheBytes: -1}, false, 48 * mi},
-		{"set budgets", Config{GoMemoryLimit: MemoryLimitFromBudgets, StoreCacheBytes: 10 * mi, BlockCacheBytes: 100 * mi, MemTableBytes: 20 * mi, GoMemoryLimitHeadroom: 30 * mi},
-			true, 10*mi + 30*mi + map[bool]int64{true: 120 * mi, false: 0}[pebbleOnGoHeap]},
+		{"defaults", Config{GoMemoryLimit: MemoryLimitFromBudgets}, true, 32*mi + 10*mi + pebbleDefault + 48*mi},
+		{"no persistent store", Config{GoMemoryLimit: MemoryLimitFromBudgets}, false, 90 * mi},
+		{"record caches disabled", Config{GoMemoryLimit: MemoryLimitFromBudgets, CacheMaxBytes: -1}, false, 80 * mi},
+		{"read caches disabled", Config{GoMemoryLimit: MemoryLimitFromBudgets, StoreCacheBytes: -1}, false, 58 * mi},
+		{"caches disabled", Config{GoMemoryLimit: MemoryLimitOverride, StoreCacheBytes: -1, CacheMaxBytes: -1}, false, 48 * mi},
+		{"set budgets", Config{GoMemoryLimit: MemoryLimitFromBudgets, StoreCacheBytes: 10 * mi, CacheMaxBytes: 5 * mi, BlockCacheBytes: 100 * mi, MemTableBytes: 20 * mi, GoMemoryLimitHeadroom: 30 * mi},
+			true, 10*mi + 5*mi + 30*mi + map[bool]int64{true: 120 * mi, false: 0}[pebbleOnGoHeap]},
 	} {
 		m, err := computeGoMemoryLimit(c.cfg, c.persistent)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
 )
 
@@ -21,12 +22,35 @@ import (
 // reads the old value from the underlying store. The old value of a key's first update is
 // therefore none, not the aggregation's initial value.
 
-// cacheBudget is the instance's record cache budget, Config.CacheMaxBytes, shared equally
-// by the task instances of the cached stores that are open.
-type cacheBudget struct {
-	max  int64
-	open atomic.Int64
+// DefaultCacheMaxBytes is the record caches' budget when Config.CacheMaxBytes is 0:
+// 10 MiB, Kafka Streams' default statestore.cache.max.bytes.
+const DefaultCacheMaxBytes int64 = 10 << 20
+
+// cacheMaxBytes is the record caches' budget: Config.CacheMaxBytes, the default for 0;
+// 0 when disabled.
+func (c Config) cacheMaxBytes() int64 {
+	switch {
+	case c.CacheMaxBytes == 0:
+		return DefaultCacheMaxBytes
+	case c.CacheMaxBytes < 0:
+		return 0
+	}
+	return c.CacheMaxBytes
 }
+
+// cacheBudget is the instance's record cache budget, Config.CacheMaxBytes, shared equally
+// by the task instances of the cached stores that are open. The caches report the bytes
+// they hold to the instance's one cache budget, shared, whose read caches get the rest.
+type cacheBudget struct {
+	max    int64
+	open   atomic.Int64
+	shared *runtime.CacheBudget
+}
+
+// cacheReportBytes is the change in the bytes a record cache holds that it reports to the
+// shared budget at once: reporting every entry would make the tasks, which run in
+// parallel, contend for the budget's counter.
+const cacheReportBytes = 8 << 10
 
 // share is the bytes one cache may hold now.
 func (b *cacheBudget) share() int {
@@ -62,7 +86,9 @@ type emitCache[K, VA any] struct {
 	idx    map[string]int // serialized key -> its entry in ents
 	ents   []emitEntry[K, VA]
 	bytes  int
-	closed bool
+	// reported is the part of bytes reported to the shared budget (cacheBudget.shared).
+	reported int
+	closed   bool
 }
 
 type emitEntry[K, VA any] struct {
@@ -110,6 +136,10 @@ func (c *emitCache[K, VA]) put(ctx ProcessorContext[K, change[VA]], kb []byte, k
 	c.idx[string(kb)] = len(c.ents)
 	c.ents = append(c.ents, emitEntry[K, VA]{key: key, res: res, ts: ts, headers: headers, existed: existed})
 	c.bytes += len(kb) + cacheEntryOverhead
+	if c.bytes-c.reported >= cacheReportBytes {
+		c.budget.shared.Hold(int64(c.bytes - c.reported))
+		c.reported = c.bytes
+	}
 	if c.bytes > c.budget.share() {
 		c.flush()
 	}
@@ -149,6 +179,10 @@ func (c *emitCache[K, VA]) reset() {
 		clear(c.idx)
 	}
 	c.ents, c.bytes = nil, 0
+	if c.reported != 0 {
+		c.budget.shared.Hold(int64(-c.reported))
+		c.reported = 0
+	}
 }
 
 func (c *emitCache[K, VA]) discard() {

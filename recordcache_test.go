@@ -16,8 +16,10 @@ import (
 
 // With Config.CacheMaxBytes, a count forwards each key's latest count once per commit
 // instead of every update (Kafka Streams' record cache): 2,000 records of 5 keys come out as
-// a handful of updates whose last per key is exact, under both guarantees. A cache with
-// room for one entry forwards every update. WithoutCaching turns a store's cache off.
+// a handful of updates whose last per key is exact, under both guarantees and with the
+// default Config (the cache is on by default, 10 MiB). A cache with room for one entry
+// forwards every update, as does a negative CacheMaxBytes. WithoutCaching turns a store's
+// cache off.
 func TestRecordCacheDeduplicatesUpdates(t *testing.T) {
 	const keys, perKey = 5, 400
 	for _, tc := range []struct {
@@ -27,7 +29,9 @@ func TestRecordCacheDeduplicatesUpdates(t *testing.T) {
 		opts      []kstream.StoreOption
 		maxOut    int // the most output records expected
 	}{
+		{"default", kstream.AtLeastOnce, 0, nil, keys * perKey / 10}, // 0: what a Config that does not set it has
 		{"at-least-once", kstream.AtLeastOnce, 10 << 20, nil, keys * perKey / 10},
+		{"off", kstream.AtLeastOnce, -1, nil, keys * perKey},
 		{"exactly-once", kstream.ExactlyOnce, 10 << 20, nil, keys * perKey / 10},
 		{"one-entry", kstream.AtLeastOnce, 1, nil, keys * perKey},
 		{"without-caching", kstream.AtLeastOnce, 10 << 20, []kstream.StoreOption{kstream.WithoutCaching()}, keys * perKey},
@@ -97,7 +101,7 @@ func TestRecordCacheDeduplicatesUpdates(t *testing.T) {
 func TestRecordCacheExactlyOnceThroughFences(t *testing.T) {
 	t.Parallel()
 	in, out, cfg := eosSetup(t)
-	cfg.CacheMaxBytes = 10 << 20
+	cfg.CacheMaxBytes = 0 // the default, 10 MiB (testConfig turns the cache off)
 	app := newApp(t, countTopology(in, out), cfg)
 	r := start(t, app)
 	outputs := collect(t, out, readCommitted)

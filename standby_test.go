@@ -52,6 +52,9 @@ func runCountChild() error {
 		RebalanceTimeout:  time.Duration(rebalanceMs) * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		RestoreListener:   restorePrinter{},
+		// Without the record cache (on by default), as testConfig: the tests assert
+		// every update.
+		CacheMaxBytes: -1,
 	}
 	if os.Getenv("GUARANTEE") == "eos" {
 		cfg.Guarantee = kstream.ExactlyOnce

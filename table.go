@@ -11,8 +11,11 @@ import (
 // [TableMapValues], the table-table joins ([TableJoin], ...) and [TableGroupBy].
 //
 // Table operators see every update of a row with the value it replaced, as Kafka Streams'
-// KTable operators do, and emit every update (Kafka Streams with caching disabled): a
-// delete travels as a tombstone, and [KTable.ToStream] turns the updates into records. A
+// KTable operators do. A table kept in a key-value or time-window store forwards a key's
+// latest update once per commit (the record cache, on by default as in Kafka Streams:
+// Config.CacheMaxBytes, docs/caching.md); other tables, and all with the cache off, emit
+// every update (Kafka Streams with caching disabled). A delete travels as a tombstone, and
+// [KTable.ToStream] turns the updates into records. A
 // table has a state store when it comes from a topic, a stream or an aggregation, or when
 // [Materialized] names one; a table derived without a store reads through to its parents'
 // stores applying its function, so it can still be joined.
@@ -93,9 +96,10 @@ func (b *Builder) nameOr(c opConfig, prefix string) string {
 	return c.name
 }
 
-// ToStream returns the stream of the table's updates: one record per change, as Kafka
-// Streams emits them with caching disabled (with Config.CacheMaxBytes, a cached table
-// forwards a key's latest change once per commit: docs/caching.md). A delete is a tombstone record (see
+// ToStream returns the stream of the table's updates: one record per change forwarded. A
+// cached table (the default for tables kept in a store, Config.CacheMaxBytes) forwards a
+// key's latest change once per commit, as Kafka Streams does (docs/caching.md); with the
+// cache off, one record per change, as Kafka Streams emits them with caching disabled. A delete is a tombstone record (see
 // [Record.IsTombstone]): its value is the zero V (nil for pointer types), and a sink writes
 // it as a null value.
 func (t KTable[K, V]) ToStream(opts ...Option) KStream[K, V] {

@@ -101,7 +101,8 @@ func alignTopology(in, out string, w time.Duration) *kstream.Builder {
 // alignApp starts the scenario's app over e's topics.
 func alignApp(ctx context.Context, e *runEnv, b *kstream.Builder, aligned bool, dir string) (chan error, error) {
 	cfg := kstream.Config{ApplicationID: e.group, Brokers: e.brokers, CommitInterval: commitInterval, CloseTimeout: shutdownTimeout,
-		Logger: e.logger, StateDir: dir}
+		CacheMaxBytes: -1, // every update forwarded, as the other scenarios
+		Logger:        e.logger, StateDir: dir}
 	if aligned {
 		cfg.EventTimeAlignment = alignExtra
 	}

@@ -975,9 +975,11 @@ func confRun(name string, build func(b *kstream.Builder), opts ...kstreamtest.Op
 		return msg + "\n", []string{msg}
 	}
 	describe = topo.Describe()
-	cfg := kstream.Config{ApplicationID: "conformance"}
+	// The Java side sets statestore.cache.max.bytes to 0 (no cache) but in the cached
+	// scenarios, where it leaves the default: both libraries' default is 10 MiB.
+	cfg := kstream.Config{ApplicationID: "conformance", CacheMaxBytes: -1}
 	if strings.HasPrefix(name, confCachedPrefix) {
-		cfg.CacheMaxBytes = 10 << 20 // Java's statestore.cache.max.bytes in these scenarios
+		cfg.CacheMaxBytes = 0 // the default, 10 MiB: Java's statestore.cache.max.bytes in these scenarios
 	}
 	d, err := kstreamtest.New(b, cfg, opts...)
 	if err != nil {

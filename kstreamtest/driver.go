@@ -9,8 +9,10 @@
 // several partitions takes its buffered records in the order of their timestamps, as on a
 // broker (see docs/eventtime.md), and with [kstream.Config.MaxTaskIdle] may hold a record
 // back until its other partitions have one or the driver's clock passes the idle time.
-// Output is kept in the order it was produced; there is no caching, so every update is
-// visible.
+// Output is kept in the order it was produced. The record caches (kstream.Config.CacheMaxBytes,
+// on by default as in TopologyTestDriver) are flushed after every input record, as
+// TopologyTestDriver commits after each, so every input's effect is visible; set
+// CacheMaxBytes to -1 to see every single update (docs/caching.md, "The test driver").
 //
 // Every task exists from the start, as in TopologyTestDriver. Stream-time punctuators run
 // as records are processed; wall-clock ones when [Driver.AdvanceWallClockTime] moves the

@@ -401,7 +401,7 @@ func runNullsScenario(t *testing.T, build func(b *kstream.Builder), input [][2]s
 		t.Fatal(err)
 	}
 	desc := topo.Describe()
-	d := newDriver(t, b)
+	d := newDriverNoCache(t, b) // the Java side's caching is disabled
 	out := kstreamtest.CreateOutputTopic(d, "out", serde.Bytes(), serde.Bytes())
 	const t0 = 1_700_000_000_000
 	ts := int64(t0)

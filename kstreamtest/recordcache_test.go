@@ -11,7 +11,8 @@ import (
 // The driver flushes the record caches after every record it processes, as Kafka Streams'
 // TopologyTestDriver commits after each: a cached count forwards one update per input
 // record, the latest, however many updates of a key that record made, and its old value is
-// the count last forwarded. Without the cache, every update is forwarded.
+// the count last forwarded. The cache is on by default (10 MiB, as in Kafka Streams).
+// Without it, every update is forwarded.
 func TestRecordCacheInTheDriver(t *testing.T) {
 	build := func(opts ...kstream.StoreOption) *kstream.Builder {
 		b := kstream.NewBuilder()
@@ -46,7 +47,7 @@ func TestRecordCacheInTheDriver(t *testing.T) {
 		}
 		return counts, rows
 	}
-	cached := kstream.Config{ApplicationID: "cache", CacheMaxBytes: 10 << 20}
+	cached := kstream.Config{ApplicationID: "cache"} // the default
 	counts, rows := run(cached, build())
 	if want := []int64{3, 6, 3}; !equalInts(counts, want) {
 		t.Errorf("cached counts %v, want %v", counts, want)
@@ -56,7 +57,7 @@ func TestRecordCacheInTheDriver(t *testing.T) {
 	if want := []int64{1, 1, 2}; !equalInts(rows, want) {
 		t.Errorf("cached row counts %v, want %v", rows, want)
 	}
-	counts, _ = run(kstream.Config{ApplicationID: "nocache"}, build())
+	counts, _ = run(kstream.Config{ApplicationID: "nocache", CacheMaxBytes: -1}, build())
 	if want := []int64{1, 2, 3, 4, 5, 6, 1, 2, 3}; !equalInts(counts, want) {
 		t.Errorf("counts without a cache %v, want %v", counts, want)
 	}

@@ -17,6 +17,9 @@ import (
 // read after each input record, as "after <key>@<ms>: <key> = <value> @<ms> [header=value]"
 // ("null" for a tombstone).
 
+// supConfig is the driver's Config in these tests: caching disabled, as on the Java side.
+var supConfig = kstream.Config{ApplicationID: "sup", CacheMaxBytes: -1}
+
 // supIn is one input record of a suppression test: key, value (nil: a Kafka null), timestamp
 // in ms, and an optional header.
 type supIn struct {
@@ -88,7 +91,7 @@ func TestSuppressUntilWindowCloses(t *testing.T) {
 	kstream.Map(counts.ToStream(), func(k serde.Windowed[string], n int64) (string, string) {
 		return fmt.Sprintf("%s@%d/%d", k.Key, k.StartMs(), k.EndMs()), fmt.Sprint(n)
 	}).To("out", serde.String(), serde.String())
-	d := driverWith(t, b, kstream.Config{ApplicationID: "sup"})
+	d := driverWith(t, b, supConfig)
 	got, err := runSuppress(t, d, "in", []supIn{
 		{"a", sv("v"), 1000, ""}, {"b", sv("v"), 2000, "h=b1"}, {"a", sv("v"), 11000, ""}, {"a", sv("v"), 3000, "h=a3"},
 		{"b", sv("v"), 14000, ""}, {"a", sv("v"), 16000, ""}, {"a", sv("v"), 4000, ""}, {"c", sv("v"), 5000, ""},
@@ -125,7 +128,7 @@ func TestSuppressUntilWindowClosesDropsDeletes(t *testing.T) {
 	kstream.Map(reduced.Suppress(kstream.UntilWindowCloses(kstream.Unbounded())).ToStream(), func(k serde.Windowed[string], v *string) (string, string) {
 		return fmt.Sprintf("%s@%d/%d", k.Key, k.StartMs(), k.EndMs()), *v
 	}).To("out", serde.String(), serde.String())
-	d := driverWith(t, b, kstream.Config{ApplicationID: "sup"})
+	d := driverWith(t, b, supConfig)
 	got, err := runSuppress(t, d, "in", []supIn{
 		{"x", sv("1"), 1000, ""}, {"x", sv("del"), 2000, ""}, {"y", sv("2"), 3000, ""}, {"y", sv("3"), 4000, ""},
 		{"x", sv("4"), 5000, ""}, {"w", sv("5"), 6000, ""}, {"w", sv("del"), 7000, ""}, {"z", sv("9"), 16000, ""},
@@ -187,7 +190,7 @@ after e@31000: a = 4 @30000
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := driverWith(t, countSuppressed(tc.c), kstream.Config{ApplicationID: "sup"})
+			d := driverWith(t, countSuppressed(tc.c), supConfig)
 			got, err := runSuppress(t, d, "in", limitInputs)
 			if err != nil {
 				t.Fatal(err)
@@ -201,7 +204,7 @@ after e@31000: a = 4 @30000
 // is Java's size estimate (47 bytes a record here: a count sends its initial 0 as the old
 // value of a key's first update).
 func TestSuppressShutDownWhenFull(t *testing.T) {
-	d := driverWith(t, countSuppressed(kstream.MaxRecords(1).ShutDownWhenFull()), kstream.Config{ApplicationID: "sup"})
+	d := driverWith(t, countSuppressed(kstream.MaxRecords(1).ShutDownWhenFull()), supConfig)
 	_, err := runSuppress(t, d, "in", limitInputs)
 	var full *kstream.BufferFullError
 	if !errors.As(err, &full) {
@@ -219,7 +222,7 @@ func TestSuppressTombstones(t *testing.T) {
 	b := kstream.NewBuilder()
 	tbl := kstream.Table(b, "tin", serde.String(), serde.String(), "tstore")
 	tbl.Suppress(kstream.UntilTimeLimit(time.Second, kstream.Unbounded())).ToStream().To("out", serde.String(), serde.String())
-	d := driverWith(t, b, kstream.Config{ApplicationID: "sup"})
+	d := driverWith(t, b, supConfig)
 	got, err := runSuppress(t, d, "tin", []supIn{
 		{"a", sv("x"), 0, ""}, {"a", nil, 500, ""}, {"c", nil, 600, ""}, {"b", sv("y"), 1000, ""},
 		{"b", nil, 1200, ""}, {"b", sv("z"), 1300, ""}, {"d", sv("w"), 5000, ""},
@@ -359,7 +362,7 @@ func TestSuppressJoinReadsPriorValue(t *testing.T) {
       <-- KSTREAM-AGGREGATE-0000000001
 
 `)
-	d := driverWith(t, b, kstream.Config{ApplicationID: "sup"})
+	d := driverWith(t, b, supConfig)
 	in := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
 	pr := kstreamtest.CreateInputTopic(d, "probe", serde.String(), serde.String())
 	out := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String())

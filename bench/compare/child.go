@@ -187,14 +187,15 @@ func committedAll(ctx context.Context, adm *kadm.Client, group string, ends kadm
 // for an unknown scenario. The topologies are go run ./bench's: passthrough and
 // filter-mapvalues as there, count and count-cache as count-pebble (count-cache with
 // Config.CacheMaxBytes of 10 MiB, Kafka Streams' default statestore.cache.max.bytes, as the
-// Java side keeps it), count-eos as count-eos.
+// Java side keeps it; the others with the cache off, as the Java side sets
+// statestore.cache.max.bytes=0), count-eos as count-eos.
 func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) error {
 	switch scenario {
 	case "passthrough":
 		return func(ctx context.Context, a childArgs, start time.Time) error {
 			b := kstream.NewBuilder()
 			kstream.Stream(b, a.in, serde.Bytes(), serde.Bytes()).To(a.out, serde.Bytes(), serde.Bytes())
-			return runKStream(ctx, b, a, kstream.AtLeastOnce, 0, start)
+			return runKStream(ctx, b, a, kstream.AtLeastOnce, -1, start)
 		}
 	case "filter-mapvalues":
 		return func(ctx context.Context, a childArgs, start time.Time) error {
@@ -202,7 +203,7 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 			kept := kstream.Stream(b, a.in, serde.Bytes(), serde.Bytes()).
 				Filter(func(_, v []byte) bool { return keepFilter(v) })
 			kstream.MapValues(kept, flipLast).To(a.out, serde.Bytes(), serde.Bytes())
-			return runKStream(ctx, b, a, kstream.AtLeastOnce, 0, start)
+			return runKStream(ctx, b, a, kstream.AtLeastOnce, -1, start)
 		}
 	case "count", "count-cache", "count-eos":
 		g := kstream.AtLeastOnce
@@ -213,7 +214,7 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 			b := kstream.NewBuilder()
 			grouped := kstream.Stream(b, a.in, serde.String(), serde.Bytes()).GroupByKey()
 			kstream.Count(grouped, "counts").ToStream().To(a.out, serde.String(), serde.Int64())
-			var cache int64
+			cache := int64(-1) // off: every update is forwarded, as on the Java side
 			if scenario == "count-cache" {
 				cache = 10 << 20
 			}
@@ -223,9 +224,10 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 	return nil
 }
 
-// runKStream runs b under guarantee g with the commit interval of every contestant and the
-// library's other defaults (a Pebble store in a.stateDir), recording in runningAt when it
-// first reaches StateRunning.
+// runKStream runs b under guarantee g with the commit interval of every contestant, the
+// record cache budget cacheBytes (Config.CacheMaxBytes; negative: off) and the library's
+// other defaults (a Pebble store in a.stateDir), recording in runningAt when it first
+// reaches StateRunning.
 func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.Guarantee, cacheBytes int64, start time.Time) error {
 	app, err := kstream.New(b, kstream.Config{
 		ApplicationID:  a.group,

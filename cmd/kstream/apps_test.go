@@ -50,7 +50,8 @@ func (l *logLines) has(subs ...string) bool {
 	return false
 }
 
-// testConfig is the Config of a fresh application on the shared broker, logging to logs.
+// testConfig is the Config of a fresh application on the shared broker, logging to logs,
+// without the record cache.
 func testConfig(t testing.TB, logs *logLines) kstream.Config {
 	return kstream.Config{
 		ApplicationID:     kafkatest.Name(t, "app"),
@@ -59,6 +60,9 @@ func testConfig(t testing.TB, logs *logLines) kstream.Config {
 		SessionTimeout:    6 * time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// The record cache (on by default) would merge a key's updates of a commit; the
+		// tests read every count the application wrote.
+		CacheMaxBytes: -1,
 	}
 }
 

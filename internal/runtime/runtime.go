@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,9 +30,9 @@ type Runtime struct {
 
 	clientID string // the prefix of the clients' ids, set by Run (clientid.go)
 
-	// storeCache is each store read cache's share of StoreCacheBytes: the budget divided
-	// by the read caches of the instance's tasks (resizeStoreCachesLocked).
-	storeCache atomic.Int64
+	// caches is the instance's cache budget (Config.Caches): its ReadShare is each store
+	// read cache's bound (resizeStoreCachesLocked).
+	caches *CacheBudget
 	// labels is the context Run was given: its pprof labels are the loop's, which a task
 	// turn adds its own to and restores after (labels.go).
 	labels context.Context
@@ -295,7 +294,10 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		restorers:  map[TaskID]chan struct{}{},
 		unpause:    map[string][]int32{},
 	}
-	r.storeCache.Store(int64(cmp.Or(cfg.StoreCacheBytes, storeCacheBytes)))
+	r.caches = cfg.Caches
+	if r.caches == nil {
+		r.caches = NewCacheBudget(cfg.StoreCacheBytes, 0)
+	}
 	r.standby = newStandbys(r)
 	r.acks.Store(newAckGroup())
 	r.member = newClassicMembership(r)

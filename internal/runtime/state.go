@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -151,10 +150,11 @@ type loggedStore struct {
 // storeCacheBytes is the default budget of the read caches of the instance's stores.
 const storeCacheBytes = 32 << 20
 
-// resizeStoreCachesLocked divides StoreCacheBytes among the read caches of the instance's
-// tasks, as Kafka Streams divides statestore.cache.max.bytes among its threads: however
-// many partitions the instance owns, its read caches together stay within the budget. A
-// cache whose share fell drops what exceeds it at its next commit (store.Buffer.Flush).
+// resizeStoreCachesLocked divides the cache budget's read part (CacheBudget) among the read
+// caches of the instance's tasks, as Kafka Streams divides statestore.cache.max.bytes among
+// its threads: however many partitions the instance owns, its caches together stay within
+// the budget. A cache whose share fell keeps to it as it inserts and drops what exceeds it
+// at its next commit (store.Buffer.Flush).
 func (r *Runtime) resizeStoreCachesLocked() {
 	if r.cfg.StoreCacheBytes < 0 {
 		return
@@ -167,7 +167,7 @@ func (r *Runtime) resizeStoreCachesLocked() {
 			}
 		}
 	}
-	r.storeCache.Store(int64(cmp.Or(r.cfg.StoreCacheBytes, storeCacheBytes) / max(n, 1)))
+	r.caches.setReaders(n)
 }
 
 // noteStoreCachesLocked records the heap of the tasks' read caches for Stats. It runs in a
@@ -459,7 +459,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		case spec.Persistent:
 			ls.buf = store.NewBuffer(raw)
 			if r.cfg.StoreCacheBytes >= 0 {
-				ls.buf.WithSharedReadCache(&r.storeCache)
+				ls.buf.WithSharedReadCache(&r.caches.share)
 			}
 		case r.cfg.ExactlyOnce || spec.Changelog != "":
 			// Exactly-once: writes must wait for their transaction to commit. A logged
@@ -471,7 +471,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			// B-tree.
 			ls.buf = store.NewBuffer(raw)
 			if r.cfg.StoreCacheBytes >= 0 {
-				ls.buf.WithSharedReadCache(&r.storeCache)
+				ls.buf.WithSharedReadCache(&r.caches.share)
 			}
 		}
 		cp, err := raw.Checkpoint()

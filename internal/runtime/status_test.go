@@ -48,7 +48,7 @@ func TestDeadLetterRing(t *testing.T) {
 // tasks a Status shows then are not those of before the rebalance (a rolling-restart test
 // once saw an instance with no task right after all of them were running).
 func TestStatusWhileLockedShowsTheLastRebalance(t *testing.T) {
-	r := &Runtime{tasks: map[TaskID]*taskRun{}, parts: map[topicPartition]*taskRun{}, standby: &standbys{}, log: slog.New(slog.DiscardHandler),
+	r := &Runtime{caches: NewCacheBudget(0, 0), tasks: map[TaskID]*taskRun{}, parts: map[topicPartition]*taskRun{}, standby: &standbys{}, log: slog.New(slog.DiscardHandler),
 		topo: &Topology{SubTopologies: []SubTopology{{ID: 0}}}}
 	for p := range int32(2) {
 		id := TaskID{Partition: p}

@@ -309,6 +309,10 @@ type Config struct {
 	// StoreCacheBytes bounds the read caches of the instance's stores together, divided
 	// equally among them (0: 32 MiB; negative: none).
 	StoreCacheBytes int
+	// Caches is the instance's one cache budget, shared by the read caches and the
+	// record caches that the topology's processors report to it (CacheBudget.Hold); nil:
+	// a budget of StoreCacheBytes alone.
+	Caches *CacheBudget
 	// TransactionTimeout is the producer's transaction timeout under exactly-once,
 	// overriding the default 10s (Kafka Streams' default under exactly-once).
 	TransactionTimeout time.Duration
