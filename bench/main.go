@@ -290,6 +290,7 @@ func main() {
 	flag.BoolVar(&eos, "eos", false, "select the exactly-once scenarios (with -only: in addition): "+strings.Join(eosScenarios, ","))
 	flag.BoolVar(&queries, "queries", false, "select the interactive query scenarios (with -only: in addition): "+strings.Join(queryScenarios, ","))
 	flag.IntVar(&queryRate, "query-rate", queryRate, "count-pebble-queries: background gets/s")
+	flag.BoolVar(&blockingCommits, "blocking-commits", false, "stateful scenarios: Config.BlockingCommits (at-least-once commits stop the tasks until they are over, as Kafka Streams' do)")
 	flag.DurationVar(&getsFor, "gets-for", getsFor, "gets-*: how long each gets measurement lasts")
 	flag.IntVar(&o.rate, "rate", 10000, "latency-*: input records/s (a batch every 10ms)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "latency-*: how long the input is produced")

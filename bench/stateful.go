@@ -125,6 +125,10 @@ func runCountMemory(ctx context.Context, env *runEnv) error {
 	return runStatefulApp(ctx, countTopology(env, kstream.InMemory()), env, nil, kstream.AtLeastOnce)
 }
 
+// blockingCommits is the -blocking-commits flag: the stateful scenarios' commits stop their
+// tasks until they are over (Config.BlockingCommits), for a comparison with the default.
+var blockingCommits bool
+
 func runCountPebble(ctx context.Context, env *runEnv) error {
 	return runStatefulApp(ctx, countTopology(env), env, nil, kstream.AtLeastOnce)
 }
@@ -142,6 +146,7 @@ func runStatefulApp(ctx context.Context, b *kstream.Builder, env *runEnv, rl kst
 		// Every update forwarded: the scenarios measure kstream without the record cache
 		// (on by default), as they always have; bench/compare's count-cache turns it on.
 		CacheMaxBytes:   -1,
+		BlockingCommits: blockingCommits,
 		ApplicationID:   env.group,
 		Brokers:         env.brokers,
 		CommitInterval:  env.commitInterval(),
