@@ -36,6 +36,10 @@ func testCommitProcessing(t *testing.T, blocking bool) {
 	cfg := testConfig(t)
 	cfg.CommitInterval = 50 * time.Millisecond
 	cfg.BlockingCommits = blocking
+	// The broker holds the group's heartbeats too while it holds the commit: a session
+	// longer than the hold.
+	cfg.SessionTimeout = 30 * time.Second
+	cfg.CloseTimeout = 30 * time.Second // nor does a commit give up meanwhile
 	outputs := collect(t, out)
 	want := map[string]int64{}
 	r := start(t, newApp(t, countTopology(in, out), cfg))
@@ -44,8 +48,8 @@ func testCommitProcessing(t *testing.T, blocking bool) {
 	kafkatest.Eventually(t, 30*time.Second, "the first commit", func() bool { return committedAll(t, cfg.ApplicationID, in) })
 
 	// Hold the next OffsetCommit of the group until release is closed: once the counts are
-	// out, or after 4 s in any case (the group's heartbeats wait meanwhile, and its
-	// session lasts 6 s).
+	// out, or after 8 s in any case (the group's heartbeats wait meanwhile, and its
+	// session lasts 30 s; the client's request timeout is about 10 s).
 	var held, more atomic.Int64
 	release := make(chan struct{})
 	var releaseOnce sync.Once
@@ -72,9 +76,9 @@ func testCommitProcessing(t *testing.T, blocking bool) {
 	// Another round, into the held commit's interval and past it.
 	produceCounts(t, in, 2000, 100, 2, want)
 	kafkatest.Eventually(t, 60*time.Second, "a commit held", func() bool { return held.Load() == 1 })
-	timer := time.AfterFunc(4*time.Second, func() { timedOut.Store(true); releaseNow() })
+	timer := time.AfterFunc(8*time.Second, func() { timedOut.Store(true); releaseNow() })
 	defer timer.Stop()
-	produceCounts(t, in, 2000, 100, 3, want)
+	produceCounts(t, in, 500, 100, 3, want)
 	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
 	switch {
 	case blocking && !timedOut.Load():

@@ -767,6 +767,11 @@ func (r *Runtime) loop(ctx context.Context) error {
 		// stopped before it did anything, every time (a wall-clock punctuator of an idle task
 		// would never run). Those tasks are launched on the next turn of the loop, at once.
 		commit := time.Since(lastCommit) >= r.cfg.CommitInterval || r.commitNow.Load()
+		if commit && r.inflight != nil && !r.commitOverLocked() {
+			// The previous commit's tail still runs: the tasks go on, and the loop commits
+			// once it is over (the tail kicks it; commitasync.go).
+			commit = false
+		}
 		if commit && r.joins.putOff(lastCommit) {
 			commit = false // the group is joining: see joinWatch
 		}
@@ -797,8 +802,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			cancel()
 			switch {
 			case errors.Is(err, errCommitInFlight):
-				// The loop tries again once the tail is over (commitasync.go).
-				r.commitNow.Store(true)
+				// Not reached (a commit in flight is not due, above); the loop tries again.
 			case errors.Is(err, errJoining):
 				// Not a commit: the next turn of the loop tries again (see joinWatch).
 				r.log.Debug("kstream: commit put off while the group joins", "app", r.cfg.ApplicationID)
