@@ -76,10 +76,12 @@ type Config struct {
 	// of the frozen changes to the stores. At most one commit is in flight; a commit due
 	// meanwhile starts once it is over.
 	CommitInterval time.Duration
-	// BlockingCommits makes every AtLeastOnce commit stop the tasks until it is over, as
-	// Kafka Streams' commits do: the offsets and stores are then written before any record
-	// after them is processed. Exactly-once commits are always whole (a transaction ends
-	// before the next begins).
+	// BlockingCommits makes every commit stop the tasks until it is over, as Kafka Streams'
+	// commits do: the offsets and stores are then written before any record after them is
+	// processed. Without it, an AtLeastOnce commit stops the tasks only for its cut (see
+	// CommitInterval), and an ExactlyOnce commit, whose transaction always ends with the
+	// tasks at rest, writes the committed changes to the stores while the next transaction
+	// begins.
 	BlockingCommits bool
 	// StateDir is the directory of local state (one Pebble database for all persistent
 	// stores), overriding the default $TMPDIR/kstream/<application id>. Two instances must not

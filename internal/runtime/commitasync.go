@@ -35,8 +35,11 @@ import (
 // every output of the records below it is acknowledged, as before; the stores' checkpoints
 // never claim a changelog position whose changes they do not hold.
 //
-// Exactly-once commits stay whole: a transaction's records and offsets end together, and the
-// next transaction cannot begin while it ends.
+// Under exactly-once, the transaction's records and offsets end together with the tasks at
+// rest (the next transaction cannot begin while one ends); once it has committed, the writes
+// of its store changes to the stores are the tail (writeStoresAsyncLocked), while the next
+// transaction begins: if that one aborts, the stores' Discard drops only its own changes,
+// not the frozen ones, which are committed.
 
 // errCommitInFlight puts a commit off: the previous one's tail still runs.
 var errCommitInFlight = errors.New("kstream: the previous commit is still in flight")
@@ -76,6 +79,9 @@ type inflightCommit struct {
 	began   time.Time
 	took    time.Duration // from the cut's start to the tail's end
 	cuts    []*storeCut
+	// eos: the stores' writes after a committed transaction (writeStoresAsyncLocked),
+	// whose commit Stats already counted.
+	eos bool
 }
 
 // storeCut is a store's part of a commit.
@@ -239,6 +245,38 @@ func (r *Runtime) commitAsyncLocked(ctx context.Context) error {
 	return nil
 }
 
+// writeStoresAsyncLocked cuts the stores after a transaction committed its offsets and
+// starts the tail that writes their frozen changes with their checkpoints (exactly-once).
+func (r *Runtime) writeStoresAsyncLocked(offsets map[string]map[int32]kgo.EpochOffset) error {
+	c := &inflightCommit{done: make(chan struct{}), offsets: offsets, began: time.Now(), eos: true}
+	for _, ls := range r.storesLocked() {
+		sc, err := ls.cutStore(offsets)
+		if err != nil {
+			for _, prev := range c.cuts {
+				prev.end(false)
+			}
+			return err
+		}
+		c.cuts = append(c.cuts, sc)
+	}
+	r.inflight = c
+	r.committing.Store(true)
+	go func() {
+		for _, sc := range c.cuts {
+			if c.err = sc.write(); c.err != nil {
+				break
+			}
+		}
+		if c.err == nil {
+			c.err = r.stores.sync()
+		}
+		c.took = time.Since(c.began)
+		close(c.done)
+		r.kick.kick()
+	}()
+	return nil
+}
+
 // commitTail is the part of a commit that runs while the tasks go on.
 func (r *Runtime) commitTail(ctx context.Context, c *inflightCommit, acks *ackGroup, dlq int64) error {
 	select {
@@ -337,6 +375,13 @@ func (r *Runtime) endCommitLocked() {
 	for _, sc := range c.cuts {
 		sc.end(ok)
 	}
+	if !ok && c.eos {
+		// The transaction committed these changes: a store that cannot hold them must not
+		// go on (an abort of the next transaction would drop them with its own). The
+		// changelog has them; a restart restores them.
+		r.fail(fmt.Errorf("kstream: writing the committed changes to the stores: %w", c.err))
+		return
+	}
 	if !ok {
 		for _, pos := range c.dirty {
 			pos.dirty = true // the next commit covers these offsets again
@@ -349,6 +394,8 @@ func (r *Runtime) endCommitLocked() {
 		return
 	}
 	r.noteStoreCachesLocked()
-	r.stats.observe(c.took, true, c.records)
+	if !c.eos {
+		r.stats.observe(c.took, true, c.records)
+	}
 	r.purgeRepartition(c.offsets)
 }

@@ -302,6 +302,11 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 		pos.committed = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
 	}
 	r.committedLocked()
+	if !r.cfg.BlockingCommits {
+		// The stores' writes of the committed changes run while the next transaction
+		// begins (commitasync.go); an abort of that one drops only its own changes.
+		return r.writeStoresAsyncLocked(offsets)
+	}
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
 			if err := ls.checkpoint(offsets); err != nil {
