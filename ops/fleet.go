@@ -40,7 +40,7 @@ type Config struct {
 	StatusPath string
 	// Scheme is "http" (default) or "https".
 	Scheme string
-	// Client sends the requests (default: a client of its own); set its Transport's
+	// Client sends the requests (default: http.DefaultClient); set its Transport's
 	// TLSClientConfig to reach the instances over TLS, with a client certificate for mTLS.
 	Client *http.Client
 	// ForwardHeader sets what a request to another instance carries so that it passes that
