@@ -70,4 +70,5 @@ const (
 	dropExpiredWindow  = runtime.DropExpiredWindow
 	dropExpiredHistory = runtime.DropExpiredHistory
 	dropStaleResponse  = runtime.DropStaleResponse
+	dropOutOfOrder     = runtime.DropOutOfOrder
 )
