@@ -402,7 +402,7 @@ func (b *batchSink[K, V]) failed(batch []BatchRecord[K, V], raws []*kgo.Record, 
 		}
 		// A dead-letter record's source is the failed record (see task.handle).
 		t.cur, t.hasTS = raws[i], false
-		t.handle(t.h.proc, ec)
+		t.handle(b.n, t.h.proc, ec)
 	}
 }
 

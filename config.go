@@ -419,8 +419,11 @@ type Stats struct {
 	LostResults int64
 	// Losses are the records that operators dropped and the final results they lost, by
 	// operator and reason, all tasks together, sorted by operator, then dropped records
-	// before lost results, then reason. Records dropped before they reached an operator (a
-	// negative timestamp) and those skipped by error handlers are not in it.
+	// before lost results, then reason. The records error handlers skipped or sent to a
+	// dead-letter topic are in it, at the operator that failed on them, with the reasons
+	// skipped_deserialization_error, skipped_processing_error and skipped_production_error
+	// (not in DroppedRecords); records dropped before they reached an operator (a negative
+	// timestamp) are not.
 	Losses []OperatorLoss
 }
 

@@ -270,6 +270,8 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				// Versioned semantics (KIP-914): an out-of-order update of a versioned
 				// table is not the key's latest and changes nothing; Java drops it.
 				t.env.RecordDropped()
+				t.droppedFor(dropOutOfOrder)
+				t.lossFor(sendN, false, dropOutOfOrder).n.Add(1)
 				return nil
 			}
 			var hash fkHash // of the new value (if any); computed once
@@ -496,6 +498,8 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			}
 			if rec.Value.stale && right.info.versioned {
 				t.env.RecordDropped() // versioned semantics, as in the sender
+				t.droppedFor(dropOutOfOrder)
+				t.lossFor(foreignJoinN, false, dropOutOfOrder).n.Add(1)
 				return nil
 			}
 			kb, err := serialize(sd.fk, rec.Key)

@@ -1,6 +1,7 @@
 package kstream_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -60,5 +61,17 @@ func TestFKJoinVersionedTablesIgnoreOutOfOrderUpdates(t *testing.T) {
 	}
 	if dropped != 2 {
 		t.Fatalf("dropped records %d, want the 2 out-of-order updates", dropped)
+	}
+	// By operator and reason: the left update at the subscription sender, the right one at
+	// the processor of the foreign table's updates.
+	var losses []string
+	for _, l := range d.Losses() {
+		losses = append(losses, fmt.Sprintf("%s/%s/%v/%d", l.Operator, l.Reason, l.LostResults, l.Count))
+	}
+	if want := []string{
+		"KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011/out_of_order_update/false/1",
+		"KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000005/out_of_order_update/false/1",
+	}; !slices.Equal(losses, want) {
+		t.Errorf("losses %q, want %q", losses, want)
 	}
 }

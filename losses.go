@@ -26,8 +26,11 @@ type OperatorLoss struct {
 	// Reason is why: for dropped records, the reasons of the metric
 	// kstream_task_dropped_records_total ("expired_window" for a record too late for its
 	// window, "expired_history" for a versioned table's write older than its history
-	// retention, "null_key", ...); for lost final results, "window_expired" (a window that
-	// expired from its store before it closed).
+	// retention, "null_key", "skipped_deserialization_error" and
+	// "skipped_processing_error" for a record an error handler skipped or dead-lettered, at
+	// the operator that failed on it, ...); for lost final results, "window_expired" (a
+	// window that expired from its store before it closed). The skipped_* reasons are not in
+	// [Stats].DroppedRecords.
 	Reason string
 	// LostResults says that Count counts final results that were never emitted; otherwise
 	// it counts input records dropped.

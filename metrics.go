@@ -38,18 +38,27 @@ func (t *task) droppedFor(reason string) {
 }
 
 // skipped counts an input record that an error handler skipped, or sent to a dead-letter
-// topic (deadLetter), after an error of kind.
-func (t *task) skipped(kind ErrorKind, deadLetter bool) {
+// topic (deadLetter), after an error of kind in operator n: in the task's dropped-records
+// metric and in the operator's losses ([Stats].Losses, kept without Config.Metrics too),
+// with the reason skipped_<kind>_error. [Stats].DroppedRecords does not count it.
+func (t *task) skipped(n *node, kind ErrorKind, deadLetter bool) {
+	var reason string
+	switch kind {
+	case DeserializationError:
+		reason = runtime.DropDeserialization
+	case ProcessingError:
+		reason = runtime.DropProcessing
+	case ProductionError:
+		reason = runtime.DropProduction
+	}
+	if reason != "" && n != nil {
+		t.lossFor(n, false, reason).n.Add(1)
+	}
 	if t.met == nil {
 		return
 	}
-	switch kind {
-	case DeserializationError:
-		t.met.Dropped(runtime.DropDeserialization)
-	case ProcessingError:
-		t.met.Dropped(runtime.DropProcessing)
-	case ProductionError:
-		t.met.Dropped(runtime.DropProduction)
+	if reason != "" {
+		t.met.Dropped(reason)
 	}
 	if deadLetter {
 		t.met.DeadLettered(kind.String())
@@ -61,4 +70,5 @@ const (
 	dropExpiredWindow  = runtime.DropExpiredWindow
 	dropExpiredHistory = runtime.DropExpiredHistory
 	dropStaleResponse  = runtime.DropStaleResponse
+	dropOutOfOrder     = runtime.DropOutOfOrder
 )

@@ -253,7 +253,7 @@ func TestMetricsScrape(t *testing.T) {
 
 // TestMetricsDropped checks the dropped-records counter by reason and the dead-letter
 // counter: records with a null key dropped by an aggregation, and records that fail to
-// deserialize sent to a dead-letter topic.
+// deserialize sent to a dead-letter topic (counted by reason at the source operator too).
 func TestMetricsDropped(t *testing.T) {
 	in := kafkatest.CreateTopic(t, "in", 1, nil)
 	dlq := kafkatest.CreateTopic(t, "dlq", 1, nil)
@@ -287,6 +287,9 @@ func TestMetricsDropped(t *testing.T) {
 		`kstream_dead_letter_records_total{kind="processing"}`:                            0,
 		`kstream_operator_dropped_records_total{operator="KSTREAM-AGGREGATE-0000000001"}`: 2,
 		`kstream_operator_dropped_records_total{reason="null_key_or_value"}`:              2,
+		// The dead letter, at the source that could not decode it.
+		`kstream_operator_dropped_records_total{reason="skipped_deserialization_error"}`: 1,
+		`kstream_operator_dropped_records_total{operator="KSTREAM-SOURCE-0000000000"}`:   1,
 	}
 	for series, w := range want {
 		name, rest, _ := strings.Cut(series, "{")

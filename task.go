@@ -237,21 +237,22 @@ func (t *task) dropRecord(n *node, why string) {
 }
 
 func (t *task) deserializationError(n *node, err error) {
-	t.handle(t.h.deser, t.errorContext(DeserializationError, n, err))
+	t.handle(n, t.h.deser, t.errorContext(DeserializationError, n, err))
 }
 
 func (t *task) processingError(n *node, err error) {
-	t.handle(t.h.proc, t.errorContext(ProcessingError, n, err))
+	t.handle(n, t.h.proc, t.errorContext(ProcessingError, n, err))
 }
 
 func (t *task) serializationError(n *node, sinkTopic string, err error) {
 	ec := t.errorContext(ProductionError, n, fmt.Errorf("serializing for topic %q: %w", sinkTopic, err))
 	ec.SinkTopic = sinkTopic
-	t.handle(t.h.prod, ec)
+	t.handle(n, t.h.prod, ec)
 }
 
-// handle applies handler h to a failure found while processing (not in a produce callback).
-func (t *task) handle(h ErrorHandler, ec ErrorContext) {
+// handle applies handler h to a failure of operator n found while processing (not in a
+// produce callback).
+func (t *task) handle(n *node, h ErrorHandler, ec ErrorContext) {
 	if t.fatal != nil {
 		return
 	}
@@ -266,9 +267,9 @@ func (t *task) handle(h ErrorHandler, ec ErrorContext) {
 	switch resp.action {
 	case 1:
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; skipping", ec.logAttrs()...)
-		t.skipped(ec.Kind, false)
+		t.skipped(n, ec.Kind, false)
 	case 2:
-		t.skipped(ec.Kind, true)
+		t.skipped(n, ec.Kind, true)
 		t.log.Warn("kstream: "+ec.Kind.String()+" error; writing the record to the dead-letter topic", append(ec.logAttrs(), "dead_letter_topic", resp.deadLetter)...)
 		t.env.Produce(&runtime.OutRecord{Record: deadLetterRecord(resp.deadLetter, ec), Operator: deadLetterOperator, Source: t.cur, DeadLetter: true})
 	default:

@@ -615,8 +615,9 @@ func (d *Driver) DroppedRecords() int64 { return d.drops }
 
 // Losses returns what the topology's operators dropped or lost so far, by operator and
 // reason, all tasks together, as [kstream.Stats].Losses counts them in an application:
-// the records dropped (late, or for a null key or value) and the final results never
-// emitted (windows that expired before they closed).
+// the records dropped (late, or for a null key or value), the records an error handler
+// skipped or dead-lettered (reasons skipped_deserialization_error, ...), and the final
+// results never emitted (windows that expired before they closed).
 func (d *Driver) Losses() []kstream.OperatorLoss {
 	var out []kstream.OperatorLoss
 	for _, oc := range d.counts.Snapshot() { // sorted by operator, lost, reason, then task

@@ -376,3 +376,44 @@ func TestVersionedTableLateWriteCounted(t *testing.T) {
 	}
 	checkAttrs(t, ls[0], map[string]any{"timestamp": 1000, "stream_time": 100000, "late_by_ms": 89000, "store": "vt"})
 }
+
+// Records an error handler skips are counted by operator, with the reason of the error:
+// a record the source cannot decode under LogAndContinue (skipped_deserialization_error, at
+// the source) and one a processor fails on under a continuing processing handler
+// (skipped_processing_error, at that processor). Neither counts in Stats.DroppedRecords,
+// as in the task metric.
+func TestSkippedRecordsByOperatorAndReason(t *testing.T) {
+	b := kstream.NewBuilder()
+	s := kstream.Stream(b, "in", serde.String(), serde.Int64(), kstream.Named("numbers"))
+	kstream.MapValues(s, func(v int64) int64 {
+		if v < 0 {
+			panic(fmt.Sprintf("negative: %d", v)) // a processing error
+		}
+		return v
+	}, kstream.Named("check")).To("out", serde.String(), serde.Int64())
+	d, err := kstreamtest.New(b, kstream.Config{
+		DeserializationErrorHandler: kstream.LogAndContinue(),
+		ProcessingErrorHandler:      kstream.LogAndContinue(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.Int64())
+	for _, err := range []error{
+		in.Pipe("k", 1),
+		in.PipeRaw([]byte("k"), []byte("abc"), time.Time{}),
+		in.Pipe("k", -2),
+		in.Pipe("k", -3),
+		in.Pipe("k", 4),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	vals, err := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.Int64()).ReadValues()
+	if err != nil || !slices.Equal(vals, []int64{1, 4}) {
+		t.Fatalf("values %v (%v), want [1 4]", vals, err)
+	}
+	checkLosses(t, d, loss("check", "skipped_processing_error", false, 2), loss("numbers", "skipped_deserialization_error", false, 1))
+}

@@ -121,7 +121,8 @@ type Status struct {
 }
 
 // Loss is what one operator lost for one reason (see kstream.OperatorLoss): Kind is
-// "dropped_records" (input records dropped, as late or for a null key or value) or
+// "dropped_records" (input records dropped, as late or for a null key or value, or skipped
+// by an error handler: the reasons skipped_*_error) or
 // "lost_results" (final results never emitted: windows that expired before they closed).
 type Loss struct {
 	Operator string `json:"operator"`

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/ops"
@@ -59,4 +60,43 @@ func ExampleHandler() {
 	// processor KSTREAM-AGGREGATE-0000000001
 	// store counts
 	// 200 text/html; charset=utf-8
+}
+
+// Serve the ops page with its fleet view: the view asks every other instance of the
+// application for its status at its application server (by default GET /v1/status of its
+// query server, which checks its Auth hook), sending the token that hook wants. Before Run
+// the instance has not joined its group: the fleet is itself.
+func ExampleNewHandler() {
+	b := kstream.NewBuilder()
+	kstream.Count(kstream.Stream(b, "words", serde.String(), serde.String()).GroupByKey(), "counts")
+	app, err := kstream.New(b, kstream.Config{
+		ApplicationID:     "wordcount",
+		Brokers:           []string{"localhost:9092"},
+		ApplicationServer: "localhost:8080", // where this instance's query server listens
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h := ops.NewHandler(app, ops.Config{
+		ForwardHeader: func(_, out *http.Request) { out.Header.Set("Authorization", "Bearer service-token") },
+		Timeout:       time.Second,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/ops/", http.StripPrefix("/ops", h))
+	// In main: go http.ListenAndServe(":8081", mux), the query server on :8080; then
+	// app.Run(ctx). The fleet view is /ops/#fleet.
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ops/api/fleet", nil))
+	var f ops.Fleet
+	if err := json.Unmarshal(rec.Body.Bytes(), &f); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, fi := range f.Instances {
+		fmt.Println(fi.Endpoint, "self:", fi.Self, "reachable:", fi.Reachable, "state:", fi.Status.State)
+	}
+	// Output:
+	// localhost:8080 self: true reachable: true state: CREATED
 }

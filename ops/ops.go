@@ -1,7 +1,10 @@
 // Package ops serves a running kstream application to its operators over HTTP: a web page
 // that draws the topology and shows the state, the tasks and standbys of every instance,
-// the lag of each input partition, restorations in progress, recent dead-letter records
-// and live charts; the JSON it is drawn from; and liveness and readiness probes.
+// the lag of each input partition, restorations in progress, recent dead-letter records,
+// dropped records by operator and reason, and live charts; a fleet view of the same page
+// with the lag, standbys, restores, dead letters and dropped records of every instance of
+// the application, each row naming its instance; the JSON it is drawn from; and liveness
+// and readiness probes.
 //
 // [Handler] is one http.Handler with everything embedded (no external assets: it works
 // offline). Mount it at any prefix:
@@ -14,6 +17,9 @@
 //	/api/describe   JSON Describe: application id, state, topology (text and graph), every
 //	                instance of the group with its tasks and stores, and this instance's status
 //	/api/status     JSON Status: this instance's status (kstream.App.Status) and health
+//	/api/fleet      JSON Fleet: every instance of the group with its tasks and the status
+//	                it serves at its application server (see [Config]), or why it is
+//	                unreachable; the page's fleet view (<base>/#fleet) draws it
 //	/healthz/live   200 when live, 503 when not, with a JSON Health body
 //	/healthz/ready  200 when ready, 503 when not, with a JSON Health body
 //
@@ -37,7 +43,13 @@ var page []byte
 // (see the package documentation for its routes). It may be mounted at any prefix, with or
 // without http.StripPrefix: it recognizes its routes by their last path elements, and the
 // page fetches its data with relative URLs.
-func Handler(app *kstream.App) http.Handler {
+func Handler(app *kstream.App) http.Handler { return NewHandler(app, Config{}) }
+
+// NewHandler is [Handler] with cfg saying how the fleet view (/api/fleet) reaches the other
+// instances: by default their query server's GET /v1/status over plain HTTP, with the
+// page's Authorization header.
+func NewHandler(app *kstream.App, cfg Config) http.Handler {
+	cfg = cfg.withDefaults()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -50,6 +62,8 @@ func Handler(app *kstream.App) http.Handler {
 			writeJSON(w, http.StatusOK, DescribeOf(app))
 		case strings.HasSuffix(p, "/api/status"):
 			writeJSON(w, http.StatusOK, StatusOf(app))
+		case strings.HasSuffix(p, "/api/fleet"):
+			writeJSON(w, http.StatusOK, FleetOf(r.Context(), app, cfg, r))
 		case strings.HasSuffix(p, "/healthz/live"):
 			Liveness(app).ServeHTTP(w, r)
 		case strings.HasSuffix(p, "/healthz/ready"):

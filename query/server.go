@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/ops"
 )
 
 // Headers of the query API.
@@ -121,6 +122,7 @@ func NewServer(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.handle("GET /v1/openapi.json", s.openapi)
 	s.handle("GET /v1/metadata", s.metadata)
+	s.handle("GET /v1/status", s.status)
 	s.handle("GET /v1/stores", s.stores)
 	s.handle("GET /v1/stores/{store}/owner", s.owner)
 	s.handle("GET /v1/stores/{store}/keys", s.get)
@@ -292,6 +294,13 @@ func (s *Server) metadata(_ context.Context, w http.ResponseWriter, _ *http.Requ
 		resp.Instances = append(resp.Instances, in)
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// status serves this instance's status, the JSON of ops.StatusOf: the fleet view of the ops
+// page reads it from every instance, through their ApplicationServer.
+func (s *Server) status(_ context.Context, w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, ops.StatusOf(s.cfg.App))
 	return nil
 }
 

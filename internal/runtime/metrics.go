@@ -36,11 +36,14 @@ const (
 	DropDeserialization   = "skipped_deserialization_error"
 	DropProcessing        = "skipped_processing_error"
 	DropProduction        = "skipped_production_error"
-	DropOther             = "other"
+	// DropOutOfOrder is an out-of-order update of a versioned table (older than its key's
+	// latest version) that a foreign-key join ignores, as Kafka Streams does (KIP-914).
+	DropOutOfOrder = "out_of_order_update"
+	DropOther      = "other"
 )
 
 var dropReasons = []string{DropNullKey, DropNullValue, DropNullKeyOrValue, DropExpiredWindow, DropExpiredHistory, DropStaleResponse,
-	DropNegativeTimestamp, DropDeserialization, DropProcessing, DropProduction, DropOther}
+	DropNegativeTimestamp, DropDeserialization, DropProcessing, DropProduction, DropOutOfOrder, DropOther}
 
 // Kinds of dead-letter records, the label of kstream_dead_letter_records_total.
 var dlqKinds = []string{"deserialization", "processing", "production"}
@@ -105,7 +108,7 @@ type TaskMetrics struct {
 	m         *metrics
 	id        TaskID
 	processed atomic.Int64
-	dropped   [11]atomic.Int64 // by dropReasons
+	dropped   [12]atomic.Int64 // by dropReasons
 	e2e       prometheus.Observer
 	sample    uint32 // records seen, for sampling; the task's goroutine only
 }
