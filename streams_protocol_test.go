@@ -1,0 +1,184 @@
+package kstream_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The in-process broker does not speak the streams rebalance protocol: an application that
+// asks for it fails at start with an error naming the protocol and the broker it needs.
+func TestStreamsProtocolNeedsKafka42(t *testing.T) {
+	if kafkatest.Tier() != "embedded" {
+		t.Skip("the in-process broker's refusal; Apache Kafka 4.4 speaks the protocol")
+	}
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 2, nil)
+	out := kafkatest.CreateTopic(t, "out", 2, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	app := newApp(t, countTopology(in, out), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := app.Run(ctx)
+	if err == nil {
+		t.Fatal("Run returned nil, want an error naming the streams protocol")
+	}
+	for _, want := range []string{"GroupProtocol is streams", "KIP-1071", "Apache Kafka 4.2 or later"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if app.State() != kstream.StateError {
+		t.Errorf("state %v, want ERROR", app.State())
+	}
+}
+
+// Exactly-once is not supported under the streams protocol yet: New says so.
+func TestStreamsProtocolExactlyOnceRefused(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	cfg.Guarantee = kstream.ExactlyOnce
+	app, err := kstream.New(countTopology("in", "out"), cfg)
+	if err == nil {
+		// New may only validate; then Run must refuse before connecting anything.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = app.Run(ctx)
+	}
+	if err == nil || !strings.Contains(err.Error(), "exactly-once") || !strings.Contains(err.Error(), "streams") {
+		t.Fatalf("got %v, want an error refusing exactly-once under the streams protocol", err)
+	}
+}
+
+// On Apache Kafka (4.2 or later), two instances of a count after a re-key in one streams
+// group: the broker splits the tasks between them, the group is a streams group with the
+// topology kstream declared, the counts are exact, and when one instance stops the other
+// takes its tasks and the counts stay exact.
+func TestStreamsProtocolCountOnKafka(t *testing.T) {
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
+	const partitions = 4
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	cfg.CommitInterval = 100 * time.Millisecond
+	build := func(cfg kstream.Config) *kstream.App {
+		b := kstream.NewBuilder()
+		// A re-key (to the same key) makes two sub-topologies joined by a repartition topic.
+		grouped := kstream.GroupBy(kstream.Stream(b, in, serde.String(), serde.String()),
+			func(k, _ string) string { return k }, serde.String())
+		kstream.Count(grouped, "counts").ToStream().To(out, nil, nil)
+		return newApp(t, b, cfg)
+	}
+	cfg2 := cfg
+	cfg2.StateDir = t.TempDir()
+	app1, app2 := build(cfg), build(cfg2)
+	outputs := collect(t, out)
+
+	r1 := start(t, app1)
+	kafkatest.Eventually(t, 60*time.Second, "instance 1 runs every task", func() bool {
+		return len(app1.Tasks()) == 2*partitions && app1.State() == kstream.StateRunning
+	})
+	want := map[string]int64{}
+	produceCounts(t, in, 10000, 500, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of the first 10000 records", func() bool { return outputs.reached(want) })
+
+	r2 := start(t, app2)
+	kafkatest.Eventually(t, 90*time.Second, "tasks split between the instances", func() bool {
+		a, b := app1.Tasks(), app2.Tasks()
+		return len(a) > 0 && len(b) > 0 && len(a)+len(b) == 2*partitions &&
+			app1.State() == kstream.StateRunning && app2.State() == kstream.StateRunning
+	})
+	t.Logf("split: instance 1 %v, instance 2 %v", app1.Tasks(), app2.Tasks())
+	for _, id := range app1.Tasks() {
+		if slices.Contains(app2.Tasks(), id) {
+			t.Errorf("task %v runs on both instances", id)
+		}
+	}
+	produceCounts(t, in, 10000, 500, 2, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of 20000 records", func() bool { return outputs.reached(want) })
+
+	describeStreamsGroup(t, cfg.ApplicationID, in)
+
+	if err := r2.stop(); err != nil {
+		t.Fatalf("instance 2 stopped with %v", err)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "instance 1 runs every task again", func() bool {
+		return len(app1.Tasks()) == 2*partitions && app1.State() == kstream.StateRunning
+	})
+	produceCounts(t, in, 10000, 500, 3, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of all 30000 records", func() bool { return outputs.reached(want) })
+	outputs.checkExact(t, want)
+	if err := r1.stop(); err != nil {
+		t.Fatalf("instance 1 stopped with %v", err)
+	}
+}
+
+// describeStreamsGroup checks with StreamsGroupDescribe that group is a streams group of
+// two members, with the sub-topologies kstream declared and every task assigned once.
+func describeStreamsGroup(t *testing.T, group, source string) {
+	t.Helper()
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{group}
+	// kgo does not route StreamsGroupDescribe: ask the group's coordinator directly.
+	ctx, cl := kafkatest.Context(t, 10*time.Second), kafkatest.Client(t)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey, fc.CoordinatorKeys = group, []string{group}
+	fresp, err := fc.RequestWith(ctx, cl)
+	if err != nil || len(fresp.Coordinators) != 1 || fresp.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("FindCoordinator of %s: %v %+v", group, err, fresp)
+	}
+	resp, err := req.RequestWith(ctx, cl.Broker(int(fresp.Coordinators[0].NodeID)))
+	if err != nil {
+		t.Fatalf("StreamsGroupDescribe: %v", err)
+	}
+	if len(resp.Groups) != 1 {
+		t.Fatalf("StreamsGroupDescribe answered %d groups", len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+		t.Fatalf("StreamsGroupDescribe of %s: %v", group, err)
+	}
+	if g.Topology == nil || len(g.Topology.Subtopologies) != 2 {
+		t.Fatalf("group %s topology %+v, want two sub-topologies", group, g.Topology)
+	}
+	if st := g.Topology.Subtopologies[0]; st.SubtopologyID != "0" || !slices.Equal(st.SourceTopics, []string{source}) || len(st.RepartitionSinkTopics) != 1 {
+		t.Errorf("sub-topology 0: %+v, want source %s and one repartition sink", st, source)
+	}
+	if st := g.Topology.Subtopologies[1]; len(st.RepartitionSourceTopics) != 1 || len(st.StateChangelogTopics) != 1 {
+		t.Errorf("sub-topology 1: %+v, want one repartition source and one changelog", st)
+	}
+	t.Logf("group %s: state %s, epoch %d, assignor %v", group, g.State, g.Epoch, g.AssignorName)
+	if len(g.Members) != 2 {
+		t.Fatalf("group %s has %d members, want 2", group, len(g.Members))
+	}
+	tasks := map[string]int{}
+	for _, m := range g.Members {
+		t.Logf("member %s (process %s, epoch %d): active %v", m.MemberID, m.ProcessID, m.MemberEpoch, m.Assignment.ActiveTasks)
+		for _, ts := range m.Assignment.ActiveTasks {
+			for _, p := range ts.Partitions {
+				tasks[fmt.Sprintf("%s_%d", ts.SubtopologyID, p)]++
+			}
+		}
+	}
+	if len(tasks) != 8 {
+		t.Errorf("described active tasks %v, want 8", tasks)
+	}
+	for id, n := range tasks {
+		if n != 1 {
+			t.Errorf("task %s is assigned %d times", id, n)
+		}
+	}
+}
