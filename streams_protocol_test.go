@@ -82,8 +82,9 @@ func TestStreamsProtocolCountOnKafka(t *testing.T) {
 		kstream.Count(grouped, "counts").ToStream().To(out, nil, nil)
 		return newApp(t, b, cfg)
 	}
+	cfg.ApplicationServer = "127.0.0.1:7001"
 	cfg2 := cfg
-	cfg2.StateDir = t.TempDir()
+	cfg2.StateDir, cfg2.ApplicationServer = t.TempDir(), "127.0.0.1:7002"
 	app1, app2 := build(cfg), build(cfg2)
 	outputs := collect(t, out)
 
@@ -111,6 +112,24 @@ func TestStreamsProtocolCountOnKafka(t *testing.T) {
 	kafkatest.Eventually(t, 60*time.Second, "counts of 20000 records", func() bool { return outputs.reached(want) })
 
 	describeStreamsGroup(t, cfg.ApplicationID, in)
+
+	// The broker's partitions by endpoint are the group's metadata: every instance knows
+	// which one runs each task (KeyMetadata, package query).
+	kafkatest.Eventually(t, 30*time.Second, "both instances in the metadata of instance 1", func() bool {
+		md := app1.Metadata()
+		if len(md) != 2 {
+			return false
+		}
+		hosts := map[string][]kstream.TaskID{}
+		for _, m := range md {
+			hosts[m.Host] = m.Active
+			if m.Self != (m.Host == "127.0.0.1:7001") {
+				return false
+			}
+		}
+		return slices.Equal(hosts["127.0.0.1:7001"], app1.Tasks()) && slices.Equal(hosts["127.0.0.1:7002"], app2.Tasks())
+	})
+	t.Logf("metadata of instance 1: %+v", app1.Metadata())
 
 	if err := r2.stop(); err != nil {
 		t.Fatalf("instance 2 stopped with %v", err)
@@ -160,7 +179,11 @@ func describeStreamsGroup(t *testing.T, group, source string) {
 	if st := g.Topology.Subtopologies[1]; len(st.RepartitionSourceTopics) != 1 || len(st.StateChangelogTopics) != 1 {
 		t.Errorf("sub-topology 1: %+v, want one repartition source and one changelog", st)
 	}
-	t.Logf("group %s: state %s, epoch %d, assignor %v", group, g.State, g.Epoch, g.AssignorName)
+	assignor := ""
+	if g.AssignorName != nil {
+		assignor = *g.AssignorName
+	}
+	t.Logf("group %s: state %s, epoch %d, assignor %q", group, g.State, g.Epoch, assignor)
 	if len(g.Members) != 2 {
 		t.Fatalf("group %s has %d members, want 2", group, len(g.Members))
 	}

@@ -90,7 +90,8 @@ type streamsMembership struct {
 	topology *kmsg.StreamsGroupHeartbeatRequestTopology
 	joinedAt time.Time
 
-	coordinator int32 // the group coordinator's node id, -1 if unknown
+	coordinator   int32 // the group coordinator's node id, -1 if unknown
+	describedNote bool  // the broker's request for the topology description was logged
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -273,6 +274,12 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 		m.sent = true // what the member runs is acknowledged (a join's empty lists too: it runs nothing)
 	}
 	m.statuses(resp.Status)
+	if resp.TopologyDescriptionRequired && !m.describedNote {
+		// v1 (KIP-1331): the broker wants the topology's description through
+		// StreamsGroupTopologyDescriptionUpdate (key 93), which kstream does not send yet.
+		m.describedNote = true
+		r.log.Info("kstream: the broker asks for the topology description; not sent (not supported yet)", "group", r.cfg.ApplicationID)
+	}
 	if resp.PartitionsByUserEndpoint != nil {
 		r.setMetadata(m.hosts(resp.PartitionsByUserEndpoint))
 	}
@@ -280,7 +287,10 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 		m.target = TaskSet{Active: fromTaskIDs(resp.ActiveTasks), Standby: fromTaskIDs(resp.StandbyTasks), Warmup: fromTaskIDs(resp.WarmupTasks)}
 		m.haveTgt = true
 	}
-	if m.haveTgt && (!sameTasks(m.target, m.owned) || !m.applied) {
+	// While the group is not ready (topics missing or being created, the initial delay) the
+	// broker's target is empty: an empty first assignment is not applied then, so that the
+	// instance stays REBALANCING rather than run with no task (as Java's isGroupReady).
+	if m.haveTgt && (!sameTasks(m.target, m.owned) || (!m.applied && groupReady(resp.Status))) {
 		if err := m.reconcile(ctx); err != nil {
 			return false, err
 		}
@@ -333,6 +343,18 @@ func findCoordinator(ctx context.Context, cl *kgo.Client, group string) (int32, 
 		return -1, fmt.Errorf("finding the coordinator of group %q: %w", group, err)
 	}
 	return resp.NodeID, nil
+}
+
+// groupReady reports whether the statuses let the group assign tasks (Java's
+// StreamsMembershipManager.isGroupReady).
+func groupReady(ss []kmsg.StreamsGroupHeartbeatResponseStatus) bool {
+	for _, s := range ss {
+		switch s.StatusCode {
+		case streamsStatusMissingSourceTopics, streamsStatusMissingInternalTopics, streamsStatusIncorrectlyPartitioned, streamsStatusAssignmentDelayed:
+			return false
+		}
+	}
+	return true
 }
 
 // statuses logs the group's statuses and acts on a shutdown request.
@@ -603,9 +625,15 @@ func (m *streamsMembership) leave(ctx context.Context, final bool) error {
 // each endpoint's active and standby tasks (by their source partitions).
 func (m *streamsMembership) hosts(eps []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint) []hostAssignment {
 	var hosts []hostAssignment
+	self := userEndpoint(m.r.cfg.ApplicationServer)
 	for _, ep := range eps {
 		addr := net.JoinHostPort(ep.UserEndpoint.Host, strconv.Itoa(int(ep.UserEndpoint.Port)))
+		// The broker names endpoints, not members: this instance is the one with its own
+		// endpoint (App.Metadata's Self), the others are named by theirs.
 		h := hostAssignment{Member: "endpoint " + addr, Endpoint: addr}
+		if self != nil && self.Host == ep.UserEndpoint.Host && self.Port == ep.UserEndpoint.Port {
+			h.Member = m.memberID
+		}
 		seen := map[string]bool{}
 		for _, tp := range ep.ActivePartitions {
 			sub, ok := m.r.topicSub[tp.Topic]
