@@ -205,3 +205,128 @@ func describeStreamsGroup(t *testing.T, group, source string) {
 		}
 	}
 }
+
+// setGroupConfigs sets configs of group (streams.num.standby.replicas,
+// streams.session.timeout.ms, ...): under the streams protocol they are the group's, not
+// the members'.
+func setGroupConfigs(t *testing.T, group string, kv ...string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for i := 0; i < len(kv); i += 2 {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(kafkatest.Context(t, 10*time.Second), kafkatest.Client(t))
+	if err != nil {
+		t.Fatalf("setting configs %v of group %s: %v", kv, group, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = *r.ErrorMessage
+			}
+			t.Fatalf("setting configs %v of group %s: %v %s", kv, group, err, msg)
+		}
+	}
+}
+
+// Standby replicas under the streams protocol are the group's config
+// (streams.num.standby.replicas): the broker assigns them, and each instance keeps a standby
+// of the other's stateful tasks; when one stops, the other's standbys become its active
+// tasks and the counts stay exact.
+func TestStreamsProtocolStandbysOnKafka(t *testing.T) {
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
+	const partitions = 4
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	cfg.CommitInterval = 100 * time.Millisecond
+	setGroupConfigs(t, cfg.ApplicationID, "streams.num.standby.replicas", "1")
+	cfg2 := cfg
+	cfg2.StateDir = t.TempDir()
+	app1, app2 := newApp(t, countTopology(in, out), cfg), newApp(t, countTopology(in, out), cfg2)
+	outputs := collect(t, out)
+	start(t, app1)
+	r2 := start(t, app2)
+	kafkatest.Eventually(t, 90*time.Second, "two active and two standby tasks on each instance", func() bool {
+		return len(app1.Tasks()) == 2 && len(app2.Tasks()) == 2 && len(app1.StandbyTasks()) == 2 && len(app2.StandbyTasks()) == 2 &&
+			app1.State() == kstream.StateRunning && app2.State() == kstream.StateRunning
+	})
+	t.Logf("instance 1: active %v standby %v; instance 2: active %v standby %v", app1.Tasks(), app1.StandbyTasks(), app2.Tasks(), app2.StandbyTasks())
+	if !slices.Equal(app1.StandbyTasks(), app2.Tasks()) || !slices.Equal(app2.StandbyTasks(), app1.Tasks()) {
+		t.Errorf("each instance's standbys should be the other's active tasks")
+	}
+	want := map[string]int64{}
+	produceCounts(t, in, 10000, 500, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of the first 10000 records", func() bool { return outputs.reached(want) })
+	if err := r2.stop(); err != nil {
+		t.Fatalf("instance 2 stopped with %v", err)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "instance 1 runs all four tasks", func() bool {
+		return len(app1.Tasks()) == partitions && app1.State() == kstream.StateRunning
+	})
+	produceCounts(t, in, 10000, 500, 2, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of all 20000 records", func() bool { return outputs.reached(want) })
+	outputs.checkExact(t, want)
+}
+
+// A static member (InstanceID) that stops leaves with epoch -2: the broker keeps its tasks
+// for it, and when it comes back within the group's session timeout it gets them back,
+// while the other instance's tasks never move.
+func TestStreamsProtocolStaticMemberOnKafka(t *testing.T) {
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
+	const partitions = 4
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	cfg.CommitInterval = 100 * time.Millisecond
+	setGroupConfigs(t, cfg.ApplicationID, "streams.session.timeout.ms", "20000")
+	cfg.InstanceID = "pod-0"
+	cfg2 := cfg
+	cfg2.StateDir, cfg2.InstanceID = t.TempDir(), "pod-1"
+	app1 := newApp(t, countTopology(in, out), cfg)
+	outputs := collect(t, out)
+	start(t, app1)
+	r2 := start(t, newApp(t, countTopology(in, out), cfg2))
+	app2 := r2.app
+	kafkatest.Eventually(t, 90*time.Second, "tasks split", func() bool {
+		return len(app1.Tasks()) == 2 && len(app2.Tasks()) == 2 && app1.State() == kstream.StateRunning && app2.State() == kstream.StateRunning
+	})
+	tasks1, tasks2 := app1.Tasks(), app2.Tasks()
+	want := map[string]int64{}
+	produceCounts(t, in, 5000, 500, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of the first 5000 records", func() bool { return outputs.reached(want) })
+
+	if err := r2.stop(); err != nil {
+		t.Fatalf("instance 2 stopped with %v", err)
+	}
+	// Within the session timeout nothing moves to instance 1.
+	for range 20 {
+		if got := app1.Tasks(); !slices.Equal(got, tasks1) {
+			t.Fatalf("instance 1 runs %v while the static member is away, want %v", got, tasks1)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	app2 = newApp(t, countTopology(in, out), cfg2)
+	start(t, app2)
+	kafkatest.Eventually(t, 60*time.Second, "the static member has its tasks back", func() bool {
+		return slices.Equal(app2.Tasks(), tasks2) && app2.State() == kstream.StateRunning
+	})
+	if got := app1.Tasks(); !slices.Equal(got, tasks1) {
+		t.Errorf("instance 1 runs %v, want %v", got, tasks1)
+	}
+	produceCounts(t, in, 5000, 500, 2, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of all 10000 records", func() bool { return outputs.reached(want) })
+	outputs.checkExact(t, want)
+}
