@@ -1,8 +1,13 @@
 package kstream_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -329,4 +334,80 @@ func TestStreamsProtocolStaticMemberOnKafka(t *testing.T) {
 	produceCounts(t, in, 5000, 500, 2, want)
 	kafkatest.Eventually(t, 60*time.Second, "counts of all 10000 records", func() bool { return outputs.reached(want) })
 	outputs.checkExact(t, want)
+}
+
+// Kafka's own tool for streams groups (kafka-streams-groups.sh, the class
+// org.apache.kafka.tools.streams.StreamsGroupCommand from the jars testing/kafka fetches)
+// describes a running kstream application: its members, their tasks, and the offsets.
+func TestStreamsProtocolJavaToolOnKafka(t *testing.T) {
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
+	java, err := exec.LookPath("java")
+	if env := os.Getenv("KSTREAM_KAFKA_JAVA"); env != "" {
+		java, err = env, nil
+	}
+	cache := cmp.Or(os.Getenv("KSTREAM_KAFKA_CACHE"), filepath.Join("testing", "kafka", ".cache"))
+	lib, _ := filepath.Abs(filepath.Join(cache, "lib"))
+	jars, _ := filepath.Glob(filepath.Join(lib, "kafka-tools-*.jar"))
+	if err != nil || len(jars) == 0 {
+		msg := fmt.Sprintf("needs java and the Kafka jars in %s (bash testing/kafka/kafka.sh fetch, or set KSTREAM_KAFKA_CACHE)", lib)
+		if os.Getenv("KSTREAM_TEST_JAVA_TOOLS") == "required" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	tool := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, java, append([]string{"-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+			"-Dlog4j2.configurationFile=" + filepath.Join("testing", "kafka", "log4j2.properties"),
+			"-Dkstream.kafka.log.level=WARN", "-Dkstream.kafka.log.target=SYSTEM_ERR",
+			"-cp", filepath.Join(lib, "*"), "org.apache.kafka.tools.streams.StreamsGroupCommand",
+			"--bootstrap-server", strings.Join(kafkatest.Brokers(t), ",")}, args...)...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kafka-streams-groups %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, o.String(), e.String())
+		}
+		return o.String()
+	}
+
+	const partitions = 3
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	cfg.CommitInterval = 100 * time.Millisecond
+	app := newApp(t, countTopology(in, out), cfg)
+	outputs := collect(t, out)
+	start(t, app)
+	kafkatest.Eventually(t, 60*time.Second, "running every task", func() bool {
+		return len(app.Tasks()) == partitions && app.State() == kstream.StateRunning
+	})
+	want := map[string]int64{}
+	produceCounts(t, in, 3000, 100, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts", func() bool { return outputs.reached(want) })
+	kafkatest.Eventually(t, 30*time.Second, "every input offset committed", func() bool { return committedAll(t, cfg.ApplicationID, in) })
+
+	list := tool("--list")
+	if !strings.Contains(list, cfg.ApplicationID) {
+		t.Errorf("--list does not name %s:\n%s", cfg.ApplicationID, list)
+	}
+	members := tool("--describe", "--group", cfg.ApplicationID, "--members", "--verbose")
+	t.Logf("--describe --members --verbose:\n%s", members)
+	if !strings.Contains(members, cfg.ApplicationID) || !strings.Contains(members, "0:[0,1,2]") {
+		t.Errorf("--describe --members does not show the member with tasks 0:[0,1,2]")
+	}
+	offsets := tool("--describe", "--group", cfg.ApplicationID, "--offsets")
+	t.Logf("--describe --offsets:\n%s", offsets)
+	if !strings.Contains(offsets, in) {
+		t.Errorf("--describe --offsets does not show topic %s", in)
+	}
+	state := tool("--describe", "--group", cfg.ApplicationID, "--state")
+	t.Logf("--describe --state:\n%s", state)
+	if !strings.Contains(state, "Stable") && !strings.Contains(state, "STABLE") {
+		t.Errorf("--describe --state does not show a stable group")
+	}
 }
