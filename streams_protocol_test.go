@@ -411,3 +411,49 @@ func TestStreamsProtocolJavaToolOnKafka(t *testing.T) {
 		t.Errorf("--describe --state does not show a stable group")
 	}
 }
+
+// An instance frozen (SIGSTOP) for longer than the group's session timeout is removed from
+// the streams group; the other takes its tasks. Thawed, its next heartbeat is refused
+// (UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH): it gives up every task without committing,
+// rejoins with epoch 0 and the same member id, and gets tasks again; counts stay exact.
+func TestStreamsProtocolFencedMemberRejoinsOnKafka(t *testing.T) {
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
+	const partitions = 4
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	cfg.CommitInterval = 100 * time.Millisecond
+	setGroupConfigs(t, cfg.ApplicationID, "streams.session.timeout.ms", "3000", "streams.heartbeat.interval.ms", "500")
+	child := kafkatest.StartChild(t, "count-app", "APP_ID="+cfg.ApplicationID, "STATE_DIR="+t.TempDir(),
+		"IN="+in, "OUT="+out, "COMMIT_MS=100", "GROUP_PROTOCOL=streams")
+	app := newApp(t, countTopology(in, out), cfg)
+	outputs := collect(t, out)
+	start(t, app)
+	kafkatest.Eventually(t, 90*time.Second, "two tasks here, two in the child", func() bool {
+		return len(app.Tasks()) == 2 && app.State() == kstream.StateRunning
+	})
+	want := map[string]int64{}
+	produceCounts(t, in, 8000, 400, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of the first 8000 records", func() bool { return outputs.reached(want) })
+	kafkatest.Eventually(t, 30*time.Second, "every input offset committed", func() bool { return committedAll(t, cfg.ApplicationID, in) })
+
+	child.Stop(t)
+	kafkatest.Eventually(t, 60*time.Second, "this instance runs all four tasks", func() bool {
+		return len(app.Tasks()) == partitions && app.State() == kstream.StateRunning
+	})
+	child.Cont(t)
+	kafkatest.Eventually(t, 60*time.Second, "the child fenced, rejoined and running two tasks again", func() bool {
+		return len(app.Tasks()) == 2 && app.State() == kstream.StateRunning && strings.Contains(child.Output(), "fenced from the streams group")
+	})
+	produceCounts(t, in, 8000, 400, 2, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of all 16000 records", func() bool { return outputs.reached(want) })
+	outputs.checkExact(t, want)
+	for _, line := range strings.Split(child.Output(), "\n") {
+		if strings.Contains(line, "fenced") || strings.Contains(line, "joined the streams group") {
+			t.Logf("child: %s", line)
+		}
+	}
+}
