@@ -457,3 +457,54 @@ func TestStreamsProtocolFencedMemberRejoinsOnKafka(t *testing.T) {
 		}
 	}
 }
+
+// Moving an application from the classic protocol to the streams protocol: while a classic
+// member is in the group, a streams member is refused (a fatal start error naming the
+// cause); once every classic instance has stopped, a streams instance takes the group over
+// and goes on from the classic instances' committed offsets (no record counted twice).
+func TestStreamsProtocolFromClassicOnKafka(t *testing.T) {
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
+	const partitions = 2
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	cfg := testConfig(t)
+	cfg.CommitInterval = 100 * time.Millisecond
+	classic := newApp(t, countTopology(in, out), cfg)
+	outputs := collect(t, out)
+	rc := start(t, classic)
+	kafkatest.Eventually(t, 60*time.Second, "the classic instance runs", func() bool {
+		return len(classic.Tasks()) == partitions && classic.State() == kstream.StateRunning
+	})
+	want := map[string]int64{}
+	produceCounts(t, in, 4000, 200, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of the first 4000 records", func() bool { return outputs.reached(want) })
+	kafkatest.Eventually(t, 30*time.Second, "every input offset committed", func() bool { return committedAll(t, cfg.ApplicationID, in) })
+
+	scfg := cfg
+	scfg.StateDir, scfg.GroupProtocol = t.TempDir(), kstream.GroupProtocolStreams
+	refused := newApp(t, countTopology(in, out), scfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	err := refused.Run(ctx)
+	cancel()
+	t.Logf("a streams instance beside a classic one: %v", err)
+	if err == nil {
+		t.Errorf("a streams instance joined a group with a classic member")
+	}
+	if got := classic.Tasks(); len(got) != partitions {
+		t.Errorf("the classic instance runs %v after the refused streams instance", got)
+	}
+
+	if err := rc.stop(); err != nil {
+		t.Fatalf("the classic instance stopped with %v", err)
+	}
+	streams := newApp(t, countTopology(in, out), scfg)
+	start(t, streams)
+	kafkatest.Eventually(t, 60*time.Second, "the streams instance runs", func() bool {
+		return len(streams.Tasks()) == partitions && streams.State() == kstream.StateRunning
+	})
+	produceCounts(t, in, 4000, 200, 2, want)
+	kafkatest.Eventually(t, 60*time.Second, "counts of all 8000 records", func() bool { return outputs.reached(want) })
+	outputs.checkExact(t, want)
+}

@@ -129,6 +129,10 @@ func (m *streamsMembership) check(ctx context.Context, cl *kgo.Client) error {
 	if m.processID, err = processID(m.r.cfg.StateDir); err != nil {
 		return err
 	}
+	if cfg := m.r.cfg; cfg.NumStandbys > 0 {
+		m.r.log.Warn("kstream: under the streams protocol the broker assigns standby replicas: set the group's config streams.num.standby.replicas (kafka-configs --entity-type groups); Config.NumStandbys is not used",
+			"group", cfg.ApplicationID, "num_standbys", cfg.NumStandbys)
+	}
 	return nil
 }
 
@@ -251,6 +255,12 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 			return false, err
 		case errors.Is(err, kerr.CoordinatorLoadInProgress):
 			return false, err
+		case errors.Is(err, kerr.GroupIDNotFound):
+			// Kafka 4.4 answers so while the group is a classic (or consumer) group with
+			// members: "Group <id> is not a streams group."
+			err = fmt.Errorf("%w (is a classic instance of the application still running? a streams group takes over only an empty group; see docs/streams-protocol.md)", err)
+			r.fail(err)
+			return false, err
 		default:
 			// Authorization, an invalid topology or topology epoch, a full group, an
 			// unsupported version: no retry heals them (Java fails too).
@@ -290,6 +300,9 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 	// While the group is not ready (topics missing or being created, the initial delay) the
 	// broker's target is empty: an empty first assignment is not applied then, so that the
 	// instance stays REBALANCING rather than run with no task (as Java's isGroupReady).
+	if r.closing.Load() {
+		return false, nil // shutting down: the tasks are being dropped, and the member leaves
+	}
 	if m.haveTgt && (!sameTasks(m.target, m.owned) || (!m.applied && groupReady(resp.Status))) {
 		if err := m.reconcile(ctx); err != nil {
 			return false, err
@@ -396,9 +409,6 @@ func (m *streamsMembership) reconcile(ctx context.Context) error {
 		cl.RemoveConsumePartitions(parts)
 		m.owned.Active = slices.DeleteFunc(slices.Clone(m.owned.Active), func(id TaskID) bool { return slices.Contains(revoked, id) })
 		m.sent = false
-	}
-	if r.closing.Load() {
-		return nil
 	}
 	var offsets map[string]map[int32]kgo.Offset
 	parts := m.partitions(added)
