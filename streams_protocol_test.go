@@ -136,6 +136,19 @@ func TestStreamsProtocolCountOnKafka(t *testing.T) {
 	})
 	t.Logf("metadata of instance 1: %+v", app1.Metadata())
 
+	// Status shows the offsets committed with the member epoch, and the member id.
+	kafkatest.Eventually(t, 30*time.Second, "Status shows committed offsets of instance 2's source partitions", func() bool {
+		st := app2.Status()
+		n := 0
+		for _, ts := range st.Active {
+			for _, ps := range ts.Partitions {
+				if ps.Topic == in && ps.Committed > 0 {
+					n++
+				}
+			}
+		}
+		return n == partitions/2 && st.MemberID != ""
+	})
 	if err := r2.stop(); err != nil {
 		t.Fatalf("instance 2 stopped with %v", err)
 	}

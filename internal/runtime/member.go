@@ -73,6 +73,9 @@ type membership interface {
 	// commit commits offsets of the active tasks' partitions and calls onDone with the
 	// request and its response or error, as kgo.Client.CommitOffsetsSync does.
 	commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error))
+	// committed returns the offsets last committed (or fetched as committed) of the
+	// partitions assigned, for Status.
+	committed() map[string]map[int32]kgo.EpochOffset
 	// leave leaves the group (a static member only when final and Config.LeaveOnClose).
 	leave(ctx context.Context, final bool) error
 	// probe asks the group for a rebalance without leaving it; why is logged.
@@ -105,6 +108,11 @@ func (m *classicMembership) start() {}
 // commit implements membership with kgo's group commit.
 func (m *classicMembership) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
 	m.r.consumer.CommitOffsetsSync(ctx, offsets, onDone)
+}
+
+// committed implements membership with kgo's record of the group's commits.
+func (m *classicMembership) committed() map[string]map[int32]kgo.EpochOffset {
+	return m.r.consumer.CommittedOffsets()
 }
 
 // leave implements membership with kgo's LeaveGroup (a static member leaves through the

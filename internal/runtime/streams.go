@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -78,6 +79,7 @@ type streamsMembership struct {
 	mu       sync.Mutex
 	epoch    int32
 	topicIDs map[string][16]byte
+	offsets  map[string]map[int32]kgo.EpochOffset // committed offsets, for Status
 
 	// The heartbeat goroutine's own state.
 	owned    TaskSet // the reconciled assignment: what the member runs
@@ -98,7 +100,7 @@ type streamsMembership struct {
 }
 
 func newStreamsMembership(r *Runtime) *streamsMembership {
-	return &streamsMembership{r: r, topicIDs: map[string][16]byte{}, interval: time.Second, coordinator: -1}
+	return &streamsMembership{r: r, topicIDs: map[string][16]byte{}, offsets: map[string]map[int32]kgo.EpochOffset{}, interval: time.Second, coordinator: -1}
 }
 
 // check implements membership: the cluster must offer StreamsGroupHeartbeat.
@@ -498,6 +500,7 @@ func (m *streamsMembership) fetchOffsets(ctx context.Context, parts map[string][
 				}
 				if _, ok := out[t.Topic][p.Partition]; ok && p.Offset >= 0 {
 					out[t.Topic][p.Partition] = kgo.NewOffset().At(p.Offset).WithEpoch(p.LeaderEpoch)
+					m.noteCommitted(t.Topic, p.Partition, kgo.EpochOffset{Epoch: p.LeaderEpoch, Offset: p.Offset})
 				}
 			}
 		}
@@ -564,8 +567,38 @@ func (m *streamsMembership) commit(ctx context.Context, offsets map[string]map[i
 	}
 	if err != nil {
 		err = fmt.Errorf("streams group %q, member %s epoch %d: %w", r.cfg.ApplicationID, m.memberID, req.Generation, err)
+	} else {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					m.noteCommitted(t.Topic, p.Partition, offsets[t.Topic][p.Partition])
+				}
+			}
+		}
 	}
 	onDone(r.consumer, req, resp, err)
+}
+
+// noteCommitted records a committed offset for Status.
+func (m *streamsMembership) noteCommitted(topic string, p int32, eo kgo.EpochOffset) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.offsets[topic] == nil {
+		m.offsets[topic] = map[int32]kgo.EpochOffset{}
+	}
+	m.offsets[topic][p] = eo
+}
+
+// committed implements membership: the offsets this member committed, or fetched as
+// committed when it was assigned their partitions (Status reads those of its partitions).
+func (m *streamsMembership) committed() map[string]map[int32]kgo.EpochOffset {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]map[int32]kgo.EpochOffset{}
+	for t, ps := range m.offsets {
+		out[t] = maps.Clone(ps)
+	}
+	return out
 }
 
 // ids returns the topic ids of topics, asking the cluster for those it does not know yet.
