@@ -521,3 +521,32 @@ func TestStreamsProtocolFromClassicOnKafka(t *testing.T) {
 	kafkatest.Eventually(t, 60*time.Second, "counts of all 8000 records", func() bool { return outputs.reached(want) })
 	outputs.checkExact(t, want)
 }
+
+// Kafka 4.4 does not update a streams group's topology: an instance whose topology differs
+// from the group's is refused at its first heartbeat, with an error that says so.
+func TestStreamsProtocolTopologyChangeRefusedOnKafka(t *testing.T) {
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
+	in := kafkatest.CreateTopic(t, "in", 2, nil)
+	out := kafkatest.CreateTopic(t, "out", 2, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	app := newApp(t, countTopology(in, out), cfg)
+	start(t, app)
+	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return len(app.Tasks()) == 2 && app.State() == kstream.StateRunning })
+	b := kstream.NewBuilder()
+	kstream.Stream(b, in, serde.String(), serde.String()).To(out, nil, nil)
+	cfg2 := cfg
+	cfg2.StateDir = t.TempDir()
+	other := newApp(t, b, cfg2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := other.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "Topology updates are not supported") || !strings.Contains(err.Error(), "another topology") {
+		t.Fatalf("an instance with another topology: %v, want the broker's refusal explained", err)
+	}
+	if got := app.Tasks(); len(got) != 2 || app.State() != kstream.StateRunning {
+		t.Errorf("the first instance runs %v in state %v after the refusal", got, app.State())
+	}
+}

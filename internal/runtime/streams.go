@@ -263,6 +263,12 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 			err = fmt.Errorf("%w (is a classic instance of the application still running? a streams group takes over only an empty group; see docs/streams-protocol.md)", err)
 			r.fail(err)
 			return false, err
+		case errors.Is(err, kerr.InvalidRequest) && strings.Contains(msg, "Topology updates are not supported"):
+			// Kafka 4.4 keeps the first topology a streams group was given, also once the
+			// group is empty: an instance with another topology is refused so.
+			err = fmt.Errorf("%w (the group was created with another topology, and Kafka does not update a streams group's topology yet; see docs/streams-protocol.md)", err)
+			r.fail(err)
+			return false, err
 		default:
 			// Authorization, an invalid topology or topology epoch, a full group, an
 			// unsupported version: no retry heals them (Java fails too).
@@ -328,8 +334,9 @@ func (m *streamsMembership) heartbeat(ctx context.Context, req *kmsg.StreamsGrou
 	}
 	kresp, err := m.r.consumer.Broker(int(m.coordinator)).Request(ctx, req)
 	if err != nil {
-		m.coordinator = -1
-		return nil, fmt.Errorf("coordinator %d: %w", m.coordinator, err)
+		id := m.coordinator
+		m.coordinator = -1 // look it up again: it may have moved
+		return nil, fmt.Errorf("coordinator %d: %w", id, err)
 	}
 	resp, ok := kresp.(*kmsg.StreamsGroupHeartbeatResponse)
 	if !ok {
