@@ -79,6 +79,8 @@ func TestStreamsProtocolCountOnKafka(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.GroupProtocol = kstream.GroupProtocolStreams
 	cfg.CommitInterval = 100 * time.Millisecond
+	// The members report their tasks' changelog offsets every 15 s (60 s by default, 15 s at least).
+	setGroupConfigs(t, cfg.ApplicationID, "streams.task.offset.interval.ms", "15000")
 	build := func(cfg kstream.Config) *kstream.App {
 		b := kstream.NewBuilder()
 		// A re-key (to the same key) makes two sub-topologies joined by a repartition topic.
@@ -116,7 +118,9 @@ func TestStreamsProtocolCountOnKafka(t *testing.T) {
 	produceCounts(t, in, 10000, 500, 2, want)
 	kafkatest.Eventually(t, 60*time.Second, "counts of 20000 records", func() bool { return outputs.reached(want) })
 
-	describeStreamsGroup(t, cfg.ApplicationID, in)
+	kafkatest.Eventually(t, 45*time.Second, "the group described, with the members' task offsets", func() bool {
+		return describeStreamsGroup(t, cfg.ApplicationID, in)
+	})
 
 	// The broker's partitions by endpoint are the group's metadata: every instance knows
 	// which one runs each task (KeyMetadata, package query).
@@ -164,8 +168,9 @@ func TestStreamsProtocolCountOnKafka(t *testing.T) {
 }
 
 // describeStreamsGroup checks with StreamsGroupDescribe that group is a streams group of
-// two members, with the sub-topologies kstream declared and every task assigned once.
-func describeStreamsGroup(t *testing.T, group, source string) {
+// two members, with the sub-topologies kstream declared and every task assigned once. It
+// reports whether both members reported the changelog offsets of their stateful tasks.
+func describeStreamsGroup(t *testing.T, group, source string) bool {
 	t.Helper()
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = []string{group}
@@ -206,8 +211,23 @@ func describeStreamsGroup(t *testing.T, group, source string) {
 		t.Fatalf("group %s has %d members, want 2", group, len(g.Members))
 	}
 	tasks := map[string]int{}
+	offsets := true
 	for _, m := range g.Members {
-		t.Logf("member %s (process %s, epoch %d): active %v", m.MemberID, m.ProcessID, m.MemberEpoch, m.Assignment.ActiveTasks)
+		t.Logf("member %s (process %s, epoch %d): active %v, task offsets %v, end offsets %v", m.MemberID, m.ProcessID, m.MemberEpoch, m.Assignment.ActiveTasks, m.TaskOffsets, m.TaskEndOffsets)
+		// Its active stateful tasks (sub-topology 1) have offsets; state it has on disk of
+		// other tasks may be reported too (without an end offset: its lag is unknown).
+		for _, ts := range m.Assignment.ActiveTasks {
+			if ts.SubtopologyID != "1" {
+				continue
+			}
+			for _, p := range ts.Partitions {
+				offsets = offsets && slices.ContainsFunc(m.TaskOffsets, func(o kmsg.TaskOffset) bool {
+					return o.SubtopologyID == "1" && o.Partition == p && o.Offset > 0
+				}) && slices.ContainsFunc(m.TaskEndOffsets, func(o kmsg.TaskOffset) bool {
+					return o.SubtopologyID == "1" && o.Partition == p && o.Offset > 0
+				})
+			}
+		}
 		for _, ts := range m.Assignment.ActiveTasks {
 			for _, p := range ts.Partitions {
 				tasks[fmt.Sprintf("%s_%d", ts.SubtopologyID, p)]++
@@ -222,6 +242,7 @@ func describeStreamsGroup(t *testing.T, group, source string) {
 			t.Errorf("task %s is assigned %d times", id, n)
 		}
 	}
+	return offsets
 }
 
 // setGroupConfigs sets configs of group (streams.num.standby.replicas,

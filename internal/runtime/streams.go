@@ -93,6 +93,11 @@ type streamsMembership struct {
 	joinedAt time.Time
 
 	coordinator   int32 // the group coordinator's node id, -1 if unknown
+	maxVersion    int16 // the cluster's highest StreamsGroupHeartbeat version
+	// offsetEvery is how often the broker wants the tasks' changelog offsets (v1,
+	// TaskOffsetIntervalMillis; 0: never), offsetsAt when they were last sent.
+	offsetEvery time.Duration
+	offsetsAt   time.Time
 	describedNote bool  // the broker's request for the topology description was logged
 
 	stop context.CancelFunc
@@ -120,7 +125,11 @@ func (m *streamsMembership) check(ctx context.Context, cl *kgo.Client) error {
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == streamsHeartbeatKey }) {
+	i := slices.IndexFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == streamsHeartbeatKey })
+	if i >= 0 {
+		m.maxVersion = keys[i].MaxVersion
+	}
+	if i < 0 {
 		return fmt.Errorf("kstream: Config.GroupProtocol is streams, but the cluster at %v does not support it: %w", m.r.cfg.Brokers, errNoStreamsProtocol)
 	}
 	id, err := newProcessUUID()
@@ -228,7 +237,30 @@ func (m *streamsMembership) request(epoch int32) *kmsg.StreamsGroupHeartbeatRequ
 		req.StandbyTasks = toTaskIDs(m.owned.Standby)
 		req.WarmupTasks = toTaskIDs(m.owned.Warmup)
 	}
+	if epoch > 0 && m.maxVersion >= 1 && m.offsetEvery > 0 && time.Since(m.offsetsAt) >= m.offsetEvery {
+		// v1 only: a v0 coordinator refuses them ("TaskOffsets are not supported yet").
+		req.TaskOffsets, req.TaskEndOffsets = taskOffsets(m.r.taskStates())
+	}
 	return req
+}
+
+// taskOffsets turns the local state of the stateful tasks into the heartbeat's task offsets
+// (the sum of each task's changelog positions) and end offsets (position plus lag, for the
+// tasks whose lag is known), sorted.
+func taskOffsets(states map[TaskID]taskState) (offsets, ends []kmsg.TaskOffset) {
+	ids := slices.SortedFunc(maps.Keys(states), compareTasks)
+	offsets, ends = []kmsg.TaskOffset{}, []kmsg.TaskOffset{}
+	for _, id := range ids {
+		st := states[id]
+		o := kmsg.NewTaskOffset()
+		o.SubtopologyID, o.Partition, o.Offset = strconv.Itoa(id.SubTopology), id.Partition, st.Offset
+		offsets = append(offsets, o)
+		if st.Lag >= 0 {
+			o.Offset = st.Offset + st.Lag
+			ends = append(ends, o)
+		}
+	}
+	return offsets, ends
 }
 
 // beat sends one heartbeat and acts on its answer. It reports whether the next one should
@@ -279,12 +311,17 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 	if resp.HeartbeatIntervalMillis > 0 {
 		m.interval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
 	}
+	m.offsetEvery = time.Duration(resp.TaskOffsetIntervalMillis) * time.Millisecond
+	if req.TaskOffsets != nil {
+		m.offsetsAt = time.Now()
+	}
 	if epoch < 0 {
 		return false, nil // a leave's answer
 	}
 	if epoch == 0 {
 		m.joinedAt = time.Now()
-		r.log.Info("kstream: joined the streams group", "group", r.cfg.ApplicationID, "member", m.memberID, "epoch", resp.MemberEpoch)
+		r.log.Info("kstream: joined the streams group", "group", r.cfg.ApplicationID, "member", m.memberID, "epoch", resp.MemberEpoch,
+			"heartbeat_interval_ms", resp.HeartbeatIntervalMillis, "task_offset_interval_ms", resp.TaskOffsetIntervalMillis, "acceptable_recovery_lag", resp.AcceptableRecoveryLag)
 	}
 	m.setEpoch(resp.MemberEpoch)
 	m.endpoint = resp.EndpointInformationEpoch
@@ -435,6 +472,7 @@ func (m *streamsMembership) reconcile(ctx context.Context) error {
 	}
 	m.owned = TaskSet{Active: slices.Clone(m.target.Active), Standby: slices.Clone(m.target.Standby), Warmup: slices.Clone(m.target.Warmup)}
 	m.sent, m.applied = false, true
+	m.offsetsAt = time.Time{} // the tasks' offsets go with the acknowledgement
 	r.log.Info("kstream: streams group assignment", "group", r.cfg.ApplicationID, "epoch", m.currentEpoch(),
 		"active", taskStrings(m.owned.Active), "standby", taskStrings(m.owned.Standby), "warmup", taskStrings(m.owned.Warmup),
 		"revoked", taskStrings(revoked), "added", taskStrings(added))

@@ -146,3 +146,20 @@ func TestStreamsHelpers(t *testing.T) {
 		t.Error("sameTasks compares the wrong things")
 	}
 }
+
+// The tasks' changelog offsets go sorted, each task's end offset only when its lag is known.
+func TestStreamsTaskOffsets(t *testing.T) {
+	offsets, ends := taskOffsets(map[TaskID]taskState{{1, 2}: {Offset: 50, Lag: -1}, {1, 0}: {Offset: 100, Lag: 0}, {0, 3}: {Offset: 7, Lag: 3}})
+	o := func(sub string, p int32, off int64) kmsg.TaskOffset {
+		return kmsg.TaskOffset{SubtopologyID: sub, Partition: p, Offset: off}
+	}
+	if want := []kmsg.TaskOffset{o("0", 3, 7), o("1", 0, 100), o("1", 2, 50)}; !reflect.DeepEqual(offsets, want) {
+		t.Errorf("offsets %v, want %v", offsets, want)
+	}
+	if want := []kmsg.TaskOffset{o("0", 3, 10), o("1", 0, 100)}; !reflect.DeepEqual(ends, want) {
+		t.Errorf("end offsets %v, want %v", ends, want)
+	}
+	if offsets, ends := taskOffsets(nil); offsets == nil || ends == nil || len(offsets)+len(ends) != 0 {
+		t.Errorf("no state: %v %v, want empty lists, not null", offsets, ends)
+	}
+}
