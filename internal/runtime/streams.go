@@ -52,6 +52,22 @@ import (
 //   - Session timeout, heartbeat interval, standby replicas and the initial rebalance delay
 //     are the group's configs (broker defaults group.streams.*; per group streams.*), not the
 //     member's: the member heartbeats at the interval each response names.
+//   - Observed on Apache Kafka 4.4 (defaults): heartbeat interval 5000 ms, task offset
+//     interval 60000 ms (group config streams.task.offset.interval.ms, at least 15000),
+//     acceptable recovery lag 10000. The join is answered with epoch 1 and no tasks, status
+//     ASSIGNMENT_DELAYED, for group.streams.initial.rebalance.delay.ms (3 s). A member joining
+//     while others still own the tasks it will get is answered with an empty target; they
+//     come once the owners acknowledged giving them up. A revoking member's new target comes
+//     at its current epoch; the next epoch comes with the acknowledgement.
+//   - v1 adds TaskOffsets/TaskEndOffsets (sent every TaskOffsetIntervalMillis: a v0
+//     coordinator refuses them) and TopologyDescriptionRequired (KIP-1331, not handled).
+//   - kgo v1.22 routes neither StreamsGroupHeartbeat nor StreamsGroupDescribe (Client.Request
+//     answers "client is too old"): they go to the coordinator found with FindCoordinator.
+//     OffsetCommit v10 names topics by id, which commit fills in; OffsetFetch v10 kgo fills.
+//   - A heartbeat to a group that is a classic group with members is refused with
+//     GROUP_ID_NOT_FOUND ("Group <id> is not a streams group."); an empty classic group is
+//     taken over, with its offsets. A topology other than the group's is refused with
+//     INVALID_REQUEST "Topology updates are not supported yet.", also once the group is empty.
 
 // Status codes of a StreamsGroupHeartbeat response.
 const (
