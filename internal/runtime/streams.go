@@ -108,13 +108,13 @@ type streamsMembership struct {
 	topology *kmsg.StreamsGroupHeartbeatRequestTopology
 	joinedAt time.Time
 
-	coordinator   int32 // the group coordinator's node id, -1 if unknown
-	maxVersion    int16 // the cluster's highest StreamsGroupHeartbeat version
+	coordinator int32 // the group coordinator's node id, -1 if unknown
+	maxVersion  int16 // the cluster's highest StreamsGroupHeartbeat version
 	// offsetEvery is how often the broker wants the tasks' changelog offsets (v1,
 	// TaskOffsetIntervalMillis; 0: never), offsetsAt when they were last sent.
-	offsetEvery time.Duration
-	offsetsAt   time.Time
-	describedNote bool  // the broker's request for the topology description was logged
+	offsetEvery   time.Duration
+	offsetsAt     time.Time
+	describedNote bool // the broker's request for the topology description was logged
 
 	stop context.CancelFunc
 	done chan struct{}
