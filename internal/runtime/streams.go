@@ -206,12 +206,23 @@ func (m *streamsMembership) run(ctx context.Context) {
 			return
 		case err != nil:
 			m.sent = false // send the assignment again, as Java does after a failure
-			m.r.warnEvery("streams heartbeat", "kstream: streams group heartbeat failed; retrying", "group", m.r.cfg.ApplicationID, "err", err)
+			// As a classic member that cannot reach its group: wait, warn at most once per
+			// interval, and give up after Config.GiveUpAfter (fetchError).
+			now := time.Now().UnixNano()
+			m.r.sessionLost.CompareAndSwap(0, now)
+			since := time.Duration(now - m.r.sessionLost.Load())
+			if g := m.r.cfg.GiveUpAfter; g > 0 && since > g && m.r.fatal() == nil {
+				m.r.fail(fmt.Errorf("kstream: streams group %q: no heartbeat answered for %s (Config.GiveUpAfter %s): %w", m.r.cfg.ApplicationID, since.Round(time.Millisecond), g, err))
+			}
+			m.r.warnEvery("streams heartbeat", "kstream: streams group heartbeat failed; retrying", "group", m.r.cfg.ApplicationID, "waited", since.Round(time.Millisecond), "err", err)
 			wait, backoff = backoff, min(2*backoff, 5*time.Second)
 		case again:
 			wait, backoff = 0, 100*time.Millisecond
 		default:
 			backoff = 100 * time.Millisecond
+		}
+		if err == nil && m.r.sessionLost.Swap(0) != 0 {
+			m.r.log.Info("kstream: the streams group answers again", "group", m.r.cfg.ApplicationID)
 		}
 		if wait > 0 {
 			select {
