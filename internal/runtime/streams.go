@@ -43,7 +43,8 @@ import (
 //   - Statuses in a successful response: 0 STALE_TOPOLOGY, 1 MISSING_SOURCE_TOPICS,
 //     2 INCORRECTLY_PARTITIONED_TOPICS, 3 MISSING_INTERNAL_TOPICS (the broker is creating
 //     them), 4 SHUTDOWN_APPLICATION, 5 ASSIGNMENT_DELAYED. While 1, 2, 3 or 5 holds the group
-//     is not ready and assigns nothing: the member keeps heartbeating.
+//     is not ready and assigns nothing: the member keeps heartbeating. As in Kafka Streams,
+//     2 and 4 stop the application, and 1 does after missingSourceTimeout.
 //   - Errors: FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID lose every task and rejoin with epoch
 //     0 and the same member id; STREAMS_INVALID_TOPOLOGY(_EPOCH), STREAMS_TOPOLOGY_FENCED,
 //     INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_VERSION and authorization failures
@@ -114,7 +115,8 @@ type streamsMembership struct {
 	// TaskOffsetIntervalMillis; 0: never), offsetsAt when they were last sent.
 	offsetEvery   time.Duration
 	offsetsAt     time.Time
-	describedNote bool // the broker's request for the topology description was logged
+	describedNote bool      // the broker's request for the topology description was logged
+	missingSince  time.Time // since when the broker reports source topics missing
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -355,7 +357,7 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 	if req.ActiveTasks != nil {
 		m.sent = true // what the member runs is acknowledged (a join's empty lists too: it runs nothing)
 	}
-	m.statuses(resp.Status)
+	m.statuses(resp.Status, time.Now())
 	if resp.TopologyDescriptionRequired && !m.describedNote {
 		// v1 (KIP-1331): the broker wants the topology's description through
 		// StreamsGroupTopologyDescriptionUpdate (key 93), which kstream does not send yet.
@@ -443,20 +445,43 @@ func groupReady(ss []kmsg.StreamsGroupHeartbeatResponseStatus) bool {
 	return true
 }
 
-// statuses logs the group's statuses and acts on a shutdown request.
-func (m *streamsMembership) statuses(ss []kmsg.StreamsGroupHeartbeatResponseStatus) {
+// missingSourceTimeout is how long the member waits for source topics the broker reports
+// missing before it fails, as Kafka Streams waits max.poll.interval.ms (5 minutes).
+const missingSourceTimeout = 5 * time.Minute
+
+// statuses acts on the group's statuses as Kafka Streams does (StreamThread
+// .handleStreamsRebalanceData): a shutdown request or incorrectly partitioned topics stop
+// the application, source topics missing for missingSourceTimeout too; the others are
+// logged and waited out.
+func (m *streamsMembership) statuses(ss []kmsg.StreamsGroupHeartbeatResponseStatus, now time.Time) {
 	r := m.r
+	missing := false
 	for _, s := range ss {
 		switch s.StatusCode {
 		case streamsStatusShutdownApplication:
 			r.fail(fmt.Errorf("kstream: streams group %q: a member asked the whole application to shut down: %s", r.cfg.ApplicationID, s.StatusDetail))
+		case streamsStatusIncorrectlyPartitioned:
+			r.fail(fmt.Errorf("kstream: streams group %q: topics are not partitioned as the topology needs: %s", r.cfg.ApplicationID, s.StatusDetail))
+		case streamsStatusMissingSourceTopics:
+			missing = true
+			if m.missingSince.IsZero() {
+				m.missingSince = now
+			}
+			if waited := now.Sub(m.missingSince); waited >= missingSourceTimeout {
+				r.fail(fmt.Errorf("kstream: streams group %q: source topics missing for %s: %s", r.cfg.ApplicationID, waited.Round(time.Second), s.StatusDetail))
+			} else {
+				r.warnEvery("streams missing sources", "kstream: the streams group reports missing source topics; no tasks are assigned until they exist", "group", r.cfg.ApplicationID, "detail", s.StatusDetail, "waited", waited.Round(time.Second), "fail_after", missingSourceTimeout)
+			}
 		case streamsStatusMissingInternalTopics, streamsStatusAssignmentDelayed:
 			r.log.Info("kstream: the streams group is not ready; waiting", "group", r.cfg.ApplicationID, "status", s.StatusCode, "detail", s.StatusDetail)
-		case streamsStatusMissingSourceTopics, streamsStatusIncorrectlyPartitioned, streamsStatusStaleTopology:
-			r.warnEvery(fmt.Sprintf("streams status %d", s.StatusCode), "kstream: the streams group reports a problem; no tasks are assigned until it is fixed", "group", r.cfg.ApplicationID, "status", s.StatusCode, "detail", s.StatusDetail)
+		case streamsStatusStaleTopology:
+			r.warnEvery("streams stale topology", "kstream: the streams group reports a stale topology", "group", r.cfg.ApplicationID, "detail", s.StatusDetail)
 		default:
 			r.log.Info("kstream: streams group status", "group", r.cfg.ApplicationID, "status", s.StatusCode, "detail", s.StatusDetail)
 		}
+	}
+	if !missing {
+		m.missingSince = time.Time{}
 	}
 }
 

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +163,46 @@ func TestStreamsTaskOffsets(t *testing.T) {
 	}
 	if offsets, ends := taskOffsets(nil); offsets == nil || ends == nil || len(offsets)+len(ends) != 0 {
 		t.Errorf("no state: %v %v, want empty lists, not null", offsets, ends)
+	}
+}
+
+// The group's statuses are handled as Kafka Streams handles them: incorrectly partitioned
+// topics and a shutdown request stop the application at once, missing source topics after
+// missingSourceTimeout (the wait starting over once they are no longer reported), the
+// others are waited out.
+func TestStreamsStatuses(t *testing.T) {
+	newM := func() (*streamsMembership, *Runtime) {
+		r := &Runtime{cfg: Config{ApplicationID: "app"}, log: slog.New(slog.DiscardHandler)}
+		return newStreamsMembership(r), r
+	}
+	st := func(code int8, detail string) []kmsg.StreamsGroupHeartbeatResponseStatus {
+		return []kmsg.StreamsGroupHeartbeatResponseStatus{{StatusCode: code, StatusDetail: detail}}
+	}
+	t0 := time.Now()
+	for _, code := range []int8{streamsStatusIncorrectlyPartitioned, streamsStatusShutdownApplication} {
+		m, r := newM()
+		m.statuses(st(code, "detail"), t0)
+		if err := r.fatal(); err == nil || !strings.Contains(err.Error(), "detail") {
+			t.Errorf("status %d: fatal %v, want an error with the broker's detail", code, err)
+		}
+	}
+	for _, code := range []int8{streamsStatusStaleTopology, streamsStatusMissingInternalTopics, streamsStatusAssignmentDelayed} {
+		m, r := newM()
+		m.statuses(st(code, "detail"), t0)
+		if err := r.fatal(); err != nil {
+			t.Errorf("status %d: fatal %v, want none", code, err)
+		}
+	}
+	m, r := newM()
+	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0)
+	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0.Add(missingSourceTimeout-time.Second))
+	m.statuses(nil, t0.Add(missingSourceTimeout)) // they exist again: the wait starts over
+	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0.Add(missingSourceTimeout+time.Second))
+	if err := r.fatal(); err != nil {
+		t.Fatalf("missing source topics, not for long: fatal %v", err)
+	}
+	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0.Add(2*missingSourceTimeout+time.Second))
+	if err := r.fatal(); err == nil || !strings.Contains(err.Error(), "Source topics in are missing.") {
+		t.Errorf("missing source topics for %s: fatal %v, want the broker's detail", missingSourceTimeout, err)
 	}
 }
