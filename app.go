@@ -90,6 +90,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	if _, ok := cfg.Compression.codec(); !ok {
 		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.Compression is %v, not one of the Compression constants", cfg.Compression)
 	}
+	if cfg.GroupProtocol != GroupProtocolClassic && cfg.GroupProtocol != GroupProtocolStreams {
+		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.GroupProtocol is %v, not GroupProtocolClassic or GroupProtocolStreams", cfg.GroupProtocol)
+	}
 	if err := cfg.checkGoMemoryLimit(); err != nil {
 		return nil, nil, runtime.Config{}, err
 	}

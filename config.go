@@ -249,6 +249,15 @@ type Config struct {
 	// so that its tasks move at once (scaling in) rather than wait SessionTimeout for it
 	// (restarting). Kafka Streams' CloseOptions.leaveGroup. A dynamic member always leaves.
 	LeaveGroupOnClose bool
+	// GroupProtocol is the rebalance protocol of the application's group: GroupProtocolClassic
+	// (the default: a classic consumer group whose tasks kstream's own balancer assigns) or
+	// GroupProtocolStreams (a streams group, KIP-1071, Apache Kafka 4.2 and later: the broker
+	// assigns the tasks, knows the topology, and shows the application as a streams group).
+	// Kafka Streams' group.protocol. Under GroupProtocolStreams the group's session timeout,
+	// heartbeat interval and standby replicas are the group's configs on the broker, not
+	// SessionTimeout, HeartbeatInterval and NumStandbys; ExactlyOnce is not supported yet.
+	// See docs/streams-protocol.md.
+	GroupProtocol GroupProtocol
 	// AcceptableRecoveryLag is how many changelog records an instance may be behind on a
 	// task's state and still count as caught up with it, overriding the default 10,000
 	// (Kafka Streams' acceptable.recovery.lag); negative means none at all. A stateful task
@@ -336,6 +345,29 @@ type RestoreListener interface {
 	OnBatchRestored(store, topic string, partition int32, batchEnd int64, records int)
 	// OnRestoreEnd: restoration done, restored records applied in all.
 	OnRestoreEnd(store, topic string, partition int32, restored int64)
+}
+
+// GroupProtocol is the rebalance protocol of an application's group (Config.GroupProtocol).
+type GroupProtocol int
+
+const (
+	// GroupProtocolClassic is the classic consumer group protocol, with kstream's task
+	// balancer run by the group's leader.
+	GroupProtocolClassic GroupProtocol = iota
+	// GroupProtocolStreams is the streams rebalance protocol (KIP-1071): the broker assigns
+	// the tasks. It needs Apache Kafka 4.2 or later.
+	GroupProtocolStreams
+)
+
+// String returns "classic" or "streams", Kafka Streams' names (group.protocol).
+func (p GroupProtocol) String() string {
+	switch p {
+	case GroupProtocolClassic:
+		return "classic"
+	case GroupProtocolStreams:
+		return "streams"
+	}
+	return fmt.Sprintf("GroupProtocol(%d)", int(p))
 }
 
 // Guarantee is a processing guarantee.
@@ -623,6 +655,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	rc.ApplicationServer = c.ApplicationServer
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
+	rc.StreamsProtocol = c.GroupProtocol == GroupProtocolStreams
 	rc.TransactionTimeout = c.TransactionTimeout
 	rc.StallTimeout = c.StallTimeout
 	rc.Compression, _ = c.Compression.codec() // validated by compile

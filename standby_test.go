@@ -33,7 +33,7 @@ func countTopology(in, out string) *kstream.Builder {
 
 // runCountChild runs the counting app in a child process until it is killed. It is
 // configured by the environment: APP_ID, STATE_DIR, IN, OUT, NUM_STANDBYS, COMMIT_MS,
-// REBALANCE_MS, GUARANTEE=eos.
+// REBALANCE_MS, GUARANTEE=eos, GROUP_PROTOCOL=streams.
 func runCountChild() error {
 	standbys, _ := strconv.Atoi(os.Getenv("NUM_STANDBYS"))
 	rebalanceMs, _ := strconv.Atoi(os.Getenv("REBALANCE_MS"))
@@ -58,6 +58,9 @@ func runCountChild() error {
 	}
 	if os.Getenv("GUARANTEE") == "eos" {
 		cfg.Guarantee = kstream.ExactlyOnce
+	}
+	if os.Getenv("GROUP_PROTOCOL") == "streams" {
+		cfg.GroupProtocol = kstream.GroupProtocolStreams
 	}
 	app, err := kstream.New(countTopology(os.Getenv("IN"), os.Getenv("OUT")), cfg)
 	if err != nil {

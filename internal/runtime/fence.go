@@ -161,7 +161,7 @@ func (r *Runtime) leaveAndClose(ctx context.Context) {
 // id, once the consumer is closed, as Kafka Streams does.
 func (r *Runtime) leaveAndCloseAs(ctx context.Context, final bool) {
 	defer func() {
-		if r.cfg.InstanceID == "" || !final || !r.cfg.LeaveOnClose || r.admin == nil {
+		if r.cfg.InstanceID == "" || !final || !r.cfg.LeaveOnClose || r.admin == nil || r.cfg.StreamsProtocol {
 			return
 		}
 		resp, err := r.admin.LeaveGroup(ctx, kadm.LeaveGroup(r.cfg.ApplicationID).InstanceIDs(r.cfg.InstanceID).Reason("kstream: closing with LeaveGroupOnClose"))
@@ -175,7 +175,7 @@ func (r *Runtime) leaveAndCloseAs(ctx context.Context, final bool) {
 		}
 	}()
 	r.allowRebalance()
-	if err := r.consumer.LeaveGroupContext(ctx); err != nil {
+	if err := r.member.leave(ctx, final); err != nil {
 		r.log.Warn("kstream: leaving the group", "app", r.cfg.ApplicationID, "err", err)
 	}
 	// Closing waits for a group join in flight, which kgo does not cancel: bound the wait

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The membership seam. The runtime runs the tasks a membership gives it and does not know the
@@ -60,8 +62,22 @@ type memberHost interface {
 
 // membership makes the runtime a member of its application's group.
 type membership interface {
-	// groupOpts returns the consumer options that make the consumer a member.
+	// check verifies, before anything is created, that the cluster speaks the membership's
+	// protocol (cl is the runtime's admin client).
+	check(ctx context.Context, cl *kgo.Client) error
+	// groupOpts returns the consumer options that make the consumer a member (and say what
+	// it consumes).
 	groupOpts() []kgo.Opt
+	// start is called once the consumer exists (r.consumer is set).
+	start()
+	// commit commits offsets of the active tasks' partitions and calls onDone with the
+	// request and its response or error, as kgo.Client.CommitOffsetsSync does.
+	commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error))
+	// committed returns the offsets last committed (or fetched as committed) of the
+	// partitions assigned, for Status.
+	committed() map[string]map[int32]kgo.EpochOffset
+	// leave leaves the group (a static member only when final and Config.LeaveOnClose).
+	leave(ctx context.Context, final bool) error
 	// probe asks the group for a rebalance without leaving it; why is logged.
 	probe(cl *kgo.Client, why string)
 }
@@ -83,10 +99,35 @@ func newClassicMembership(r *Runtime) *classicMembership {
 	return &classicMembership{r: r, tb: tb}
 }
 
+// check implements membership: every cluster speaks the classic protocol.
+func (m *classicMembership) check(context.Context, *kgo.Client) error { return nil }
+
+// start implements membership: kgo's group management runs by itself.
+func (m *classicMembership) start() {}
+
+// commit implements membership with kgo's group commit.
+func (m *classicMembership) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
+	m.r.consumer.CommitOffsetsSync(ctx, offsets, onDone)
+}
+
+// committed implements membership with kgo's record of the group's commits.
+func (m *classicMembership) committed() map[string]map[int32]kgo.EpochOffset {
+	return m.r.consumer.CommittedOffsets()
+}
+
+// leave implements membership with kgo's LeaveGroup (a static member leaves through the
+// admin client in leaveAndCloseAs).
+func (m *classicMembership) leave(ctx context.Context, _ bool) error {
+	return m.r.consumer.LeaveGroupContext(ctx)
+}
+
 func (m *classicMembership) groupOpts() []kgo.Opt {
 	r := m.r
 	opts := []kgo.Opt{
+		kgo.ConsumeTopics(r.sourceTopics()...),
 		kgo.ConsumerGroup(r.cfg.ApplicationID),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
 		kgo.Balancers(m.tb),
 		kgo.OnPartitionsAssigned(r.onAssigned),
 		kgo.OnPartitionsRevoked(r.onRevoked),

@@ -301,6 +301,12 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	r.standby = newStandbys(r)
 	r.acks.Store(newAckGroup())
 	r.member = newClassicMembership(r)
+	if cfg.StreamsProtocol {
+		if cfg.ExactlyOnce {
+			return nil, errors.New("kstream: exactly-once under the streams rebalance protocol (Config.GroupProtocol streams) is not supported yet; use the classic protocol")
+		}
+		r.member = newStreamsMembership(r)
+	}
 	r.qindex = newQueryIndex(topo)
 	if cfg.Metrics != nil {
 		r.met = newMetrics(r, cfg.Metrics)
@@ -398,6 +404,11 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer r.producer.Close()
+	if err := r.member.check(runCtx, r.plain); err != nil {
+		r.fail(err)
+		r.setState(StateError, "")
+		return err
+	}
 	// Status's end-offset questions (status.go) end before the admin client closes.
 	defer r.ops.stopProbes()
 	defer r.bg.Wait() // before the producer (and its admin client) closes
@@ -428,6 +439,7 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 		r.setState(StateError, "")
 		return err
 	}
+	r.member.start()
 	if r.sess != nil {
 		r.rebalancing(fmt.Sprintf("initializing the transactional producer (transactional id %s) and joining the group", r.txnID))
 	}
@@ -550,20 +562,22 @@ const fetchMaxPartitionBytes = 256 << 10
 // poll (20,000 by default): see openProducer. Config.ProducerOptions may override it.
 func (r *Runtime) producerMaxBufferedRecords() int { return 2 * r.cfg.MaxPollRecords }
 
-func (r *Runtime) openConsumer() error {
+// sourceTopics returns the topics the tasks consume, sorted.
+func (r *Runtime) sourceTopics() []string {
 	var topics []string
 	for t := range r.topicSub {
 		topics = append(topics, t)
 	}
 	slices.Sort(topics)
+	return topics
+}
+
+func (r *Runtime) openConsumer() error {
 	reset := kgo.NewOffset().AtStart()
 	if r.cfg.DefaultReset == ResetLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	opts := r.clientOpts(
-		kgo.ConsumeTopics(topics...),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(reset),
 		// Java's fetch.max.wait.ms (500 ms), not kgo's 5 s. A fetch waits that long when none
 		// of its partitions has data, and a partition resumed meanwhile (flowControlLocked) is
@@ -1224,7 +1238,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		return err
 	}
 	var commitErr error
-	commit := r.consumer.CommitOffsetsSync
+	commit := r.member.commit
 	ctx, joined := r.joins.commitContext(ctx)
 	if len(offsets) == 0 {
 		// Only punctuators wrote: their outputs are acknowledged, no offset moved.

@@ -292,7 +292,7 @@ func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
 	// Tasks exist only once the consumer polled (rebalances wait for a poll): r.consumer,
 	// which Run sets without r.mu, is then set (and replaced only under r.mu).
 	if len(r.tasks) > 0 && r.consumer != nil {
-		committed = r.consumer.CommittedOffsets()
+		committed = r.member.committed()
 	}
 	r.ops.probeMu.Lock()
 	probed := r.ops.probed

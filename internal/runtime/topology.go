@@ -283,6 +283,10 @@ type Config struct {
 	// makes such a member leave the group when the runtime stops (fence.go, leaveAndClose).
 	InstanceID   string
 	LeaveOnClose bool
+	// StreamsProtocol makes the instance a member of a streams group (KIP-1071, Apache
+	// Kafka 4.2 and later), whose tasks the broker assigns (streams.go), instead of a
+	// classic consumer group with kstream's own balancer.
+	StreamsProtocol bool
 	// Rack is this instance's rack: carried in the join metadata (standbys go to other
 	// racks) and given to the clients for follower fetching.
 	Rack string
