@@ -297,7 +297,7 @@ func (r *Runtime) commitTail(ctx context.Context, c *inflightCommit, acks *ackGr
 	if len(c.offsets) > 0 {
 		var commitErr error
 		cctx, joined := r.joins.commitContext(ctx)
-		r.consumer.CommitOffsetsSync(cctx, c.offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		r.member.commit(cctx, c.offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 			if err != nil {
 				commitErr = fmt.Errorf("kstream: committing offsets: %w", err)
 				return
