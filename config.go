@@ -3,6 +3,8 @@ package kstream
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/kstream-go/kstream/store"
 	"log/slog"
 	"time"
 
@@ -91,6 +93,25 @@ type Config struct {
 	// is the engine's memory budget (Kafka Streams' rocksdb.config.setter with a shared cache).
 	BlockCacheBytes int64
 	MemTableBytes   uint64
+	// PebbleOptions, if set, tunes the options of that Pebble database: it is called with
+	// them once kstream has set its own (the block cache sized from BlockCacheBytes and
+	// MemTableBytes, bloom filters on every level, the format version, the logger) and
+	// just before the database opens, as Kafka Streams' rocksdb.config.setter. See
+	// [github.com/kstream-go/kstream/store/pebble.Options].Tune for what it must not change.
+	// Unused with StoreEngine.
+	PebbleOptions func(*pebble.Options)
+	// StoreEngine, if set, replaces Pebble as the engine of the persistent stores (every
+	// store without [InMemory]): Run calls it once, before the first task starts, with the
+	// directory <StateDir>/store-engine (not created), and closes the DB it returns when Run
+	// ends. The DB holds every persistent store partition of the instance, each in its own
+	// namespace; it must pass the conformance suite of package store/storetest, and keep
+	// its data and checkpoints across Close for a restart to restore only what it misses
+	// (an engine that keeps nothing is restored in full from the changelogs, as in-memory
+	// stores are). The engine must stay the same for a state directory: switching engines
+	// leaves the old one's data unused, and the new one restores from the changelogs.
+	// Kafka Streams plugs engines per store (Materialized.as(KeyValueBytesStoreSupplier));
+	// see docs/semantics.md. store/examples/filedb is an example engine.
+	StoreEngine func(dir string) (store.DB, error)
 	// StoreCacheBytes bounds the read caches that persistent store partitions, and logged
 	// (or exactly-once) in-memory ones, keep of recently read and written keys: all the
 	// store partitions of the instance together, each with an equal share that changes as
@@ -617,6 +638,7 @@ func (c Config) runtimeConfig() runtime.Config {
 	rc.ProbingInterval = c.ProbingRebalanceInterval
 	rc.ApplicationServer = c.ApplicationServer
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
+	rc.PebbleOptions, rc.StoreEngine = c.PebbleOptions, c.StoreEngine
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
 	rc.TransactionTimeout = c.TransactionTimeout
 	rc.StallTimeout = c.StallTimeout
