@@ -235,7 +235,7 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	return a.rt.Run(ctx)
+	return publicRunError(a.rt.Run(ctx))
 }
 
 // ErrRunning is returned by [App.CleanUp] while [App.Run] runs.
