@@ -87,6 +87,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 			return nil, nil, runtime.Config{}, err
 		}
 	}
+	if cfg.UncaughtErrorPolicy < StopInstance || cfg.UncaughtErrorPolicy > RestartProcessing {
+		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.UncaughtErrorPolicy is %v, not StopInstance, ShutdownApplication or RestartProcessing", cfg.UncaughtErrorPolicy)
+	}
 	if _, ok := cfg.Compression.codec(); !ok {
 		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.Compression is %v, not one of the Compression constants", cfg.Compression)
 	}

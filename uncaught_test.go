@@ -189,3 +189,40 @@ func TestUncaughtShutdownApplication(t *testing.T) {
 		t.Fatal("no instance's error names itself as the one that asked")
 	}
 }
+
+// RestartProcessing under exactly-once, with a store: the failure aborts the transaction
+// (the count written before it with it), the stores stay open, and after the restart every
+// count is committed exactly once.
+func TestUncaughtRestartExactlyOnce(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	var attempts atomic.Int32
+	b := kstream.NewBuilder()
+	counts := kstream.Count(kstream.Stream(b, in, serde.String(), serde.String()).GroupByKey(), "counts").ToStream()
+	kstream.MapValues(counts, func(n int64) string {
+		if n == 2 && attempts.Add(1) == 1 {
+			panic("second count")
+		}
+		return fmt.Sprint(n)
+	}, kstream.Named("check")).To(out, serde.String(), serde.String())
+	cfg := testConfig(t)
+	cfg.Guarantee = kstream.ExactlyOnce
+	cfg.UncaughtErrorPolicy = kstream.RestartProcessing
+	cfg.RestartBackoff = 50 * time.Millisecond
+	r := start(t, newApp(t, b, cfg))
+	kafkatest.Produce(t, kafkatest.Client(t), rec(in, "a", "x", 1), rec(in, "a", "x", 2), rec(in, "a", "x", 3), rec(in, "b", "x", 4))
+	var got []string
+	for _, rc := range kafkatest.Consume(t, out, 4, 60*time.Second, readCommitted) {
+		got = append(got, string(rc.Key)+"="+string(rc.Value))
+	}
+	if want := []string{"a=1", "a=2", "a=3", "b=1"}; !slices.Equal(got, want) {
+		t.Fatalf("committed outputs %v, want %v", got, want)
+	}
+	if extra := kafkatest.ConsumeAtMost(t, out, 5, 2*time.Second, readCommitted); len(extra) != 4 {
+		t.Fatalf("%d committed outputs, want 4 (exactly once)", len(extra))
+	}
+	if n := r.app.Stats().Restarts; n != 1 {
+		t.Errorf("Stats.Restarts = %d, want 1", n)
+	}
+}
