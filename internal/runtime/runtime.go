@@ -489,6 +489,10 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	}
 	r.loopEnded()
 	r.shutdown(loopErr)
+	if se := r.appShutdown(); se != nil && loopErr == nil {
+		r.setState(StateError, "")
+		return r.fatal() // the shutdown's error, or a fatal error that came first
+	}
 	if ferr := r.fatal(); ferr != nil {
 		r.setState(StateError, "")
 		return ferr

@@ -100,6 +100,8 @@ type uncaught struct {
 	// request is this instance's shutdown request once it made one; cause its error.
 	request *shutdownRequest
 	cause   error
+	// shutdown is the error of the shutdown an assignment asked for (shutdownRequested).
+	shutdown *ApplicationShutdownError
 }
 
 // failAs records the first fatal error and stops the loop, or the whole Run, as the
@@ -107,10 +109,10 @@ type uncaught struct {
 func (r *Runtime) failAs(err error, global bool) {
 	r.fatalMu.Lock()
 	first := r.fatalErr == nil
-	processing := r.unc.processing && r.unc.request == nil
+	processing := r.unc.processing && r.unc.request == nil && r.unc.shutdown == nil
 	r.fatalMu.Unlock()
 	action := UncaughtStop
-	if first && processing && r.cfg.OnUncaught != nil && !errors.Is(err, ErrApplicationShutdown) {
+	if first && processing && r.cfg.OnUncaught != nil {
 		// Outside fatalMu: the callback may look at the instance (its state, its status).
 		action = r.cfg.OnUncaught(err)
 		if action == UncaughtRestart && global {
@@ -240,24 +242,36 @@ func (r *Runtime) shutdownRequest() *shutdownRequest {
 	return r.unc.request
 }
 
-// shutdownRequested is told that the group's assignment carries a shutdown request: the
-// instance stops with an ApplicationShutdownError.
+// shutdownRequested is told that the group's assignment carries a shutdown request. The
+// instance stops as when its context is cancelled (committing what it processed, as Kafka
+// Streams' members do on SHUTDOWN_REQUESTED), and Run returns an ApplicationShutdownError
+// (appShutdown).
 func (r *Runtime) shutdownRequested(req shutdownRequest) {
 	r.fatalMu.Lock()
-	own := r.unc.request
-	cause := r.unc.cause
-	r.fatalMu.Unlock()
-	e := &ApplicationShutdownError{App: r.cfg.ApplicationID, Instance: req.Instance, Cause: req.Cause}
-	if own != nil && *own == req {
-		e.Err = cause
+	if r.unc.shutdown == nil {
+		e := &ApplicationShutdownError{App: r.cfg.ApplicationID, Instance: req.Instance, Cause: req.Cause}
+		if own := r.unc.request; own != nil && *own == req {
+			e.Err = r.unc.cause
+		}
+		r.unc.shutdown = e
+		r.log.Error("kstream: shutting down at an instance's request (UncaughtErrorPolicy ShutdownApplication)", "app", r.cfg.ApplicationID, "err", e)
 	}
-	r.failAs(e, true) // never restarted, never asked again
-	r.fatalMu.Lock()
-	// The loop ends and Run returns the error, whatever action an earlier error had.
-	r.unc.action = UncaughtStop
 	stop := r.stop
 	r.fatalMu.Unlock()
 	if stop != nil {
 		stop()
 	}
+}
+
+// appShutdown returns the error of a shutdown the group asked for, nil if none.
+func (r *Runtime) appShutdown() error {
+	r.fatalMu.Lock()
+	defer r.fatalMu.Unlock()
+	if r.unc.shutdown == nil {
+		return nil
+	}
+	if r.fatalErr == nil {
+		r.fatalErr = r.unc.shutdown // StateInfo's reason
+	}
+	return r.unc.shutdown
 }
