@@ -139,6 +139,13 @@ func TestUncaughtErrorHandler(t *testing.T) {
 // and its error. The one that asked also wraps its own error.
 func TestUncaughtShutdownApplication(t *testing.T) {
 	t.Parallel()
+	t.Run("dynamic", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, false) })
+	t.Run("static", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, true) })
+}
+
+// testUncaughtShutdownApplication is TestUncaughtShutdownApplication with dynamic or
+// static members (Config.InstanceID: the failing member rejoins under the same id).
+func testUncaughtShutdownApplication(t *testing.T, static bool) {
 	in := kafkatest.CreateTopic(t, "in", 3, nil)
 	out := kafkatest.CreateTopic(t, "out", 3, nil)
 	appID := kafkatest.Name(t, "app")
@@ -148,6 +155,9 @@ func TestUncaughtShutdownApplication(t *testing.T) {
 		cfg.ApplicationID = appID
 		cfg.ClientID = fmt.Sprintf("%s-inst-%d", appID, i)
 		cfg.UncaughtErrorPolicy = kstream.ShutdownApplication
+		if static {
+			cfg.InstanceID = fmt.Sprintf("member-%d", i)
+		}
 		rs = append(rs, start(t, newApp(t, failing(in, out, func() bool { return true }), cfg)))
 	}
 	kafkatest.Eventually(t, 60*time.Second, "three instances RUNNING with a task each", func() bool {

@@ -195,6 +195,14 @@ func (tb *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 		}
 		return out, nil
 	}
+	if tb.host != nil && tb.host.shutdownRequest() != nil {
+		// This member asked to shut the application down, but its assignment does not carry
+		// the request: a static member that joins again under its instance id is given its
+		// previous assignment without a rebalance (its new join metadata unread). It takes
+		// no partition, and asks for a rebalance, whose join metadata carries the request.
+		tb.host.rejoinForShutdown()
+		return map[string][]int32{}, nil
+	}
 	if ud.Hosts != nil {
 		tb.hosts = ud.Hosts
 	}

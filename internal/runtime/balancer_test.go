@@ -35,6 +35,7 @@ type fakeHost struct {
 	// shutdown is the request the host makes; shutdownGot the ones it was told of.
 	shutdown    *shutdownRequest
 	shutdownGot []shutdownRequest
+	rejoins     int
 }
 
 func (h *fakeHost) taskStates() map[TaskID]taskState { return h.states }
@@ -56,6 +57,7 @@ func (h *fakeHost) shutdownRequest() *shutdownRequest {
 	return h.shutdown
 }
 func (h *fakeHost) shutdownRequested(req shutdownRequest) { h.shutdownGot = append(h.shutdownGot, req) }
+func (h *fakeHost) rejoinForShutdown()                    { h.rejoins++ }
 func (h *fakeHost) sourceGrown(topic string, was, now int32) {
 	if h.onGrown != nil {
 		h.onGrown(topic, was, now)
@@ -768,5 +770,33 @@ func TestBalanceShutdownRequest(t *testing.T) {
 		if h.lastHost != nil {
 			t.Errorf("member %d got an assignment of tasks: %v", i, h.lastHost)
 		}
+	}
+}
+
+// A member that asked to shut the application down but gets an assignment without the
+// request (a static member given its previous assignment) takes no partition and asks for a
+// rebalance.
+func TestParseAssignmentWithoutShutdownRejoins(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{{ID: 0, Sources: []Source{{Topic: "a"}}}}}
+	tb := newTaskBalancer(topo)
+	m := kmsg.NewJoinGroupResponseMember()
+	m.MemberID = "m0"
+	m.ProtocolMetadata = tb.JoinGroupMetadata([]string{"a"}, nil, 1)
+	gmb, _, err := tb.MemberBalancer([]kmsg.JoinGroupResponseMember{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"a": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{shutdown: &shutdownRequest{Instance: `"x"`, Cause: "boom"}}
+	tb.host = h
+	parts, err := tb.ParseSyncAssignment(into.IntoSyncAssignment()[0].MemberAssignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 0 || h.rejoins != 1 || h.lastHost != nil {
+		t.Fatalf("partitions %v, rejoins %d, assigned %v; want none, 1, none", parts, h.rejoins, h.lastHost)
 	}
 }

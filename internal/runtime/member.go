@@ -61,6 +61,9 @@ type memberHost interface {
 	// (uncaught.go).
 	shutdownRequest() *shutdownRequest
 	shutdownRequested(req shutdownRequest)
+	// rejoinForShutdown asks the group for a rebalance, so that the leader reads this
+	// member's shutdown request.
+	rejoinForShutdown()
 }
 
 // membership makes the runtime a member of its application's group.

@@ -275,3 +275,18 @@ func (r *Runtime) appShutdown() error {
 	}
 	return r.unc.shutdown
 }
+
+// rejoinForShutdown asks the group for a rebalance (from a goroutine: it is called on the
+// group's goroutine, which the loop may be waiting for while it holds r.mu).
+func (r *Runtime) rejoinForShutdown() {
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		r.mu.Lock()
+		cl := r.consumer
+		r.mu.Unlock()
+		if cl != nil {
+			r.member.probe(cl, "this instance asks the group to shut the application down")
+		}
+	}()
+}
