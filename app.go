@@ -87,6 +87,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 			return nil, nil, runtime.Config{}, err
 		}
 	}
+	if cfg.UncaughtErrorPolicy < StopInstance || cfg.UncaughtErrorPolicy > RestartProcessing {
+		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.UncaughtErrorPolicy is %v, not StopInstance, ShutdownApplication or RestartProcessing", cfg.UncaughtErrorPolicy)
+	}
 	if _, ok := cfg.Compression.codec(); !ok {
 		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.Compression is %v, not one of the Compression constants", cfg.Compression)
 	}
@@ -216,8 +219,10 @@ func produceErrorContext(f runtime.ProduceFailure) ErrorContext {
 // When ctx is done, Run finishes the records in hand, waits for their outputs to be
 // acknowledged, commits, leaves the group and returns nil. On a fatal error (a failed record
 // whose handler said Fail, a missing topic, a lost permission) it stops without committing
-// past the last successful commit, so nothing is lost, and returns the error. Run may be
-// called once. With [Config.GoMemoryLimit] set, Run sets the Go memory limit while it runs.
+// past the last successful commit, so nothing is lost, and returns the error, unless
+// [Config.UncaughtErrorPolicy] restarts the processing ([RestartProcessing]) or shuts every
+// instance down ([ShutdownApplication]: Run returns an [*ApplicationShutdownError]). Run may
+// be called once. With [Config.GoMemoryLimit] set, Run sets the Go memory limit while it runs.
 func (a *App) Run(ctx context.Context) error {
 	a.runMu.Lock()
 	if !a.started.CompareAndSwap(false, true) {
@@ -238,7 +243,7 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	return a.rt.Run(ctx)
+	return publicRunError(a.rt.Run(ctx))
 }
 
 // ErrRunning is returned by [App.CleanUp] while [App.Run] runs.

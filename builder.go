@@ -3,6 +3,7 @@ package kstream
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kstream-go/kstream/internal/runtime"
@@ -410,6 +411,14 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 					// Window and session stores: compact,delete with the store's retention
 					// plus a day, as Kafka Streams' WindowedChangelogTopicConfig.
 					configs = d.codec.TopicConfigs()
+				}
+				if len(d.changelogConfig) > 0 {
+					// WithChangelogConfig: the user's configs over the defaults, as Kafka
+					// Streams' InternalTopicConfig.properties.
+					configs = maps.Clone(configs)
+					for k, v := range d.changelogConfig {
+						configs[k] = ptr(v)
+					}
 				}
 				rt.InternalTopics = append(rt.InternalTopics, runtime.InternalTopic{
 					Name: spec.Changelog, Writer: i, Configs: configs,

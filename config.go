@@ -2,7 +2,10 @@ package kstream
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/kstream-go/kstream/store"
 	"log/slog"
 	"time"
 
@@ -93,6 +96,25 @@ type Config struct {
 	// is the engine's memory budget (Kafka Streams' rocksdb.config.setter with a shared cache).
 	BlockCacheBytes int64
 	MemTableBytes   uint64
+	// PebbleOptions, if set, tunes the options of that Pebble database: it is called with
+	// them once kstream has set its own (the block cache sized from BlockCacheBytes and
+	// MemTableBytes, bloom filters on every level, the format version, the logger) and
+	// just before the database opens, as Kafka Streams' rocksdb.config.setter. See
+	// [github.com/kstream-go/kstream/store/pebble.Options].Tune for what it must not change.
+	// Unused with StoreEngine.
+	PebbleOptions func(*pebble.Options)
+	// StoreEngine, if set, replaces Pebble as the engine of the persistent stores (every
+	// store without [InMemory]): Run calls it once, before the first task starts, with the
+	// directory <StateDir>/store-engine (not created), and closes the DB it returns when Run
+	// ends. The DB holds every persistent store partition of the instance, each in its own
+	// namespace; it must pass the conformance suite of package store/storetest, and keep
+	// its data and checkpoints across Close for a restart to restore only what it misses
+	// (an engine that keeps nothing is restored in full from the changelogs, as in-memory
+	// stores are). The engine must stay the same for a state directory: switching engines
+	// leaves the old one's data unused, and the new one restores from the changelogs.
+	// Kafka Streams plugs engines per store (Materialized.as(KeyValueBytesStoreSupplier));
+	// see docs/semantics.md. store/examples/filedb is an example engine.
+	StoreEngine func(dir string) (store.DB, error)
 	// StoreCacheBytes bounds the read caches that persistent store partitions, and logged
 	// (or exactly-once) in-memory ones, keep of recently read and written keys: all the
 	// store partitions of the instance together, each with an equal share that changes as
@@ -210,6 +232,30 @@ type Config struct {
 	// waits for as long as the condition lasts, logging at warn what it waits for. This
 	// plays the part of Kafka Streams' task.timeout.ms.
 	GiveUpAfter time.Duration
+	// UncaughtErrorPolicy is what the instance does when processing fails with an error
+	// that nothing handled (a handler's fail decision, a production error that cannot be
+	// skipped, a store that fails...), as Kafka Streams' StreamsUncaughtExceptionHandler:
+	// [StopInstance] (the default, SHUTDOWN_CLIENT) stops this instance and Run returns the
+	// error; [ShutdownApplication] (SHUTDOWN_APPLICATION) stops every instance of the
+	// application, each Run returning an error that wraps [ErrApplicationShutdown] and names
+	// the instance that asked and its error; [RestartProcessing] (REPLACE_THREAD) closes the
+	// tasks without committing, keeps the stores, leaves the group, and joins it again after
+	// RestartBackoff, logging the error. Errors at start (before the instance processes)
+	// always stop it; an error of a global store's consumer under RestartProcessing stops it
+	// too, as in Kafka Streams. See docs/operations.md, "When processing fails".
+	UncaughtErrorPolicy UncaughtErrorPolicy
+	// UncaughtErrorHandler, if set, chooses the policy for each such error, in place of
+	// UncaughtErrorPolicy (Kafka Streams' handler is a function of the exception too). It is
+	// called once per error, from the goroutine that failed; it must not block.
+	UncaughtErrorHandler func(err error) UncaughtErrorPolicy
+	// RestartBackoff is how long RestartProcessing waits before it joins the group again,
+	// overriding the default 1s. MaxRestarts bounds the restarts within RestartWindow,
+	// overriding the defaults 5 and 10 minutes: one more restart within the window stops
+	// the instance with an error that wraps the last cause. A negative MaxRestarts means no
+	// bound (Kafka Streams' REPLACE_THREAD has none).
+	RestartBackoff time.Duration
+	MaxRestarts    int
+	RestartWindow  time.Duration
 	// StallTimeout bounds how long a turn of the poll loop may outlast its poll's own wait
 	// (at most CommitInterval) before [App.Health] reports the instance not live: a
 	// processor stuck in a call, a commit that never returns. Zero means CloseTimeout plus
@@ -425,6 +471,9 @@ type Stats struct {
 	// instance dropped its tasks and rejoined with a new producer: Kafka Streams' task
 	// migrations.
 	ProducerFences int64
+	// Restarts counts the restarts of the processing after an uncaught error
+	// ([RestartProcessing]).
+	Restarts int64
 	// DroppedRecords counts the records that operators skipped because of a null key or a
 	// null value (an aggregation, a join or a table source given a record it cannot use) or
 	// dropped as late (a closed window, an expired join window or versioned-table history),
@@ -501,6 +550,7 @@ func statsOf(s runtime.Stats) Stats {
 		RecordsInLastCommit:   s.RecordsInLastCommit,
 		ChangelogRecordsTotal: s.ChangelogRecordsTotal,
 		ProducerFences:        s.ProducerFences,
+		Restarts:              s.Restarts,
 		DroppedRecords:        s.DroppedRecords,
 		EnforcedProcessing:    s.EnforcedProcessing,
 		StoreCacheBytes:       s.StoreCacheBytes,
@@ -654,6 +704,9 @@ func (c Config) runtimeConfig() runtime.Config {
 	rc.ProbingInterval = c.ProbingRebalanceInterval
 	rc.ApplicationServer = c.ApplicationServer
 	rc.BlockCacheBytes, rc.MemTableBytes, rc.StoreCacheBytes = c.BlockCacheBytes, c.MemTableBytes, c.StoreCacheBytes
+	rc.PebbleOptions, rc.StoreEngine = c.PebbleOptions, c.StoreEngine
+	rc.OnUncaught = c.uncaughtAction()
+	rc.RestartBackoff, rc.MaxRestarts, rc.RestartWindow = c.RestartBackoff, c.MaxRestarts, c.RestartWindow
 	rc.ExactlyOnce = c.Guarantee == ExactlyOnce
 	rc.StreamsProtocol = c.GroupProtocol == GroupProtocolStreams
 	rc.TransactionTimeout = c.TransactionTimeout
@@ -678,4 +731,99 @@ func (c Config) runtimeConfig() runtime.Config {
 		rc.ClientOpts = append([]kgo.Opt{kgo.SASL(c.SASL)}, rc.ClientOpts...)
 	}
 	return rc
+}
+
+// UncaughtErrorPolicy is what an instance does when processing fails with an error nothing
+// handled ([Config.UncaughtErrorPolicy]), Kafka Streams' StreamThreadExceptionResponse.
+type UncaughtErrorPolicy int
+
+const (
+	// StopInstance stops this instance: Run returns the error. Kafka Streams'
+	// SHUTDOWN_CLIENT; the default.
+	StopInstance UncaughtErrorPolicy = iota
+	// ShutdownApplication stops every instance of the application: this one asks the
+	// group (a flag in its join metadata, which the group's leader passes to every member
+	// in its assignment), and each instance's Run returns an error wrapping
+	// [ErrApplicationShutdown]. Kafka Streams' SHUTDOWN_APPLICATION.
+	ShutdownApplication
+	// RestartProcessing closes this instance's tasks, keeps its stores, and joins the
+	// group again after [Config.RestartBackoff], within [Config.MaxRestarts]. Kafka
+	// Streams' REPLACE_THREAD.
+	RestartProcessing
+)
+
+// String returns the policy's name.
+func (p UncaughtErrorPolicy) String() string {
+	switch p {
+	case StopInstance:
+		return "StopInstance"
+	case ShutdownApplication:
+		return "ShutdownApplication"
+	case RestartProcessing:
+		return "RestartProcessing"
+	}
+	return fmt.Sprintf("UncaughtErrorPolicy(%d)", int(p))
+}
+
+// ErrApplicationShutdown is wrapped by the error [App.Run] returns on every instance when one
+// instance asked for the application to shut down ([ShutdownApplication]); that error is an
+// [*ApplicationShutdownError].
+var ErrApplicationShutdown = runtime.ErrApplicationShutdown
+
+// ApplicationShutdownError is the error [App.Run] returns when the application was shut down
+// at an instance's request ([ShutdownApplication]). It wraps [ErrApplicationShutdown] and,
+// on the instance that asked, that instance's own error (errors.Is and errors.As find it).
+type ApplicationShutdownError struct {
+	// App is the application id.
+	App string
+	// Instance names the instance that asked: its client id, quoted (Config.ClientID, or
+	// <ApplicationID>-<process id>), and its Config.ApplicationServer endpoint if it has one.
+	Instance string
+	// Cause is the text of the error that made it ask.
+	Cause string
+	// Err is that error on the instance that asked; nil on the others.
+	Err error
+}
+
+// Error names the application, the instance that asked and its error.
+func (e *ApplicationShutdownError) Error() string {
+	return (&runtime.ApplicationShutdownError{App: e.App, Instance: e.Instance, Cause: e.Cause}).Error()
+}
+
+// Unwrap returns ErrApplicationShutdown and, on the instance that asked, its error.
+func (e *ApplicationShutdownError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrApplicationShutdown, e.Err}
+	}
+	return []error{ErrApplicationShutdown}
+}
+
+// publicRunError turns the runtime's ApplicationShutdownError into the public one.
+func publicRunError(err error) error {
+	var se *runtime.ApplicationShutdownError
+	if errors.As(err, &se) && err == error(se) {
+		return &ApplicationShutdownError{App: se.App, Instance: se.Instance, Cause: se.Cause, Err: se.Err}
+	}
+	return err
+}
+
+// uncaughtAction maps the uncaught-error settings to the runtime's; nil means stop always.
+func (c Config) uncaughtAction() func(error) runtime.UncaughtAction {
+	if c.UncaughtErrorHandler == nil && c.UncaughtErrorPolicy == StopInstance {
+		return nil
+	}
+	toAction := func(p UncaughtErrorPolicy) runtime.UncaughtAction {
+		switch p {
+		case ShutdownApplication:
+			return runtime.UncaughtShutdownApplication
+		case RestartProcessing:
+			return runtime.UncaughtRestart
+		}
+		return runtime.UncaughtStop
+	}
+	if h := c.UncaughtErrorHandler; h != nil {
+		return func(err error) runtime.UncaughtAction { return toAction(h(err)) }
+	}
+	p := c.UncaughtErrorPolicy
+	return func(error) runtime.UncaughtAction { return toAction(p) }
 }

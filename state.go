@@ -2,6 +2,7 @@ package kstream
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -80,13 +81,31 @@ func WithoutChangelog() StoreOption {
 	return storeOpt{"WithoutChangelog", func(d *storeDef) { d.logged = false }}
 }
 
+// WithChangelogConfig enables the store's changelog (undoing an earlier [WithoutChangelog])
+// and sets topic configs of its changelog topic, as Kafka Streams'
+// Materialized.withLoggingEnabled(config) does: they are passed to the topic's creation
+// over kstream's defaults (cleanup.policy=compact for key-value stores;
+// cleanup.policy=compact,delete and retention.ms of the retention plus a day for window and
+// session stores), so a key given here replaces the default. Example:
+// WithChangelogConfig(map[string]string{"min.insync.replicas": "2", "segment.bytes": "67108864"}).
+// Like Kafka Streams, kstream creates a changelog topic that does not exist and leaves the
+// configs of one that exists as they are. A table read from a topic ([Table]) uses that
+// topic as its changelog and ignores this option. Repeated, the last one wins.
+func WithChangelogConfig(configs map[string]string) StoreOption {
+	c := maps.Clone(configs)
+	return storeOpt{"WithChangelogConfig", func(d *storeDef) { d.logged, d.changelogConfig = true, c }}
+}
+
 // storeDef is a store of the topology.
 type storeDef struct {
 	name       string
 	persistent bool
 	logged     bool
-	noCache    bool // WithoutCaching
-	users      []*node
+	// changelogConfig holds the changelog topic's configs given by [WithChangelogConfig],
+	// over the defaults.
+	changelogConfig map[string]string
+	noCache         bool // WithoutCaching
+	users           []*node
 	// sourceTopic is the topic of a source table: its changelog, never written by us.
 	sourceTopic string
 	// timestamped stores keep a timestamp with each value (the stores of KTables); see

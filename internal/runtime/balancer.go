@@ -35,6 +35,11 @@ type memberUserData struct {
 	// Txn is the member's transactional id under exactly-once, "" otherwise: when the member
 	// is gone, the leader fences it so that its open transaction is aborted at once.
 	Txn string `json:"x,omitempty"`
+	// Shutdown is the member's request to shut the application down
+	// (UncaughtShutdownApplication, uncaught.go), nil if it made none: the leader then
+	// assigns nothing and passes it to every member, as Kafka Streams' SHUTDOWN_REQUESTED
+	// error code in the subscription and the assignment.
+	Shutdown *shutdownRequest `json:"sd,omitempty"`
 }
 
 // assignmentUserData is carried in every member's assignment.
@@ -53,6 +58,9 @@ type assignmentUserData struct {
 	// group from the broker alone (kstream lag) can name the task of each partition:
 	// "<sub-topology>_<partition>".
 	Topics map[string][]int `json:"t,omitempty"`
+	// Shutdown is a member's request to shut the application down: every member that
+	// receives it stops (uncaught.go).
+	Shutdown *shutdownRequest `json:"sd,omitempty"`
 }
 
 // hostAssignment is one member's share of an assignment.
@@ -129,6 +137,7 @@ func (tb *taskBalancer) JoinGroupMetadata(interests []string, current map[string
 	ud := memberUserData{Version: 3, Endpoint: tb.endpoint, Rack: tb.rack}
 	if tb.host != nil {
 		ud.Txn = tb.host.transactionalID()
+		ud.Shutdown = tb.host.shutdownRequest()
 		for id, st := range tb.host.taskStates() {
 			if ud.Offsets == nil {
 				ud.Offsets = map[string]int64{}
@@ -179,6 +188,20 @@ func (tb *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 				}
 			}
 		}
+	}
+	if ud.Shutdown != nil {
+		if tb.host != nil {
+			tb.host.shutdownRequested(*ud.Shutdown)
+		}
+		return out, nil
+	}
+	if tb.host != nil && tb.host.shutdownRequest() != nil {
+		// This member asked to shut the application down, but its assignment does not carry
+		// the request: a static member that joins again under its instance id is given its
+		// previous assignment without a rebalance (its new join metadata unread). It takes
+		// no partition, and asks for a rebalance, whose join metadata carries the request.
+		tb.host.rejoinForShutdown()
+		return map[string][]int32{}, nil
 	}
 	if ud.Hosts != nil {
 		tb.hosts = ud.Hosts
@@ -268,6 +291,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	n := len(members)
 	v := &groupView{owned: make(map[TaskID]int, 64), state: make([]map[TaskID]int64, n), lags: make([]map[TaskID]int64, n),
 		endpoints: make([]string, n), racks: make([]string, n), txns: make([]string, n)}
+	var shutdown *shutdownRequest
 	b.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		idx := memberIndex(members, m.MemberID)
 		for _, op := range meta.OwnedPartitions {
@@ -279,11 +303,19 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 		}
 		var ud memberUserData
 		if len(meta.UserData) > 0 && json.Unmarshal(meta.UserData, &ud) == nil {
+			if ud.Shutdown != nil && shutdown == nil {
+				shutdown = ud.Shutdown
+			}
 			v.endpoints[idx], v.racks[idx], v.txns[idx] = ud.Endpoint, ud.Rack, ud.Txn
 			v.state[idx] = parseTaskMap(ud.Offsets)
 			v.lags[idx] = parseTaskMap(ud.Lags)
 		}
 	})
+	if shutdown != nil {
+		// A member asks to shut the application down: no member gets a task, every one
+		// gets the request (Kafka Streams' StreamsPartitionAssignor.errorAssignment).
+		return standbyPlan{plan: b.NewPlan(), shutdown: shutdown}
+	}
 	v.target = make(map[TaskID]int, len(tb.target))
 	for id, member := range tb.target {
 		if m := memberIndex(members, member); m >= 0 {
@@ -655,6 +687,7 @@ type standbyPlan struct {
 	warmups  map[string][]string // member id -> warm-up task ids
 	hosts    []hostAssignment
 	topics   map[string][]int // source topic -> sub-topologies reading it
+	shutdown *shutdownRequest // a member's request to shut the application down
 }
 
 // IntoSyncAssignment implements kgo.IntoSyncAssignment.
@@ -666,7 +699,7 @@ func (p standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment
 			continue // cannot happen: kgo encoded it
 		}
 		a.UserData, _ = json.Marshal(assignmentUserData{Version: 3, Standbys: p.standbys[out[i].MemberID], Warmups: p.warmups[out[i].MemberID],
-			Member: out[i].MemberID, Hosts: p.hosts, Topics: p.topics})
+			Member: out[i].MemberID, Hosts: p.hosts, Topics: p.topics, Shutdown: p.shutdown})
 		out[i].MemberAssignment = a.AppendTo(nil)
 	}
 	return out

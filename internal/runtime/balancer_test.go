@@ -32,6 +32,10 @@ type fakeHost struct {
 	lastHost []hostAssignment
 	txn      string
 	fenced   []string
+	// shutdown is the request the host makes; shutdownGot the ones it was told of.
+	shutdown    *shutdownRequest
+	shutdownGot []shutdownRequest
+	rejoins     int
 }
 
 func (h *fakeHost) taskStates() map[TaskID]taskState { return h.states }
@@ -49,6 +53,11 @@ func (h *fakeHost) fixedCount(topic string) (int32, bool) {
 }
 func (h *fakeHost) transactionalID() string        { return h.txn }
 func (h *fakeHost) fenceTransactions(ids []string) { h.fenced = append(h.fenced, ids...) }
+func (h *fakeHost) shutdownRequest() *shutdownRequest {
+	return h.shutdown
+}
+func (h *fakeHost) shutdownRequested(req shutdownRequest) { h.shutdownGot = append(h.shutdownGot, req) }
+func (h *fakeHost) rejoinForShutdown()                    { h.rejoins++ }
 func (h *fakeHost) sourceGrown(topic string, was, now int32) {
 	if h.onGrown != nil {
 		h.onGrown(topic, was, now)
@@ -713,5 +722,81 @@ func TestBalanceMovesStayInTheirRack(t *testing.T) {
 				t.Errorf("task %v moved from %s (rack %s) to %s (rack %s)", task, from, racks[from], id, racks[id])
 			}
 		}
+	}
+}
+
+// A member's shutdown request in its join metadata makes the leader assign no task and put
+// the request in every member's assignment; each member that parses it tells its host.
+func TestBalanceShutdownRequest(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{{ID: 0, Sources: []Source{{Topic: "a"}}}}}
+	req := &shutdownRequest{Instance: `"app-1"`, Cause: "boom"}
+	var members []kmsg.JoinGroupResponseMember
+	hosts := make([]*fakeHost, 3)
+	tbs := make([]*taskBalancer, 3)
+	for i := range 3 {
+		hosts[i] = &fakeHost{}
+		if i == 1 {
+			hosts[i].shutdown = req
+		}
+		tbs[i] = newTaskBalancer(topo)
+		tbs[i].host = hosts[i]
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID = fmt.Sprintf("m%d", i)
+		m.ProtocolMetadata = tbs[i].JoinGroupMetadata([]string{"a"}, nil, 1)
+		members = append(members, m)
+	}
+	gmb, _, err := tbs[0].MemberBalancer(members) // m0 leads; m1 asked
+	if err != nil {
+		t.Fatal(err)
+	}
+	into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"a": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range into.IntoSyncAssignment() {
+		i := slices.IndexFunc(members, func(m kmsg.JoinGroupResponseMember) bool { return m.MemberID == a.MemberID })
+		parts, err := tbs[i].ParseSyncAssignment(a.MemberAssignment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parts) != 0 {
+			t.Errorf("member %s assigned %v with a shutdown request", a.MemberID, parts)
+		}
+	}
+	for i, h := range hosts {
+		if len(h.shutdownGot) != 1 || h.shutdownGot[0] != *req {
+			t.Errorf("member %d told of %v, want the request %v once", i, h.shutdownGot, *req)
+		}
+		if h.lastHost != nil {
+			t.Errorf("member %d got an assignment of tasks: %v", i, h.lastHost)
+		}
+	}
+}
+
+// A member that asked to shut the application down but gets an assignment without the
+// request (a static member given its previous assignment) takes no partition and asks for a
+// rebalance.
+func TestParseAssignmentWithoutShutdownRejoins(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{{ID: 0, Sources: []Source{{Topic: "a"}}}}}
+	tb := newTaskBalancer(topo)
+	m := kmsg.NewJoinGroupResponseMember()
+	m.MemberID = "m0"
+	m.ProtocolMetadata = tb.JoinGroupMetadata([]string{"a"}, nil, 1)
+	gmb, _, err := tb.MemberBalancer([]kmsg.JoinGroupResponseMember{m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"a": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{shutdown: &shutdownRequest{Instance: `"x"`, Cause: "boom"}}
+	tb.host = h
+	parts, err := tb.ParseSyncAssignment(into.IntoSyncAssignment()[0].MemberAssignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 0 || h.rejoins != 1 || h.lastHost != nil {
+		t.Fatalf("partitions %v, rejoins %d, assigned %v; want none, 1, none", parts, h.rejoins, h.lastHost)
 	}
 }

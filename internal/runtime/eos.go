@@ -46,6 +46,9 @@ type Stats struct {
 	// instance dropped its tasks and rejoined with a new producer: Kafka Streams' task
 	// migrations.
 	ProducerFences int64
+	// Restarts counts the restarts of the processing after a fatal error
+	// (UncaughtRestart).
+	Restarts int64
 	// DroppedRecords counts the records that operators skipped because of a null key or a
 	// null value (an aggregation, a join or a table source given a record it cannot use),
 	// and the input records dropped for a negative timestamp (see TimestampExtractor), all
@@ -76,6 +79,7 @@ type commitStats struct {
 	txnID     string
 	changelog atomic.Int64
 	fences    atomic.Int64
+	restarts  atomic.Int64
 	dropped   atomic.Int64
 	enforced  atomic.Int64
 	cache     atomic.Int64
@@ -104,7 +108,7 @@ func (r *Runtime) Stats() Stats {
 	defer c.mu.Unlock()
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
 		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: c.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
-		ProducerFences: c.fences.Load(), DroppedRecords: c.dropped.Load(), EnforcedProcessing: c.enforced.Load(),
+		ProducerFences: c.fences.Load(), Restarts: c.restarts.Load(), DroppedRecords: c.dropped.Load(), EnforcedProcessing: c.enforced.Load(),
 		StoreCacheBytes: c.cache.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)

@@ -98,8 +98,25 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 	if r.cfg.GiveUpAfter > 0 && n > 1 && now.Sub(first) > r.cfg.GiveUpAfter {
 		return fmt.Errorf("kstream: gave up after %s of fences (Config.GiveUpAfter): %w", r.cfg.GiveUpAfter, fencedErr(r.txnID, r.cfg.TransactionTimeout, cause))
 	}
+	r.closeForRejoin("the transactional producer was fenced: rejoining the group with a new one")
+	r.fence.mu.Lock()
+	r.fence.cause = nil
+	r.fence.mu.Unlock()
+	if err := r.reopenConsumer(ctx); err != nil {
+		return err
+	}
+	r.log.Info("kstream: rejoining the group with a new transactional producer", "app", r.cfg.ApplicationID, "transactional_id", r.txnID, "fences_recently", n)
+	return nil
+}
+
+// closeForRejoin closes every task without committing (an open transaction is aborted),
+// leaves the group and closes the consumer; the stores stay open. The state is
+// REBALANCING for the reason why until reopenConsumer's new consumer has its assignment.
+// A fence (rejoinAfterFence) and the uncaught-error policy's restarts (uncaught.go) go
+// through it.
+func (r *Runtime) closeForRejoin(why string) {
 	r.life.started.Store(false)
-	r.leftGroup("the transactional producer was fenced: rejoining the group with a new one")
+	r.leftGroup(why)
 
 	r.migrating.Store(true)
 	cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
@@ -124,7 +141,11 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 	r.mu.Unlock()
 	r.leaveAndClose(cctx)
 	cancel()
+}
 
+// reopenConsumer joins the group again with a new consumer after closeForRejoin, and, under
+// exactly-once, initializes the transactional producer again.
+func (r *Runtime) reopenConsumer(ctx context.Context) error {
 	// The old client is closed; goroutines that still read r.consumer (under mu) find it
 	// closed until the new one replaces it, which creating it under mu does at once.
 	r.mu.Lock()
@@ -134,9 +155,6 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 	r.sessionLost.Store(0)
 	err := r.openConsumer()
 	r.mu.Unlock()
-	r.fence.mu.Lock()
-	r.fence.cause = nil
-	r.fence.mu.Unlock()
 	r.migrating.Store(false)
 	if err != nil {
 		return err
@@ -145,7 +163,6 @@ func (r *Runtime) rejoinAfterFence(ctx context.Context) error {
 		return err
 	}
 	r.startedRunning()
-	r.log.Info("kstream: rejoining the group with a new transactional producer", "app", r.cfg.ApplicationID, "transactional_id", r.txnID, "fences_recently", n)
 	return nil
 }
 

@@ -355,16 +355,16 @@ func (r *Runtime) followGlobal(ctx context.Context, cl *kgo.Client, g *globalRun
 			}
 		})
 		if ferr != nil {
-			r.fail(ferr)
+			r.failAs(ferr, true)
 			return
 		}
 		n, fatal := r.applyGlobal(fetches, g, booting)
 		if err := g.commit(); err != nil {
-			r.fail(err)
+			r.failAs(err, true)
 			return
 		}
 		if fatal != nil {
-			r.fail(fatal)
+			r.failAs(fatal, true)
 			return
 		}
 		if booting {

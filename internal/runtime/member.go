@@ -58,6 +58,14 @@ type memberHost interface {
 	// fenceTransactions aborts the open transactions of members that are gone (eos.go).
 	transactionalID() string
 	fenceTransactions(ids []string)
+	// shutdownRequest is this instance's request to shut the application down, nil if it
+	// made none; shutdownRequested is told of the request an assignment carries
+	// (uncaught.go).
+	shutdownRequest() *shutdownRequest
+	shutdownRequested(req shutdownRequest)
+	// rejoinForShutdown asks the group for a rebalance, so that the leader reads this
+	// member's shutdown request.
+	rejoinForShutdown()
 }
 
 // membership makes the runtime a member of its application's group.

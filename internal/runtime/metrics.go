@@ -136,7 +136,7 @@ type storeMetrics struct {
 
 type descs struct {
 	state, processed, taskProcessed, dropped, polls, pollRecords, commits, commitLatency,
-	commitLatencyMax, punctuations, txnCommitted, txnAborted, fences, dlq, lag,
+	commitLatencyMax, punctuations, txnCommitted, txnAborted, fences, restarts, dlq, lag,
 	storeOps, storeEntries, restored, remaining, eta, standbyLag, changelog,
 	enforced, opDropped, opLost *prometheus.Desc
 }
@@ -161,6 +161,7 @@ func newMetrics(r *Runtime, reg prometheus.Registerer) *metrics {
 		txnCommitted:     d("transactions_committed_total", "Transactions committed (exactly-once; 0 under at-least-once)."),
 		txnAborted:       d("transactions_aborted_total", "Transactions aborted (exactly-once)."),
 		fences:           d("producer_fences_total", "Times the transactional producer was fenced and the instance rejoined (task migrations)."),
+		restarts:         d("restarts_total", "Restarts of the processing after an uncaught error (UncaughtErrorPolicy RestartProcessing; Kafka Streams' replaced stream threads)."),
 		dlq:              d("dead_letter_records_total", "Records written to a dead-letter topic, by kind of error.", "kind"),
 		lag:              d("task_consumer_lag_records", "Records of an input partition not processed yet: its end as of the last fetch minus the processed position (records-lag).", "task", "topic", "partition"),
 		storeOps:         d("store_operations_total", "Operations on a task's store (put-rate, get-rate, range-rate, delete-rate).", "task", "store", "op"),
@@ -378,7 +379,7 @@ const sizeEvery = 30 * time.Second
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	d := m.descs
 	for _, x := range []*prometheus.Desc{d.state, d.processed, d.taskProcessed, d.dropped, d.polls, d.pollRecords,
-		d.commits, d.commitLatency, d.commitLatencyMax, d.punctuations, d.txnCommitted, d.txnAborted, d.fences, d.dlq,
+		d.commits, d.commitLatency, d.commitLatencyMax, d.punctuations, d.txnCommitted, d.txnAborted, d.fences, d.restarts, d.dlq,
 		d.lag, d.storeOps, d.storeEntries, d.restored, d.remaining, d.eta, d.standbyLag, d.changelog, d.enforced,
 		d.opDropped, d.opLost} {
 		ch <- x
@@ -419,6 +420,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(d.txnCommitted, txns)
 	counter(d.txnAborted, st.TransactionsAborted)
 	counter(d.fences, st.ProducerFences)
+	counter(d.restarts, st.Restarts)
 	counter(d.changelog, st.ChangelogRecordsTotal)
 	counter(d.enforced, st.EnforcedProcessing)
 	counter(d.polls, m.polls.Load())

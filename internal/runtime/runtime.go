@@ -72,6 +72,7 @@ type Runtime struct {
 	fatalMu  sync.Mutex
 	fatalErr error
 	stop     context.CancelFunc // cancels the poll loop on a fatal error
+	unc      uncaught           // the uncaught-error policy's state (uncaught.go), under fatalMu
 
 	// mu is held while tasks process a batch, while committing, and in the group
 	// callbacks, so that the set of tasks never changes under a running batch.
@@ -290,7 +291,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		parts:      map[topicPartition]*taskRun{},
 		internal:   map[string]bool{},
 		changelogs: map[string]bool{},
-		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger, cacheBytes: cfg.BlockCacheBytes, memTableBytes: cfg.MemTableBytes},
+		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger, cacheBytes: cfg.BlockCacheBytes, memTableBytes: cfg.MemTableBytes, engine: cfg.StoreEngine, tune: cfg.PebbleOptions},
 		restorers:  map[TaskID]chan struct{}{},
 		unpause:    map[string][]int32{},
 	}
@@ -337,13 +338,24 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// fail records the first fatal error and stops the poll loop.
-func (r *Runtime) fail(err error) {
+// fail records the first fatal error and stops the poll loop, and Run unless the
+// uncaught-error policy restarts the processing or shuts the application down (uncaught.go).
+func (r *Runtime) fail(err error) { r.failAs(err, false) }
+
+// runLoop runs the poll loop under its own context (loopContext).
+func (r *Runtime) runLoop(runCtx context.Context) error {
+	ctx, cancel := r.loopContext(runCtx)
+	defer cancel()
+	return r.loop(ctx)
+}
+
+// failStop records err as the fatal error, in place of any (err says what became of it: a
+// restart that gave up wraps it), and stops Run, whatever the uncaught-error policy.
+func (r *Runtime) failStop(err error) {
 	r.fatalMu.Lock()
-	if r.fatalErr == nil {
-		r.fatalErr = err
-		r.log.Error("kstream: fatal error", "app", r.cfg.ApplicationID, "err", err)
-	}
+	r.fatalErr = err
+	r.log.Error("kstream: fatal error", "app", r.cfg.ApplicationID, "err", err)
+	r.unc.action = UncaughtStop
 	stop := r.stop
 	r.fatalMu.Unlock()
 	if stop != nil {
@@ -464,16 +476,35 @@ func (r *Runtime) Run(ctx context.Context) (err error) {
 	r.watchTopics(runCtx)
 	r.watchWarmups(runCtx)
 
-	loopErr := r.loop(runCtx)
-	// A fenced producer is a task migration (fence.go): rejoin with a new session.
-	for loopErr == nil && r.fatal() == nil && runCtx.Err() == nil && r.fencedCause() != nil {
-		if err := r.rejoinAfterFence(runCtx); err != nil {
-			r.fail(err)
+	loopErr := r.runLoop(runCtx)
+	for loopErr == nil && runCtx.Err() == nil {
+		var err error
+		ferr, action := r.loopEnded()
+		if ferr != nil && action != UncaughtStop {
+			// The uncaught-error policy (uncaught.go): restart, or ask the group to shut
+			// the application down.
+			err = r.recoverFrom(runCtx, ferr, action)
+		} else if ferr == nil && r.fencedCause() != nil {
+			// A fenced producer is a task migration (fence.go): rejoin with a new session.
+			err = r.rejoinAfterFence(runCtx)
+		} else {
 			break
 		}
-		loopErr = r.loop(runCtx)
+		if err != nil {
+			r.failStop(err)
+			break
+		}
+		if r.fatal() != nil || runCtx.Err() != nil {
+			break
+		}
+		loopErr = r.runLoop(runCtx)
 	}
+	r.loopEnded()
 	r.shutdown(loopErr)
+	if se := r.appShutdown(); se != nil && loopErr == nil {
+		r.setState(StateError, "")
+		return r.fatal() // the shutdown's error, or a fatal error that came first
+	}
 	if ferr := r.fatal(); ferr != nil {
 		r.setState(StateError, "")
 		return ferr

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	cpebble "github.com/cockroachdb/pebble/v2"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -68,9 +69,14 @@ type stores struct {
 	log           *slog.Logger
 	cacheBytes    int64
 	memTableBytes uint64
+	// engine opens the persistent stores' engine in place of Pebble (Config.StoreEngine);
+	// tune tunes Pebble's options (Config.PebbleOptions). Either may be nil.
+	engine func(dir string) (store.DB, error)
+	tune   func(*cpebble.Options)
 
-	mu     sync.Mutex
-	mem    store.DB
+	mu  sync.Mutex
+	mem store.DB
+	// pebble is the persistent stores' engine: Pebble, or Config.StoreEngine's.
 	pebble store.DB
 }
 
@@ -83,8 +89,19 @@ func (s *stores) db(persistent bool) (store.DB, error) {
 		}
 		return s.mem, nil
 	}
+	if s.pebble == nil && s.engine != nil {
+		dir := filepath.Join(s.dir, "store-engine")
+		db, err := s.engine(dir)
+		if err == nil && db == nil {
+			err = errors.New("it returned a nil store.DB")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kstream: opening the persistent store engine (Config.StoreEngine) in %s: %w", dir, err)
+		}
+		s.pebble = db
+	}
 	if s.pebble == nil {
-		db, err := pebble.Open(filepath.Join(s.dir, "pebble"), pebble.Options{Logger: s.log, CacheSize: s.cacheBytes, MemTableSize: s.memTableBytes})
+		db, err := pebble.Open(filepath.Join(s.dir, "pebble"), pebble.Options{Logger: s.log, CacheSize: s.cacheBytes, MemTableSize: s.memTableBytes, Tune: s.tune})
 		if err != nil {
 			return nil, fmt.Errorf("kstream: opening the state directory %s: %w", s.dir, err)
 		}

@@ -10,6 +10,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	cpebble "github.com/cockroachdb/pebble/v2"
 	"log/slog"
 	"time"
 
@@ -232,6 +233,18 @@ type Decision struct {
 // Config is what the runtime needs besides the topology.
 type Config struct {
 	ApplicationID string
+	// StoreEngine, if set, opens the engine of the persistent stores in place of Pebble,
+	// in the directory it is given (under StateDir); PebbleOptions, if set, tunes Pebble's
+	// options just before it opens (state.go, stores.db).
+	StoreEngine   func(dir string) (store.DB, error)
+	PebbleOptions func(*cpebble.Options)
+	// OnUncaught chooses the action on a fatal error while processing (uncaught.go); nil
+	// always stops. RestartBackoff, MaxRestarts and RestartWindow bound UncaughtRestart:
+	// zero means 1s, 5 and 10 minutes; MaxRestarts negative means no bound.
+	OnUncaught     func(error) UncaughtAction
+	RestartBackoff time.Duration
+	MaxRestarts    int
+	RestartWindow  time.Duration
 	// ClientID is the prefix of the Kafka client ids (clientid.go); empty means
 	// <ApplicationID>-<process id>, as Kafka Streams' client.id default.
 	ClientID     string

@@ -78,6 +78,14 @@ type Options struct {
 	// errors (an engine that cannot continue, such as a failed write of its manifest) are
 	// logged at error level and then panic.
 	Logger *slog.Logger
+	// Tune, if set, is called with Pebble's options after this package has set its own
+	// (the block cache sized from CacheSize and MemTableSize, bloom filters on every level,
+	// the format version, the logger) and just before Pebble opens, to change any of them:
+	// compaction concurrency, L0 thresholds, level sizes, compression, the WAL's
+	// directory... It must not set an older FormatMajorVersion than the one a database
+	// was created with, nor replace Comparer or Merger (the stores' order and checkpoints
+	// depend on them); a Cache it sets replaces the one sized from CacheSize.
+	Tune func(*pebble.Options)
 }
 
 // Open opens the database in dir, creating it if needed. The returned DB is safe for
@@ -128,6 +136,9 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		popts.Levels[i].FilterType = pebble.TableFilter
+	}
+	if opts.Tune != nil {
+		opts.Tune(popts)
 	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
