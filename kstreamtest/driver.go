@@ -487,11 +487,16 @@ func (d *Driver) sources() []string {
 // append gives raw a partition, an offset and a timestamp, records it in its topic, and
 // buffers it for processing if the topology reads that topic. The error is the timestamp
 // extractor's.
-func (d *Driver) append(raw *kgo.Record) error {
+func (d *Driver) append(raw *kgo.Record) error { return d.appendChosen(raw, false) }
+
+// appendChosen is append, keeping the partition of raw when chosen says its writer chose
+// it.
+func (d *Driver) appendChosen(raw *kgo.Record, chosen bool) error {
 	n := d.partitionsOf(raw.Topic)
 	switch {
-	case d.keepsPartition(raw.Topic) && raw.Partition >= 0 && raw.Partition < n:
-		// The writer chose the partition (runtime.InternalTopic.KeepPartition).
+	case (chosen || d.keepsPartition(raw.Topic)) && raw.Partition >= 0 && raw.Partition < n:
+		// The writer chose the partition (runtime.InternalTopic.KeepPartition, or a
+		// stream partitioner: runtime.OutRecord.Partitioned).
 	case n > 1 && raw.Key != nil:
 		raw.Partition = javaPartition(raw.Key, n)
 	default:
@@ -593,7 +598,7 @@ func (d *Driver) release(topic string) error {
 // once (every topic exists in the driver).
 func (d *taskEnv) Produce(o *runtime.OutRecord) {
 	rec := o.Record
-	if err := (*Driver)(d).append(&rec); err != nil && d.fatal == nil {
+	if err := (*Driver)(d).appendChosen(&rec, o.Partitioned); err != nil && d.fatal == nil {
 		d.fatal = err
 	}
 }
@@ -816,6 +821,12 @@ func (d *taskEnv) Upstream(topic string) (sub int, tasks, partitions int32, ok b
 		return it.Writer, tasks, dd.partitionsOf(topic), tasks > 0
 	}
 	return 0, 0, 0, false
+}
+
+// PartitionCount implements the runtime's task environment: every topic exists in the
+// driver, with the partitions of [Partitions] and [TopicPartitions].
+func (d *taskEnv) PartitionCount(_ context.Context, topic string) (int32, error) {
+	return (*Driver)(d).partitionsOf(topic), nil
 }
 
 // CaughtUp implements the runtime's task environment: task id has nothing buffered, and

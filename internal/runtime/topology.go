@@ -181,6 +181,10 @@ type TaskEnv interface {
 	// of its input partitions is at its end as last seen (the task has no known lag).
 	// It is called from the task's own goroutine.
 	CaughtUp(id TaskID) bool
+	// PartitionCount returns the partition count of topic, for a sink with a stream
+	// partitioner: known at start for the topics of the topology, asked of the cluster
+	// (once) for another topic, which blocks until the answer or ctx is done.
+	PartitionCount(ctx context.Context, topic string) (int32, error)
 	// Context is done when the instance shuts down: it bounds the work a task does outside
 	// Kafka while processing (a batch sink's calls and its waits between retries), so that
 	// a shutdown does not wait for it. Work cut short by it is finished in PreCommit.
@@ -196,7 +200,10 @@ type OutRecord struct {
 	Source   *kgo.Record // the input record whose processing produced it (may be nil)
 	// DeadLetter marks a dead-letter record (its acknowledgement is noted for Status).
 	DeadLetter bool
-	ctx        context.Context
+	// Partitioned says Record.Partition is the partition a stream partitioner chose, which
+	// the producer keeps instead of hashing the key.
+	Partitioned bool
+	ctx         context.Context
 
 	changelog *loggedStore // set for changelog writes: their acknowledgements move its checkpoint
 	acks      *ackGroup    // the records of the commit it was produced before (commitasync.go)
