@@ -135,6 +135,14 @@ var confScenarios = []struct {
 	{"repartition-partitions", func(b *kstream.Builder) {
 		confOut(kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).Repartition("rp", kstream.NumPartitions(3)))
 	}},
+	{"partitioner-multicast", func(b *kstream.Builder) {
+		confIn(b).To("out", serde.String(), serde.String(), kstream.WithPartitioner(confMulticast))
+	}},
+	{"partitioner-repartition", func(b *kstream.Builder) {
+		r := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).
+			Repartition("pp", kstream.NumPartitions(2), kstream.WithPartitioner(confMulticast))
+		confOut(kstream.MapValues(r, func(v string) string { return "p:" + v }))
+	}},
 	{"mapvalues-to-null", func(b *kstream.Builder) {
 		m := kstream.MapValues(confIn(b), func(v string) *string {
 			if len(v) > 5 {
@@ -963,6 +971,29 @@ func confSources(describe string) map[string]bool {
 	return out
 }
 
+// confMulticast is the stream partitioner of the partitioner-* scenarios (Main.multicast):
+// an empty value goes nowhere (dropped), a value longer than 5 to partitions 0 and 1, any
+// other to the default partitioner.
+func confMulticast(_, _, v string, _ int32) kstream.Partitions {
+	switch {
+	case v == "":
+		return kstream.ToPartitions()
+	case len(v) > 5:
+		return kstream.ToPartitions(0, 1)
+	}
+	return kstream.DefaultPartition()
+}
+
+// confScenarioOpts are driver options of single scenarios, added to those of every run.
+// TopologyTestDriver's topics have one partition but its producer writes the partition 1
+// that Main.multicast chooses too, which kstream's driver (as a broker) refuses for a
+// topic of one partition: the topic it writes has 2 partitions here (the driver gives a
+// repartition topic the partitions of every topic, whatever its NumPartitions).
+var confScenarioOpts = map[string][]kstreamtest.Option{
+	"partitioner-multicast":   {kstreamtest.TopicPartitions("out", 2)},
+	"partitioner-repartition": {kstreamtest.TopicPartitions("conformance-pp-repartition", 2)},
+}
+
 // confRun builds a scenario and runs confInput through the driver, returning its Describe
 // text and its output in the golden format. A build, pipe or read error ends the output
 // with a line "error: ..." (so that it is a difference like any other).
@@ -981,6 +1012,7 @@ func confRun(name string, build func(b *kstream.Builder), opts ...kstreamtest.Op
 	if strings.HasPrefix(name, confCachedPrefix) {
 		cfg.CacheMaxBytes = 0 // the default, 10 MiB: Java's statestore.cache.max.bytes in these scenarios
 	}
+	opts = append(slices.Clone(opts), confScenarioOpts[name]...)
 	d, err := kstreamtest.New(b, cfg, opts...)
 	if err != nil {
 		return describe, []string{"error: " + err.Error()}
