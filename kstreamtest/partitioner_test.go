@@ -1,6 +1,9 @@
 package kstreamtest_test
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -153,4 +156,73 @@ func equalParts(a, b []partRec) bool {
 		}
 	}
 	return true
+}
+
+// byDigit sends a key "<letter><digit>" to partition digit modulo the count.
+func byDigit(_, k, _ string, n int32) kstream.Partitions {
+	if len(k) < 2 {
+		return kstream.DefaultPartition()
+	}
+	return kstream.ToPartitions(int32(k[1]-'0') % n)
+}
+
+// fkPartitioned joins orders ("<customer>|<item>") with customers, both written to their
+// topics by byDigit, with the join's partitioners when with is true.
+func fkPartitioned(t *testing.T, with bool) []string {
+	t.Helper()
+	b := kstream.NewBuilder()
+	kstream.Stream(b, "raw-orders", serde.String(), serde.String()).To("orders", nil, nil, kstream.WithPartitioner(byDigit))
+	kstream.Stream(b, "raw-customers", serde.String(), serde.String()).To("customers", nil, nil, kstream.WithPartitioner(byDigit))
+	o := kstream.Table(b, "orders", serde.String(), serde.String(), "orders-store")
+	c := kstream.Table(b, "customers", serde.String(), serde.String(), "customers-store")
+	var opts []kstream.Option
+	if with {
+		opts = append(opts, kstream.WithPartitioner(byDigit), kstream.WithOtherPartitioner(byDigit))
+	}
+	kstream.TableJoinOn(o, c, func(_, v string) string {
+		cust, _, _ := strings.Cut(v, "|")
+		return cust
+	}, func(v, name string) string { return v + "@" + name }, opts...).ToStream().To("out", serde.String(), serde.String())
+	d, err := kstreamtest.New(b, kstream.Config{}, kstreamtest.Partitions(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cin := kstreamtest.CreateInputTopic(d, "raw-customers", serde.String(), serde.String())
+	oin := kstreamtest.CreateInputTopic(d, "raw-orders", serde.String(), serde.String())
+	for i := range 8 {
+		if err := cin.Pipe("c"+strconv.Itoa(i), "name"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 {
+		if err := oin.Pipe("o"+strconv.Itoa(i), "c"+strconv.Itoa(7-i)+"|item"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kvs, err := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String()).ReadKeyValues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range kvs {
+		got = append(got, kv.Key+"="+kv.Value)
+	}
+	slices.Sort(got)
+	return got
+}
+
+func TestPartitionerForeignKeyJoin(t *testing.T) {
+	var want []string
+	for i := range 8 {
+		want = append(want, fmt.Sprintf("o%d=c%d|item@name%d", i, 7-i, 7-i))
+	}
+	if got := fkPartitioned(t, true); !slices.Equal(got, want) {
+		t.Fatalf("with the partitioners: out = %v, want %v", got, want)
+	}
+	// Without WithOtherPartitioner the subscriptions go by the default partitioner, to
+	// tasks that do not hold the customers: some orders find no customer.
+	if got := fkPartitioned(t, false); len(got) >= len(want) {
+		t.Fatalf("without the partitioners: out = %v, want fewer results than %d", got, len(want))
+	}
 }
