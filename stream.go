@@ -3,6 +3,7 @@ package kstream
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
@@ -240,6 +241,34 @@ func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs s
 		b.errorf("%s: WithOffsetReset: %w", "Stream("+strings.Join(topics, ",")+")", err)
 	}
 	n := &node{kind: kindSource, topics: append([]string(nil), topics...), reset: c.reset, extractor: c.extractor}
+	b.addNode(n, "SOURCE", c.name)
+	n.instantiate = sourceInstance(n, ks, vs)
+	return KStream[K, V]{b: b, n: n, ks: ks, vs: vs}
+}
+
+// StreamPattern reads every topic whose whole name matches pattern (Java's
+// Pattern.matcher(topic).matches(); write pattern without ^ and $) as one stream with the
+// given serdes: Kafka Streams' StreamsBuilder.stream(Pattern). As in Java, the topics are
+// those that exist when the application starts, and a matching topic created later is
+// picked up: the instance that sees it rebalances, and the sub-topology's tasks read it
+// too. Its tasks read partition p of every matching topic, so a sub-topology has as many
+// tasks as the largest matching topic has partitions; a pattern source joined with
+// another stream or table requires every matching topic to have the partition count of
+// the other side (co-partitioning, as in Java). The application's own internal topics
+// never match. Options: as [Stream].
+func StreamPattern[K, V any](b *Builder, pattern *regexp.Regexp, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
+	c := b.options("StreamPattern", opts, "WithOffsetReset", "WithTimestampExtractor")
+	if pattern == nil {
+		b.errorf("StreamPattern: no pattern given")
+		pattern = regexp.MustCompile("$^")
+	}
+	if ks == nil || vs == nil {
+		b.errorf("StreamPattern(%s): key and value serdes are required: %w", pattern, ErrNoSerde)
+	}
+	if err := c.reset.check(); err != nil {
+		b.errorf("StreamPattern(%s): WithOffsetReset: %w", pattern, err)
+	}
+	n := &node{kind: kindSource, pattern: pattern, reset: c.reset, extractor: c.extractor}
 	b.addNode(n, "SOURCE", c.name)
 	n.instantiate = sourceInstance(n, ks, vs)
 	return KStream[K, V]{b: b, n: n, ks: ks, vs: vs}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,10 @@ var confScenarios = []struct {
 		r := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).
 			Repartition("pp", kstream.NumPartitions(2), kstream.WithPartitioner(confMulticast))
 		confOut(kstream.MapValues(r, func(v string) string { return "p:" + v }))
+	}},
+	{"pattern-source", func(b *kstream.Builder) {
+		s := kstream.StreamPattern(b, regexp.MustCompile("le.*|righ."), serde.String(), serde.String())
+		confOut(kstream.MapValues(s, func(v string) string { return "P" + v }))
 	}},
 	{"mapvalues-to-null", func(b *kstream.Builder) {
 		m := kstream.MapValues(confIn(b), func(v string) *string {
@@ -959,8 +964,21 @@ func confBytes(s *string) []byte {
 func confSources(describe string) map[string]bool {
 	out := map[string]bool{}
 	for _, line := range strings.Split(describe, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "Source: ") {
+			continue
+		}
 		_, rest, ok := strings.Cut(line, "(topics: [")
-		if !ok || !strings.HasPrefix(strings.TrimSpace(line), "Source: ") {
+		if _, pat, isPattern := strings.Cut(line, "(topics: "); !ok && isPattern {
+			// A pattern source (kstream.StreamPattern): the input topics it matches.
+			re := regexp.MustCompile("^(?:" + strings.TrimSuffix(pat, ")") + ")$")
+			for _, r := range confInput() {
+				if re.MatchString(r.topic) {
+					out[r.topic] = true
+				}
+			}
+			continue
+		}
+		if !ok {
 			continue
 		}
 		list, _, _ := strings.Cut(rest, "])")

@@ -48,6 +48,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"github.com/kstream-go/kstream/internal/partition"
 	"io"
 	"log/slog"
@@ -103,6 +104,9 @@ type Driver struct {
 	opts    options
 	maxIdle time.Duration                       // Config.MaxTaskIdle
 	subOf   map[string]int                      // source topic -> sub-topology
+	// patterns are the pattern sources (kstream.StreamPattern): a topic that one matches
+	// joins its sub-topology's tasks when it is first written (matchPattern).
+	patterns []driverPattern
 	global  map[string]*runtime.GlobalStoreSpec // global table topic -> its store
 	tasks   map[runtime.TaskID]*task
 	order   []*task                  // the tasks, by id
@@ -180,6 +184,10 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
+			if src.Pattern != nil {
+				d.patterns = append(d.patterns, driverPattern{runtime.AnchoredPattern(src.Pattern), st.ID})
+				continue
+			}
 			d.subOf[src.Topic] = st.ID
 		}
 	}
@@ -469,7 +477,7 @@ func (d *Driver) step(t *task) error {
 // reads reports whether the topology reads topic, as a source or a global table.
 func (d *Driver) reads(topic string) bool {
 	_, src := d.subOf[topic]
-	return src || d.global[topic] != nil
+	return src || d.matchPattern(topic) || d.global[topic] != nil
 }
 
 func (d *Driver) sources() []string {
@@ -523,6 +531,9 @@ func (d *Driver) enqueue(raw *kgo.Record) error {
 		return nil
 	}
 	sub, ok := d.subOf[raw.Topic]
+	if !ok && d.matchPattern(raw.Topic) {
+		sub, ok = d.subOf[raw.Topic]
+	}
 	if !ok {
 		return nil
 	}
@@ -844,4 +855,32 @@ func (d *taskEnv) CaughtUp(id runtime.TaskID) bool {
 		}
 	}
 	return true
+}
+
+// driverPattern is a pattern source of sub-topology sub.
+type driverPattern struct {
+	re  *regexp.Regexp // anchored
+	sub int
+}
+
+// matchPattern reports whether a pattern source reads topic, which is not a named source;
+// if so, topic becomes a source of the pattern's sub-topology, whose tasks read its
+// partitions from now on, as a topic created later joins them in an application.
+func (d *Driver) matchPattern(topic string) bool {
+	if _, ok := d.subOf[topic]; ok || d.global[topic] != nil {
+		return false
+	}
+	for _, p := range d.patterns {
+		if !p.re.MatchString(topic) {
+			continue
+		}
+		d.subOf[topic] = p.sub
+		for _, t := range d.order {
+			if t.id.SubTopology == p.sub && t.id.Partition < d.partitionsOf(topic) {
+				t.group.AddPartition(topic, t.id.Partition)
+			}
+		}
+		return true
+	}
+	return false
 }

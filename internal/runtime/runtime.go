@@ -325,6 +325,9 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
+			if src.Pattern != nil {
+				continue // its topics are known at start (resolvePatterns)
+			}
 			if prev, ok := r.topicSub[src.Topic]; ok && prev != st.ID {
 				return nil, fmt.Errorf("kstream: topic %q is a source of sub-topologies %d and %d", src.Topic, prev, st.ID)
 			}

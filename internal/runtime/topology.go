@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/kstream-go/kstream/store"
@@ -88,9 +89,13 @@ type SubTopology struct {
 	NewTask func(env TaskEnv, id TaskID, stores map[string]store.Backend) (Task, error)
 }
 
-// Source is one topic a sub-topology reads.
+// Source is one topic a sub-topology reads, or a pattern of topics.
 type Source struct {
 	Topic string
+	// Pattern, when Topic is empty, matches the topics of a pattern source
+	// (StreamsBuilder.stream(Pattern)): the runtime replaces the source with one per
+	// matching topic when it starts (resolvePatterns).
+	Pattern *regexp.Regexp
 	Reset Reset
 	// ResetDuration is ResetByDuration's duration.
 	ResetDuration time.Duration

@@ -16,6 +16,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Consumer;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -361,6 +362,10 @@ public final class Main {
                 .repartition(Repartitioned.<String, String>as("pp").withKeySerde(STRING).withValueSerde(STRING)
                         .withNumberOfPartitions(2).withStreamPartitioner(Main::multicast))
                 .mapValues(v -> "p:" + nz(v))
+                .to("out"));
+        // pattern-source: a source subscribed by a pattern that matches topics left and right.
+        add("pattern-source", b -> b.stream(Pattern.compile("le.*|righ."), Consumed.with(STRING, STRING))
+                .mapValues((k, v) -> "P" + nz(v))
                 .to("out"));
         // mapvalues-to-null: mapValues returning null for long values (Go: a nil *string).
         add("mapvalues-to-null", b -> in(b).mapValues(v -> nz(v).length() > 5 ? null : nz(v) + "!")
@@ -1241,7 +1246,17 @@ public final class Main {
         for (TopologyDescription.Subtopology sub : d.subtopologies()) {
             for (TopologyDescription.Node n : sub.nodes()) {
                 if (n instanceof TopologyDescription.Source) {
-                    out.addAll(((TopologyDescription.Source) n).topicSet());
+                    TopologyDescription.Source s = (TopologyDescription.Source) n;
+                    if (s.topicSet() != null) {
+                        out.addAll(s.topicSet());
+                    } else {
+                        // A pattern source: the input topics whose whole name matches.
+                        for (In r : input()) {
+                            if (s.topicPattern().matcher(r.topic()).matches()) {
+                                out.add(r.topic());
+                            }
+                        }
+                    }
                 }
             }
         }
