@@ -68,10 +68,10 @@ type node struct {
 	children []*node
 
 	// Sources.
-	topics    []string
+	topics []string
 	// pattern, for a source made by StreamPattern (topics is then empty), matches the
 	// topics it reads.
-	pattern *regexp.Regexp
+	pattern   *regexp.Regexp
 	reset     OffsetReset
 	internal  bool
 	extractor TimestampExtractor // nil: Config.DefaultTimestampExtractor

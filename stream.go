@@ -3,8 +3,8 @@ package kstream
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"reflect"
+	"regexp"
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"

@@ -48,10 +48,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"github.com/kstream-go/kstream/internal/partition"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
 	"time"
 
@@ -102,16 +102,16 @@ type Driver struct {
 	topo    *runtime.Topology
 	log     *slog.Logger
 	opts    options
-	maxIdle time.Duration                       // Config.MaxTaskIdle
-	subOf   map[string]int                      // source topic -> sub-topology
+	maxIdle time.Duration  // Config.MaxTaskIdle
+	subOf   map[string]int // source topic -> sub-topology
 	// patterns are the pattern sources (kstream.StreamPattern): a topic that one matches
 	// joins its sub-topology's tasks when it is first written (matchPattern).
 	patterns []driverPattern
-	global  map[string]*runtime.GlobalStoreSpec // global table topic -> its store
-	tasks   map[runtime.TaskID]*task
-	order   []*task                  // the tasks, by id
-	next    map[topicPartition]int64 // next offset per partition
-	topics  map[string][]*kgo.Record // every record written to each topic, in order
+	global   map[string]*runtime.GlobalStoreSpec // global table topic -> its store
+	tasks    map[runtime.TaskID]*task
+	order    []*task                  // the tasks, by id
+	next     map[topicPartition]int64 // next offset per partition
+	topics   map[string][]*kgo.Record // every record written to each topic, in order
 	// slots are the records waiting to be processed, in the order they were written: a
 	// record of a global table's topic, or a turn of the task whose partition got one (it
 	// then processes the head of its partition group, its record with the lowest

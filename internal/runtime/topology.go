@@ -96,7 +96,7 @@ type Source struct {
 	// (StreamsBuilder.stream(Pattern)): the runtime replaces the source with one per
 	// matching topic when it starts (resolvePatterns).
 	Pattern *regexp.Regexp
-	Reset Reset
+	Reset   Reset
 	// ResetDuration is ResetByDuration's duration.
 	ResetDuration time.Duration
 	Internal      bool // a repartition topic created by the application
