@@ -115,5 +115,8 @@ func (r *Runtime) resolvePatterns(ctx context.Context) error {
 			r.topicSub[src.Topic] = st.ID
 		}
 	}
+	if m, ok := r.member.(*classicMembership); ok {
+		m.tb.indexTopics()
+	}
 	return nil
 }
