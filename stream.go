@@ -248,14 +248,17 @@ func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs s
 
 // StreamPattern reads every topic whose whole name matches pattern (Java's
 // Pattern.matcher(topic).matches(); write pattern without ^ and $) as one stream with the
-// given serdes: Kafka Streams' StreamsBuilder.stream(Pattern). As in Java, the topics are
-// those that exist when the application starts, and a matching topic created later is
-// picked up: the instance that sees it rebalances, and the sub-topology's tasks read it
-// too. Its tasks read partition p of every matching topic, so a sub-topology has as many
-// tasks as the largest matching topic has partitions; a pattern source joined with
-// another stream or table requires every matching topic to have the partition count of
-// the other side (co-partitioning, as in Java). The application's own internal topics
-// never match. Options: as [Stream].
+// given serdes: Kafka Streams' StreamsBuilder.stream(Pattern). Describe prints the
+// pattern as Java does ("(topics: <pattern>)"). As in Java, task p reads partition p of
+// every matching topic, so the sub-topology has as many tasks as the largest matching
+// topic has partitions, and a pattern source joined with another stream or table requires
+// every matching topic to have the partition count of the other side (co-partitioning,
+// checked at start). The application's own internal topics never match.
+//
+// Unlike Java, the topics are those that match when the instance starts: at least one
+// must exist then (else Run fails), and a matching topic created later is not read until
+// the instances are restarted (each instance logs a warning naming it). Options: as
+// [Stream].
 func StreamPattern[K, V any](b *Builder, pattern *regexp.Regexp, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
 	c := b.options("StreamPattern", opts, "WithOffsetReset", "WithTimestampExtractor")
 	if pattern == nil {

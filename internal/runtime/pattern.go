@@ -104,6 +104,13 @@ func (r *Runtime) resolvePatterns(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, st := range r.topo.SubTopologies {
+		for _, src := range st.Sources {
+			if src.Pattern != nil {
+				r.patterns = append(r.patterns, AnchoredPattern(src.Pattern))
+			}
+		}
+	}
 	if err := ResolvePatterns(r.topo, topics, func(t string) bool { return r.internal[t] }); err != nil {
 		return err
 	}
@@ -119,4 +126,33 @@ func (r *Runtime) resolvePatterns(ctx context.Context) error {
 		m.tb.indexTopics()
 	}
 	return nil
+}
+
+// checkNewPatternTopics logs, once per topic, a topic created since the start that a
+// pattern source matches: this instance reads the topics that matched at its start only
+// (see StreamPattern), so it must be restarted to read the new one.
+func (w *topicWatch) checkNewPatternTopics(ctx context.Context) {
+	r := w.r
+	if len(r.patterns) == 0 {
+		return
+	}
+	details, err := r.admin.ListTopics(ctx)
+	if err != nil {
+		return // the next check retries
+	}
+	for _, t := range details.Names() {
+		if _, known := r.topicSub[t]; known || r.internal[t] || w.newPattern[t] {
+			continue
+		}
+		for _, re := range r.patterns {
+			if re.MatchString(t) {
+				if w.newPattern == nil {
+					w.newPattern = map[string]bool{}
+				}
+				w.newPattern[t] = true
+				r.log.Warn("kstream: a topic created since the start matches a pattern source; restart the instances to read it", "topic", t, "pattern", re.String())
+				break
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
@@ -131,6 +132,8 @@ type Runtime struct {
 	holdUntil time.Time
 
 	counts map[string]int32 // partition counts of sources and internal topics, set by prepare
+	// patterns are the pattern sources' patterns, anchored (resolvePatterns).
+	patterns []*regexp.Regexp
 	// otherCounts are the partition counts of other topics that sinks with a stream
 	// partitioner write (PartitionCount), topic to int32.
 	otherCounts sync.Map
