@@ -2,6 +2,7 @@ package kstreamtest_test
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,5 +225,35 @@ func TestPartitionerForeignKeyJoin(t *testing.T) {
 	// tasks that do not hold the customers: some orders find no customer.
 	if got := fkPartitioned(t, false); len(got) >= len(want) {
 		t.Fatalf("without the partitioners: out = %v, want fewer results than %d", got, len(want))
+	}
+}
+
+// TestPatternSourceDriver pipes records to topics that a pattern source matches, written
+// after the driver started, and to one it does not (a partial match), which the driver
+// refuses as it refuses any topic the topology does not read.
+func TestPatternSourceDriver(t *testing.T) {
+	b := kstream.NewBuilder()
+	s := kstream.StreamPattern(b, regexp.MustCompile(`in-[0-9]`), serde.String(), serde.String())
+	kstream.MapValuesWithKey(s, func(k, v string) string { return k + v }).To("out", serde.String(), serde.String())
+	d, err := kstreamtest.New(b, kstream.Config{}, kstreamtest.Partitions(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, topic := range []string{"in-1", "in-3"} {
+		if err := kstreamtest.CreateInputTopic(d, topic, serde.String(), serde.String()).Pipe("k", topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The whole name must match, as in Java: in-22 is no source.
+	if err := kstreamtest.CreateInputTopic(d, "in-22", serde.String(), serde.String()).Pipe("k", "in-22"); err == nil || !strings.Contains(err.Error(), "not a source") {
+		t.Fatalf("piping to in-22: err = %v, want one saying it is not a source", err)
+	}
+	vs, err := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String()).ReadValues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kin-1", "kin-3"}; !slices.Equal(vs, want) {
+		t.Fatalf("out = %v, want %v", vs, want)
 	}
 }
