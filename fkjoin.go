@@ -47,8 +47,10 @@ import (
 // "<name>-subscription-store", the topics
 // "<application.id>-<name>-subscription-registration-topic" and
 // "<application.id>-<name>-subscription-response-topic", ..., the result "<name>-result"),
-// [Materialized] (the result's store). Without Materialized the result has no store; give
-// it one to join it with another table or to query it.
+// [Materialized] (the result's store), [WithPartitioner] and [WithOtherPartitioner] (the
+// partitioners of the left and right tables' topics, Java's TableJoined.withPartitioner
+// and withOtherPartitioner). Without Materialized the result has no store; give it one to
+// join it with another table or to query it.
 func TableJoinOn[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(key K, v V) KO, joiner func(v V, vo VO) VR, opts ...Option) KTable[K, VR] {
 	return fkJoin(left, right, fk, func(v V, vo VO, _ bool) VR { return joiner(v, vo) }, false, "TableJoinOn", opts)
 }
