@@ -3,6 +3,8 @@ package kstream_test
 import (
 	"encoding/binary"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/internal/partition"
+	"github.com/kstream-go/kstream/query"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -101,5 +104,17 @@ func TestPartitionerOnBroker(t *testing.T) {
 			v, ok, err := st.Get([]byte(key))
 			return err == nil && ok && v.Partition == km.Partition && len(v.Value) == 8 && binary.BigEndian.Uint64(v.Value) == 1
 		})
+	}
+
+	// The query server finds them through Config.KeyMetadata.
+	srv := query.NewServer(query.Config{App: app, Logger: testLogger(t), KeyMetadata: func(store string, k kstream.RawKey) (kstream.KeyMetadata, error) {
+		return kstream.KeyMetadataWith(app, store, k, byDigit)
+	}})
+	for i := range 5 {
+		rr := httptest.NewRecorder()
+		srv.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, fmt.Sprintf("/v1/stores/counts/keys?key=k%d", i), nil))
+		if body := rr.Body.String(); rr.Code != http.StatusOK || !strings.Contains(body, fmt.Sprintf(`"partition":%d`, i)) {
+			t.Fatalf("GET key k%d: %d %s; want 200 from partition %d", i, rr.Code, body, i)
+		}
 	}
 }
