@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 
 	"github.com/kstream-go/kstream/internal/runtime"
@@ -68,7 +69,10 @@ type node struct {
 	children []*node
 
 	// Sources.
-	topics    []string
+	topics []string
+	// pattern, for a source made by StreamPattern (topics is then empty), matches the
+	// topics it reads.
+	pattern   *regexp.Regexp
 	reset     OffsetReset
 	internal  bool
 	extractor TimestampExtractor // nil: Config.DefaultTimestampExtractor
@@ -389,6 +393,9 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 						topic = internalTopic(appID, topic)
 					}
 					st.Sources = append(st.Sources, runtime.Source{Topic: topic, Reset: reset, ResetDuration: resetD, Internal: n.internal})
+				}
+				if n.pattern != nil {
+					st.Sources = append(st.Sources, runtime.Source{Pattern: n.pattern, Reset: reset, ResetDuration: resetD})
 				}
 			case kindSink:
 				if n.sinkTopic != "" && !n.internal {

@@ -123,6 +123,9 @@ func (dn *dnode) String() string {
 	n := dn.n
 	switch n.kind {
 	case kindSource:
+		if n.pattern != nil { // Java prints the Pattern itself, without brackets
+			return fmt.Sprintf("Source: %s (topics: %s)\n      --> %s", n.name, n.pattern.String(), dn.succs.names())
+		}
 		return fmt.Sprintf("Source: %s (topics: [%s])\n      --> %s", n.name, javaSetString(n.topics), dn.succs.names())
 	case kindSink:
 		if n.sinkTopic != "" {

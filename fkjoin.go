@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/kstream-go/kstream/internal/partition"
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -46,8 +47,10 @@ import (
 // "<name>-subscription-store", the topics
 // "<application.id>-<name>-subscription-registration-topic" and
 // "<application.id>-<name>-subscription-response-topic", ..., the result "<name>-result"),
-// [Materialized] (the result's store). Without Materialized the result has no store; give
-// it one to join it with another table or to query it.
+// [Materialized] (the result's store), [WithPartitioner] and [WithOtherPartitioner] (the
+// partitioners of the left and right tables' topics, Java's TableJoined.withPartitioner
+// and withOtherPartitioner). Without Materialized the result has no store; give it one to
+// join it with another table or to query it.
 func TableJoinOn[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(key K, v V) KO, joiner func(v V, vo VO) VR, opts ...Option) KTable[K, VR] {
 	return fkJoin(left, right, fk, func(v V, vo VO, _ bool) VR { return joiner(v, vo) }, false, "TableJoinOn", opts)
 }
@@ -127,7 +130,9 @@ func (f fkCloser) Close() error { return f() }
 // fkJoin builds Kafka Streams' foreign-key join (KTableImpl.doJoinOnForeignKey).
 func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk func(K, V) KO, joiner func(V, VO, bool) VR, leftJoin bool, op string, opts []Option) KTable[K, VR] {
 	b := left.b
-	c := b.options(op, opts, "Materialized")
+	c := b.options(op, opts, "Materialized", "WithPartitioner", "WithOtherPartitioner")
+	leftPart := partitionerOf[K, V](b, op+": WithPartitioner (of the left table)", c.partitioner)
+	rightPart := partitionerOf[KO, VO](b, op+": WithOtherPartitioner (of the right table)", c.otherPartitioner)
 	if right.b != b {
 		b.errorf("%s: the tables come from different builders", op)
 		return KTable[K, VR]{b: b, n: left.n, info: storedInfo()}
@@ -349,6 +354,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			return nil
 		}))
 	}
+	var produceSubscription func(t *task, o *runtime.OutRecord)
 	// The registration sink writes the subscriptions as they are (bytes), partitioned by
 	// foreign key.
 	regSink.instantiate = func(t *task) (any, error) {
@@ -359,7 +365,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 			if r.HasNullKey() {
 				key = nil
 			}
-			t.env.Produce(&runtime.OutRecord{
+			produceSubscription(t, &runtime.OutRecord{
 				Record:   kgo.Record{Topic: topic, Key: key, Value: r.Value, Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},
 				Operator: regSink.name,
 				Source:   t.cur,
@@ -561,18 +567,65 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		}))
 	}
 
+	// produceSubscription produces o, a subscription keyed by its serialized foreign key,
+	// to the partition that right's partitioner (WithOtherPartitioner) chooses for it, or
+	// else by the default partitioner, as Java's subscription sink does.
+	produceSubscription = func(t *task, o *runtime.OutRecord) {
+		if rightPart == nil {
+			t.env.Produce(o)
+			return
+		}
+		var ko KO
+		if o.Record.Key != nil {
+			var err error
+			if ko, err = deserialize(right.ks, o.Record.Key); err != nil {
+				t.processingError(regSink, fmt.Errorf("deserializing the foreign key for WithOtherPartitioner: %w", err))
+				return
+			}
+		}
+		var zero VO
+		p, ok := fkPartition(t, regSink, o.Record.Topic, func(n int32) Partitions { return rightPart(o.Record.Topic, ko, zero, n) })
+		if !ok {
+			return
+		}
+		if p >= 0 {
+			o.Record.Partition, o.Partitioned = p, true
+		}
+		t.env.Produce(o)
+	}
+
 	// The response sink writes each response to the partition of the left record that
-	// subscribed (the primary partition), as Java's response partitioner does.
+	// subscribed (the primary partition), as Java's response partitioner does; with
+	// WithPartitioner, to the partition it chooses for the primary key, as Java's does then.
 	respSink.instantiate = func(t *task) (any, error) {
 		topic := internalTopic(t.appID, respTopic)
 		return func(r Record[[]byte, fkResponse]) {
 			defer t.recoverIn(respSink)
-			if r.Value.partition < 0 {
+			if r.Value.partition < 0 && leftPart == nil {
 				t.processingError(respSink, fmt.Errorf("a response to a subscription of version 0 (no primary partition) cannot be routed; upgrade the applications that wrote it"))
 				return
 			}
+			part := r.Value.partition
+			if leftPart != nil {
+				k, err := deserialize(left.ks, r.Key)
+				if err != nil {
+					t.processingError(respSink, fmt.Errorf("deserializing the key for WithPartitioner: %w", err))
+					return
+				}
+				var zero V
+				p, ok := fkPartition(t, respSink, topic, func(n int32) Partitions { return leftPart(topic, k, zero, n) })
+				if !ok {
+					return
+				}
+				if part = p; p < 0 {
+					// The default partitioner's choice, made here: the topic's records
+					// carry their partition (InternalTopic.KeepPartition).
+					n, _ := t.env.PartitionCount(t.env.Context(), topic)
+					part = partition.ForKey(r.Key, n)
+				}
+			}
 			t.env.Produce(&runtime.OutRecord{
-				Record:   kgo.Record{Topic: topic, Partition: r.Value.partition, Key: r.Key, Value: encodeFKResponse(r.Value), Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},
+				Record:   kgo.Record{Topic: topic, Partition: part, Key: r.Key, Value: encodeFKResponse(r.Value), Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},
 				Operator: respSink.name,
 				Source:   t.cur,
 			})
@@ -588,7 +641,7 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		if err != nil {
 			return err
 		}
-		t.env.Produce(&runtime.OutRecord{
+		produceSubscription(t, &runtime.OutRecord{
 			Record:   kgo.Record{Topic: internalTopic(t.appID, regTopic), Key: fkb, Value: wire, Timestamp: rec.Timestamp, Headers: toKgoHeaders(rec.Headers)},
 			Operator: regSink.name,
 			Source:   t.cur,
@@ -810,4 +863,27 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 		out.store, out.getterStores = d.name, []*storeDef{d}
 	}
 	return out
+}
+
+// fkPartition asks a foreign-key join's partitioner (through choose, given the partition
+// count of topic) for the partition of a subscription or a response, in sink n of task t:
+// -1 for the default partitioner. A partitioner must choose one partition, as Java's
+// requires ("should be a singleton set"); anything else is a processing error, and ok is
+// false.
+func fkPartition(t *task, n *node, topic string, choose func(n int32) Partitions) (p int32, ok bool) {
+	count, err := t.env.PartitionCount(t.env.Context(), topic)
+	if err != nil {
+		t.partitionError(n, topic, err)
+		return 0, false
+	}
+	ps := choose(count)
+	if ps.IsDefault() {
+		return -1, true
+	}
+	l := ps.List()
+	if len(l) != 1 || l[0] < 0 || l[0] >= count {
+		t.processingError(n, fmt.Errorf("the partitioner of a foreign-key join must choose one partition in [0, %d), but chose %v", count, l))
+		return 0, false
+	}
+	return l[0], true
 }

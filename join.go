@@ -3,6 +3,7 @@ package kstream
 import (
 	"fmt"
 
+	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
 )
 
@@ -180,6 +181,9 @@ func (b *Builder) sourceTopicsOf(n *node) []string {
 		seen[x] = true
 		if x.kind == kindSource {
 			out = append(out, x.topics...)
+			if x.pattern != nil {
+				out = append(out, runtime.PatternMarker(x.pattern.String()))
+			}
 		}
 		for _, p := range x.parents {
 			walk(p)

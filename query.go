@@ -239,6 +239,10 @@ func StaleStores(maxLag int64) QueryOption {
 // QueryPartitions restricts a query to the given partitions: a range or full scan reads
 // only them (and fails if one is not available here), Kafka Streams'
 // StoreQueryParameters.withPartition. By default a scan reads every partition hosted here.
+// With exactly one partition, a key lookup (a get, a window or session fetch) reads that
+// partition too, as Java's does, instead of the key's partition by the default
+// partitioner: the way to read a store partitioned by a [Partitioner] (see
+// [KeyMetadataWith]).
 func QueryPartitions(ps ...int32) QueryOption {
 	return func(o *queryOptions) { o.partitions = append(o.partitions, ps...) }
 }
@@ -281,7 +285,60 @@ func (a *App) KeyMetadata(name string, key any) (KeyMetadata, error) {
 	if !ok {
 		return KeyMetadata{}, &StoreUnavailableError{Store: name, Partition: -1, Reason: NotRunning}
 	}
-	p := partition.ForKey(kb, n)
+	return a.keyMetadataAt(name, partition.ForKey(kb, n)), nil
+}
+
+// KeyMetadataWith is [App.KeyMetadata] for a store whose input is partitioned by p (a
+// topic written with [WithPartitioner], or a [KStream.Repartition] with it): Kafka
+// Streams' KafkaStreams.queryMetadataForKey(store, key, partitioner). key is a K or a
+// [RawKey] (deserialized with the store's key serde). p is called, as Java calls it, with
+// the store's input topic of the most partitions, key, the zero value and that topic's
+// partition count; it must choose one partition or [DefaultPartition] (the murmur2 hash of
+// the serialized key), else KeyMetadataWith fails. For a global store p is not called.
+func KeyMetadataWith[K, V any](a *App, name string, key any, p Partitioner[K, V]) (KeyMetadata, error) {
+	if p == nil {
+		return a.KeyMetadata(name, key)
+	}
+	d, err := a.storeDefOf(name)
+	if err != nil {
+		return KeyMetadata{}, err
+	}
+	if d.global {
+		return a.KeyMetadata(name, key)
+	}
+	var k K
+	switch v := key.(type) {
+	case K:
+		k = v
+	case RawKey:
+		ks, ok := d.query.keySerde.(typedSerde[K])
+		if !ok {
+			return KeyMetadata{}, fmt.Errorf("kstream: key metadata of store %q: the partitioner's key type %T is not the store's", name, k)
+		}
+		if k, err = ks.Deserialize(v); err != nil {
+			return KeyMetadata{}, fmt.Errorf("kstream: key metadata of store %q: deserializing the key: %w", name, err)
+		}
+	default:
+		return KeyMetadata{}, fmt.Errorf("kstream: key metadata of store %q: the key is a %T; the partitioner takes a %T", name, key, k)
+	}
+	topic, n, ok := a.rt.StoreSourceTopic(name)
+	if !ok {
+		return KeyMetadata{}, &StoreUnavailableError{Store: name, Partition: -1, Reason: NotRunning}
+	}
+	var zero V
+	ps := p(topic, k, zero, n)
+	if ps.IsDefault() {
+		return a.KeyMetadata(name, key)
+	}
+	l := ps.List()
+	if len(l) != 1 || l[0] < 0 || l[0] >= n {
+		return KeyMetadata{}, fmt.Errorf("kstream: key metadata of store %q: the partitioner must choose one partition in [0, %d) for a key, but chose %v", name, n, l)
+	}
+	return a.keyMetadataAt(name, l[0]), nil
+}
+
+// keyMetadataAt returns the metadata of partition p of the store named name.
+func (a *App) keyMetadataAt(name string, p int32) KeyMetadata {
 	km := KeyMetadata{Store: name, Partition: p}
 	sub, _ := a.rt.StoreSubTopology(name)
 	id := runtime.TaskID{SubTopology: sub, Partition: p}
@@ -295,7 +352,7 @@ func (a *App) KeyMetadata(name string, key any) (KeyMetadata, error) {
 			}
 		}
 	}
-	return km, nil
+	return km
 }
 
 // serializeKeyAny serializes key with the codec's key serde (a RawKey is taken as is).
@@ -519,10 +576,15 @@ func (s *RawStore) ValueToJSON(b []byte) (json.RawMessage, error) {
 	return s.d.query.valueToJSON(b)
 }
 
-// Partition returns the partition of a serialized key (-1 for a global store).
+// Partition returns the partition of a serialized key (-1 for a global store): the one
+// partition of [QueryPartitions] when the store was taken with exactly one (for a store
+// partitioned by a [Partitioner]: see [KeyMetadataWith]), else the default partitioner's.
 func (s *RawStore) Partition(key []byte) (int32, error) {
 	if s.d.global {
 		return runtime.GlobalDataPartition, nil
+	}
+	if len(s.opts.partitions) == 1 {
+		return s.opts.partitions[0], nil
 	}
 	n, ok := s.a.rt.StorePartitionCount(s.d.name)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"regexp"
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
@@ -124,9 +125,12 @@ type opConfig struct {
 	name       string
 	reset      OffsetReset
 	partitions int32
-	sj         streamJoinOpts // stream-stream join options (stream_join.go)
-	used       []string       // option names, for misplaced-option errors
-	joinGrace  *time.Duration // JoinGrace
+	// partitioner and otherPartitioner are a Partitioner[K, V] of WithPartitioner and
+	// WithOtherPartitioner, typed by the operation.
+	partitioner, otherPartitioner any
+	sj                            streamJoinOpts // stream-stream join options (stream_join.go)
+	used                          []string       // option names, for misplaced-option errors
+	joinGrace                     *time.Duration // JoinGrace
 	// serdeOnly says that the operation takes a Materialized without a store name (a
 	// serde only), as Filter and TableMapValues do.
 	serdeOnly bool
@@ -237,6 +241,37 @@ func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs s
 		b.errorf("%s: WithOffsetReset: %w", "Stream("+strings.Join(topics, ",")+")", err)
 	}
 	n := &node{kind: kindSource, topics: append([]string(nil), topics...), reset: c.reset, extractor: c.extractor}
+	b.addNode(n, "SOURCE", c.name)
+	n.instantiate = sourceInstance(n, ks, vs)
+	return KStream[K, V]{b: b, n: n, ks: ks, vs: vs}
+}
+
+// StreamPattern reads every topic whose whole name matches pattern (Java's
+// Pattern.matcher(topic).matches(); write pattern without ^ and $) as one stream with the
+// given serdes: Kafka Streams' StreamsBuilder.stream(Pattern). Describe prints the
+// pattern as Java does ("(topics: <pattern>)"). As in Java, task p reads partition p of
+// every matching topic, so the sub-topology has as many tasks as the largest matching
+// topic has partitions, and a pattern source joined with another stream or table requires
+// every matching topic to have the partition count of the other side (co-partitioning,
+// checked at start). The application's own internal topics never match.
+//
+// Unlike Java, the topics are those that match when the instance starts: at least one
+// must exist then (else Run fails), and a matching topic created later is not read until
+// the instances are restarted (each instance logs a warning naming it). Options: as
+// [Stream].
+func StreamPattern[K, V any](b *Builder, pattern *regexp.Regexp, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
+	c := b.options("StreamPattern", opts, "WithOffsetReset", "WithTimestampExtractor")
+	if pattern == nil {
+		b.errorf("StreamPattern: no pattern given")
+		pattern = regexp.MustCompile("$^")
+	}
+	if ks == nil || vs == nil {
+		b.errorf("StreamPattern(%s): key and value serdes are required: %w", pattern, ErrNoSerde)
+	}
+	if err := c.reset.check(); err != nil {
+		b.errorf("StreamPattern(%s): WithOffsetReset: %w", pattern, err)
+	}
+	n := &node{kind: kindSource, pattern: pattern, reset: c.reset, extractor: c.extractor}
 	b.addNode(n, "SOURCE", c.name)
 	n.instantiate = sourceInstance(n, ks, vs)
 	return KStream[K, V]{b: b, n: n, ks: ks, vs: vs}
@@ -499,28 +534,31 @@ func (s KStream[K, V]) WithSerdes(ks serde.Serde[K], vs serde.Serde[V]) KStream[
 // Records are partitioned by the murmur2 hash of the serialized key, as Java producers do;
 // records with a nil key are spread over partitions. A record with a null key
 // ([Record.HasNullKey]) is written with a null key and a tombstone with a null value,
-// whatever the serdes. The topic must exist when the application starts.
+// whatever the serdes. The topic must exist when the application starts. Options: [Named],
+// [WithPartitioner] (Kafka Streams' Produced.streamPartitioner).
 func (s KStream[K, V]) To(topic string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) {
-	c := s.b.options("To", opts)
+	c := s.b.options("To", opts, "WithPartitioner")
 	if topic == "" {
 		s.b.errorf("To: empty topic name")
 	}
 	n := &node{kind: kindSink, sinkTopic: topic}
 	s.b.addNode(n, "SINK", c.name, s.n)
-	s.sink(n, "To("+topic+")", ks, vs, func(Record[K, V]) string { return topic })
+	part := partitionerOf[K, V](s.b, "To("+topic+"): WithPartitioner", c.partitioner)
+	s.sink(n, "To("+topic+")", ks, vs, func(Record[K, V]) string { return topic }, part)
 }
 
 // ToTopicFunc writes every record to the topic that topicOf returns for it (Kafka Streams'
 // TopicNameExtractor). Writing to a topic that does not exist is a production error.
+// Options: [Named], [WithPartitioner].
 func (s KStream[K, V]) ToTopicFunc(topicOf func(Record[K, V]) string, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) {
-	c := s.b.options("ToTopicFunc", opts)
+	c := s.b.options("ToTopicFunc", opts, "WithPartitioner")
 	// Java prints the extractor's toString (its class); the Go equivalent is the function.
 	n := &node{kind: kindSink, describe: funcName(topicOf)}
 	s.b.addNode(n, "SINK", c.name, s.n)
-	s.sink(n, "ToTopicFunc", ks, vs, topicOf)
+	s.sink(n, "ToTopicFunc", ks, vs, topicOf, partitionerOf[K, V](s.b, "ToTopicFunc: WithPartitioner", c.partitioner))
 }
 
-func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serde[V], topicOf func(Record[K, V]) string) {
+func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serde[V], topicOf func(Record[K, V]) string, part Partitioner[K, V]) {
 	if ks == nil {
 		ks = s.ks
 	}
@@ -530,16 +568,21 @@ func (s KStream[K, V]) sink(n *node, op string, ks serde.Serde[K], vs serde.Serd
 	if ks == nil || vs == nil {
 		s.b.errorf("%s (operator %s): the stream carries no key or value serde; pass them or use WithSerdes: %w", op, n.name, ErrNoSerde)
 	}
-	n.instantiate = sinkInstance(n, func() (serde.Serde[K], serde.Serde[V]) { return ks, vs }, topicOf)
+	n.instantiate = sinkInstance(n, func() (serde.Serde[K], serde.Serde[V]) { return ks, vs }, topicOf, func() Partitioner[K, V] { return part })
 	if n.sinkTopic != "" {
 		n.checks = append(n.checks, checkTopicSerde(ks, n.sinkTopic, false, true), checkTopicSerde(vs, n.sinkTopic, false, false))
 	}
 }
 
-// sinkInstance makes the per-task input of sink n; serdes is read when a task is created.
-func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[V]), topicOf func(Record[K, V]) string) func(t *task) (any, error) {
+// sinkInstance makes the per-task input of sink n; serdes and part (which may be nil, or
+// return nil: the default partitioning) are read when a task is created.
+func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[V]), topicOf func(Record[K, V]) string, part func() Partitioner[K, V]) func(t *task) (any, error) {
 	return func(t *task) (any, error) {
 		ks, vs := serdes()
+		var p Partitioner[K, V]
+		if part != nil {
+			p = part()
+		}
 		kt, vt := newTopicSerdes(t.env.Context(), ks, true), newTopicSerdes(t.env.Context(), vs, false)
 		return func(r Record[K, V]) {
 			defer t.recoverIn(n)
@@ -566,11 +609,16 @@ func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[
 					return
 				}
 			}
-			t.env.Produce(&runtime.OutRecord{
+			o := &runtime.OutRecord{
 				Record:   kgo.Record{Topic: topic, Key: kb, Value: vb, Timestamp: r.Timestamp, Headers: toKgoHeaders(r.Headers)},
 				Operator: n.name,
 				Source:   t.cur,
-			})
+			}
+			if p != nil {
+				producePartitioned(t, n, p, r, o)
+				return
+			}
+			t.env.Produce(o)
 		}, nil
 	}
 }
@@ -584,15 +632,17 @@ func sinkInstance[K, V any](n *node, serdes func() (serde.Serde[K], serde.Serde[
 // a sink "<name>-repartition-sink" and a source "<name>-repartition-source". It corresponds
 // to Kafka Streams' KStream.repartition(Repartitioned.as(name)); unlike the repartitions
 // that aggregations and joins make, it is never shared. Options: [Named] is not needed (name
-// names it), [NumPartitions].
+// names it), [NumPartitions], [WithPartitioner] (Kafka Streams'
+// Repartitioned.streamPartitioner).
 func (s KStream[K, V]) Repartition(name string, opts ...Option) KStream[K, V] {
-	c := s.b.options("Repartition", opts, "NumPartitions")
+	c := s.b.options("Repartition", opts, "NumPartitions", "WithPartitioner")
 	if name == "" {
 		s.b.errorf("Repartition: a name is required (it names the internal topic)")
 		name = genName("KSTREAM-REPARTITION", s.b.index)
 	}
 	gen := s.b.repartitionNames()
 	rp := newRepartition(s.b, s.n, name, gen, s.ks, s.vs, c.partitions, false)
+	rp.part = partitionerOf[K, V](s.b, "Repartition("+name+"): WithPartitioner", c.partitioner)
 	if s.ks == nil || s.vs == nil {
 		s.b.errorf("Repartition(%s) (operator %s): the stream carries no key or value serde; use WithSerdes: %w", name, rp.sink.name, ErrNoSerde)
 	}
@@ -607,6 +657,7 @@ type repartition[K, V any] struct {
 	vs                   serde.Serde[V]
 	topic                string
 	filter, sink, source *node
+	part                 Partitioner[K, V] // WithPartitioner's, or nil
 }
 
 // repartitionKeeps is the predicate of the filter before a repartition sink (Kafka Streams'
@@ -697,7 +748,7 @@ func newRepartition[K, V any](b *Builder, parent *node, prefix string, gen [3]st
 		}, nil
 	}
 	rp.sink.instantiate = sinkInstance(rp.sink, func() (serde.Serde[K], serde.Serde[V]) { return rp.ks, rp.vs },
-		func(Record[K, V]) string { return topic })
+		func(Record[K, V]) string { return topic }, func() Partitioner[K, V] { return rp.part })
 	rp.source.instantiate = func(t *task) (any, error) { return sourceInstance(rp.source, rp.ks, rp.vs)(t) }
 	rp.sink.checks = append(rp.sink.checks, func(ctx context.Context, appID string) error {
 		// The serdes are read at start: an operator downstream may have set them since.

@@ -27,11 +27,12 @@ func (e *suppressEnv) Logger() *slog.Logger { return slog.New(slog.NewTextHandle
 func (e *suppressEnv) GlobalStore(string) (store.Backend, error) {
 	return nil, errors.New("no global stores")
 }
-func (e *suppressEnv) RecordDropped()                            {}
-func (e *suppressEnv) Now() time.Time                            { return time.UnixMilli(0) }
-func (e *suppressEnv) Context() context.Context                  { return context.Background() }
-func (e *suppressEnv) Upstream(string) (int, int32, int32, bool) { return 0, 0, 0, false }
-func (e *suppressEnv) CaughtUp(runtime.TaskID) bool              { return true }
+func (e *suppressEnv) RecordDropped()                                        {}
+func (e *suppressEnv) Now() time.Time                                        { return time.UnixMilli(0) }
+func (e *suppressEnv) Context() context.Context                              { return context.Background() }
+func (e *suppressEnv) Upstream(string) (int, int32, int32, bool)             { return 0, 0, 0, false }
+func (e *suppressEnv) CaughtUp(runtime.TaskID) bool                          { return true }
+func (e *suppressEnv) PartitionCount(context.Context, string) (int32, error) { return 1, nil }
 
 func (e *suppressEnv) take() string {
 	s := strings.Join(e.out, " ")

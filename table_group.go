@@ -198,7 +198,7 @@ func tableRepartition[K, V any](b *Builder, parent *node, topic, sinkName, sourc
 	sink.serdeIDs = func() (string, string) { return serdeID(ks), serdeID(vs) }
 	b.addNode(sink, "", sinkName, parent)
 	sink.instantiate = sinkInstance(sink, func() (serde.Serde[K], serde.Serde[change[V]]) { return ks, vs },
-		func(Record[K, change[V]]) string { return topic })
+		func(Record[K, change[V]]) string { return topic }, nil)
 	sink.checks = append(sink.checks, checkTopicSerde(ks, topic, true, true), checkTopicSerde(vs, topic, true, false))
 	src := &node{kind: kindSource, topics: []string{topic}, internal: true}
 	b.addNode(src, "", sourceName)

@@ -38,12 +38,15 @@ type handlers struct {
 // task is the typed processing state of one task: the instantiated operators of its
 // sub-topology. It is used by one goroutine at a time.
 type task struct {
-	id      runtime.TaskID
-	appID   string
-	env     runtime.TaskEnv
-	log     *slog.Logger
-	h       *handlers
-	sources map[string]sourceFn
+	// patterns are the sources of StreamPattern; a topic they match is added to sources
+	// (and its extractor to extractors) when its first record comes.
+	patterns []patternSource
+	id       runtime.TaskID
+	appID    string
+	env      runtime.TaskEnv
+	log      *slog.Logger
+	h        *handlers
+	sources  map[string]sourceFn
 	// extractors are the timestamp extractors of the sources that have their own, by topic.
 	extractors map[string]TimestampExtractor
 	inst       map[*node]any
@@ -124,6 +127,9 @@ func newTask(appID string, h *handlers, sub []*node, env runtime.TaskEnv, id run
 		if err != nil {
 			return nil, err
 		}
+		if n.pattern != nil {
+			t.patterns = append(t.patterns, patternSource{re: runtime.AnchoredPattern(n.pattern), src: labeledSource(t, n, in.(sourceFn)), extractor: n.extractor})
+		}
 		for _, short := range n.topics {
 			topic := short
 			if n.internal {
@@ -161,6 +167,9 @@ func (t *task) instance(n *node) (any, error) {
 // punctuators it made due.
 func (t *task) Process(r *kgo.Record, ts int64) error {
 	src, ok := t.sources[r.Topic]
+	if !ok {
+		src, ok = t.patternSource(r.Topic)
+	}
 	if !ok {
 		return fmt.Errorf("kstream: task %s got a record of topic %q that it does not read", t.id, r.Topic)
 	}

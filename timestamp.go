@@ -126,6 +126,10 @@ func TableTimestampExtractor(te TimestampExtractor) StoreOption {
 // extract runs the timestamp extractor of raw's source, turning a panic into an error.
 func (t *task) extract(raw *rawRecord, partitionTime int64) (ts int64, err error) {
 	te := t.extractors[raw.Topic]
+	if te == nil && len(t.patterns) > 0 {
+		t.patternSource(raw.Topic)
+		te = t.extractors[raw.Topic]
+	}
 	if te == nil {
 		te = t.h.ts
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +135,18 @@ var confScenarios = []struct {
 	}},
 	{"repartition-partitions", func(b *kstream.Builder) {
 		confOut(kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).Repartition("rp", kstream.NumPartitions(3)))
+	}},
+	{"partitioner-multicast", func(b *kstream.Builder) {
+		confIn(b).To("out", serde.String(), serde.String(), kstream.WithPartitioner(confMulticast))
+	}},
+	{"partitioner-repartition", func(b *kstream.Builder) {
+		r := kstream.SelectKey(confIn(b), func(_, v string) string { return confLetter(v) }).
+			Repartition("pp", kstream.NumPartitions(2), kstream.WithPartitioner(confMulticast))
+		confOut(kstream.MapValues(r, func(v string) string { return "p:" + v }))
+	}},
+	{"pattern-source", func(b *kstream.Builder) {
+		s := kstream.StreamPattern(b, regexp.MustCompile("le.*|righ."), serde.String(), serde.String())
+		confOut(kstream.MapValues(s, func(v string) string { return "P" + v }))
 	}},
 	{"mapvalues-to-null", func(b *kstream.Builder) {
 		m := kstream.MapValues(confIn(b), func(v string) *string {
@@ -951,8 +964,21 @@ func confBytes(s *string) []byte {
 func confSources(describe string) map[string]bool {
 	out := map[string]bool{}
 	for _, line := range strings.Split(describe, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "Source: ") {
+			continue
+		}
 		_, rest, ok := strings.Cut(line, "(topics: [")
-		if !ok || !strings.HasPrefix(strings.TrimSpace(line), "Source: ") {
+		if _, pat, isPattern := strings.Cut(line, "(topics: "); !ok && isPattern {
+			// A pattern source (kstream.StreamPattern): the input topics it matches.
+			re := regexp.MustCompile("^(?:" + strings.TrimSuffix(pat, ")") + ")$")
+			for _, r := range confInput() {
+				if re.MatchString(r.topic) {
+					out[r.topic] = true
+				}
+			}
+			continue
+		}
+		if !ok {
 			continue
 		}
 		list, _, _ := strings.Cut(rest, "])")
@@ -961,6 +987,29 @@ func confSources(describe string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// confMulticast is the stream partitioner of the partitioner-* scenarios (Main.multicast):
+// an empty value goes nowhere (dropped), a value longer than 5 to partitions 0 and 1, any
+// other to the default partitioner.
+func confMulticast(_, _, v string, _ int32) kstream.Partitions {
+	switch {
+	case v == "":
+		return kstream.ToPartitions()
+	case len(v) > 5:
+		return kstream.ToPartitions(0, 1)
+	}
+	return kstream.DefaultPartition()
+}
+
+// confScenarioOpts are driver options of single scenarios, added to those of every run.
+// TopologyTestDriver's topics have one partition but its producer writes the partition 1
+// that Main.multicast chooses too, which kstream's driver (as a broker) refuses for a
+// topic of one partition: the topic it writes has 2 partitions here (the driver gives a
+// repartition topic the partitions of every topic, whatever its NumPartitions).
+var confScenarioOpts = map[string][]kstreamtest.Option{
+	"partitioner-multicast":   {kstreamtest.TopicPartitions("out", 2)},
+	"partitioner-repartition": {kstreamtest.TopicPartitions("conformance-pp-repartition", 2)},
 }
 
 // confRun builds a scenario and runs confInput through the driver, returning its Describe
@@ -981,6 +1030,7 @@ func confRun(name string, build func(b *kstream.Builder), opts ...kstreamtest.Op
 	if strings.HasPrefix(name, confCachedPrefix) {
 		cfg.CacheMaxBytes = 0 // the default, 10 MiB: Java's statestore.cache.max.bytes in these scenarios
 	}
+	opts = append(slices.Clone(opts), confScenarioOpts[name]...)
 	d, err := kstreamtest.New(b, cfg, opts...)
 	if err != nil {
 		return describe, []string{"error: " + err.Error()}

@@ -51,7 +51,9 @@ import (
 	"github.com/kstream-go/kstream/internal/partition"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kstream-go/kstream"
@@ -101,13 +103,16 @@ type Driver struct {
 	topo    *runtime.Topology
 	log     *slog.Logger
 	opts    options
-	maxIdle time.Duration                       // Config.MaxTaskIdle
-	subOf   map[string]int                      // source topic -> sub-topology
-	global  map[string]*runtime.GlobalStoreSpec // global table topic -> its store
-	tasks   map[runtime.TaskID]*task
-	order   []*task                  // the tasks, by id
-	next    map[topicPartition]int64 // next offset per partition
-	topics  map[string][]*kgo.Record // every record written to each topic, in order
+	maxIdle time.Duration  // Config.MaxTaskIdle
+	subOf   map[string]int // source topic -> sub-topology
+	// patterns are the pattern sources (kstream.StreamPattern): a topic that one matches
+	// joins its sub-topology's tasks when it is first written (matchPattern).
+	patterns []driverPattern
+	global   map[string]*runtime.GlobalStoreSpec // global table topic -> its store
+	tasks    map[runtime.TaskID]*task
+	order    []*task                  // the tasks, by id
+	next     map[topicPartition]int64 // next offset per partition
+	topics   map[string][]*kgo.Record // every record written to each topic, in order
 	// slots are the records waiting to be processed, in the order they were written: a
 	// record of a global table's topic, or a turn of the task whose partition got one (it
 	// then processes the head of its partition group, its record with the lowest
@@ -180,6 +185,10 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
+			if src.Pattern != nil {
+				d.patterns = append(d.patterns, driverPattern{runtime.AnchoredPattern(src.Pattern), st.ID})
+				continue
+			}
 			d.subOf[src.Topic] = st.ID
 		}
 	}
@@ -187,6 +196,12 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 		d.global[topo.GlobalStores[i].Topic] = &topo.GlobalStores[i]
 	}
 	for _, g := range topo.CopartitionGroups {
+		// A pattern source's topics are not known here (runtime.PatternMarker): they are
+		// not checked.
+		g = slices.DeleteFunc(slices.Clone(g), func(t string) bool { return strings.HasPrefix(t, "/") })
+		if len(g) == 0 {
+			continue
+		}
 		for _, t := range g[1:] {
 			if d.partitionsOf(t) != d.partitionsOf(g[0]) {
 				return nil, fmt.Errorf("kstreamtest: topics %v must be co-partitioned, but %s has %d partitions and %s has %d",
@@ -469,7 +484,7 @@ func (d *Driver) step(t *task) error {
 // reads reports whether the topology reads topic, as a source or a global table.
 func (d *Driver) reads(topic string) bool {
 	_, src := d.subOf[topic]
-	return src || d.global[topic] != nil
+	return src || d.matchPattern(topic) || d.global[topic] != nil
 }
 
 func (d *Driver) sources() []string {
@@ -487,11 +502,16 @@ func (d *Driver) sources() []string {
 // append gives raw a partition, an offset and a timestamp, records it in its topic, and
 // buffers it for processing if the topology reads that topic. The error is the timestamp
 // extractor's.
-func (d *Driver) append(raw *kgo.Record) error {
+func (d *Driver) append(raw *kgo.Record) error { return d.appendChosen(raw, false) }
+
+// appendChosen is append, keeping the partition of raw when chosen says its writer chose
+// it.
+func (d *Driver) appendChosen(raw *kgo.Record, chosen bool) error {
 	n := d.partitionsOf(raw.Topic)
 	switch {
-	case d.keepsPartition(raw.Topic) && raw.Partition >= 0 && raw.Partition < n:
-		// The writer chose the partition (runtime.InternalTopic.KeepPartition).
+	case (chosen || d.keepsPartition(raw.Topic)) && raw.Partition >= 0 && raw.Partition < n:
+		// The writer chose the partition (runtime.InternalTopic.KeepPartition, or a
+		// stream partitioner: runtime.OutRecord.Partitioned).
 	case n > 1 && raw.Key != nil:
 		raw.Partition = javaPartition(raw.Key, n)
 	default:
@@ -518,6 +538,9 @@ func (d *Driver) enqueue(raw *kgo.Record) error {
 		return nil
 	}
 	sub, ok := d.subOf[raw.Topic]
+	if !ok && d.matchPattern(raw.Topic) {
+		sub, ok = d.subOf[raw.Topic]
+	}
 	if !ok {
 		return nil
 	}
@@ -593,7 +616,7 @@ func (d *Driver) release(topic string) error {
 // once (every topic exists in the driver).
 func (d *taskEnv) Produce(o *runtime.OutRecord) {
 	rec := o.Record
-	if err := (*Driver)(d).append(&rec); err != nil && d.fatal == nil {
+	if err := (*Driver)(d).appendChosen(&rec, o.Partitioned); err != nil && d.fatal == nil {
 		d.fatal = err
 	}
 }
@@ -819,6 +842,12 @@ func (d *taskEnv) Upstream(topic string) (sub int, tasks, partitions int32, ok b
 	return 0, 0, 0, false
 }
 
+// PartitionCount implements the runtime's task environment: every topic exists in the
+// driver, with the partitions of [Partitions] and [TopicPartitions].
+func (d *taskEnv) PartitionCount(_ context.Context, topic string) (int32, error) {
+	return (*Driver)(d).partitionsOf(topic), nil
+}
+
 // CaughtUp implements the runtime's task environment: task id has nothing buffered, and
 // none of its source topics holds records back (holdBack).
 func (d *taskEnv) CaughtUp(id runtime.TaskID) bool {
@@ -834,4 +863,32 @@ func (d *taskEnv) CaughtUp(id runtime.TaskID) bool {
 		}
 	}
 	return true
+}
+
+// driverPattern is a pattern source of sub-topology sub.
+type driverPattern struct {
+	re  *regexp.Regexp // anchored
+	sub int
+}
+
+// matchPattern reports whether a pattern source reads topic, which is not a named source;
+// if so, topic becomes a source of the pattern's sub-topology, whose tasks read its
+// partitions from now on, as a topic created later joins them in an application.
+func (d *Driver) matchPattern(topic string) bool {
+	if _, ok := d.subOf[topic]; ok || d.global[topic] != nil {
+		return false
+	}
+	for _, p := range d.patterns {
+		if !p.re.MatchString(topic) {
+			continue
+		}
+		d.subOf[topic] = p.sub
+		for _, t := range d.order {
+			if t.id.SubTopology == p.sub && t.id.Partition < d.partitionsOf(topic) {
+				t.group.AddPartition(topic, t.id.Partition)
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -507,7 +507,7 @@ func (s *Server) batch(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	remote := map[string][]int{}
 	var hosts []string
 	for i, kb := range kbs {
-		km, err := s.cfg.App.KeyMetadata(rq.name, kstream.RawKey(kb))
+		km, err := s.keyMetadata(rq.name, kb)
 		if err != nil {
 			return err
 		}

@@ -77,6 +77,19 @@ type Config struct {
 	// Logger receives the errors of the HTTP server that [Server.Serve] runs (failed TLS
 	// handshakes, for one); default slog.Default().
 	Logger *slog.Logger
+	// KeyMetadata locates a key of a store, for the routing of key lookups (default
+	// App.KeyMetadata). Set it when a store's input is partitioned by a stream partitioner,
+	// as with kstream.KeyMetadataWith(app, store, key, partitioner), so that lookups go to
+	// the instance that holds the key.
+	KeyMetadata func(store string, key kstream.RawKey) (kstream.KeyMetadata, error)
+}
+
+// keyMetadata locates a serialized key of the store named name (Config.KeyMetadata).
+func (s *Server) keyMetadata(name string, kb []byte) (kstream.KeyMetadata, error) {
+	if s.cfg.KeyMetadata != nil {
+		return s.cfg.KeyMetadata(name, kstream.RawKey(kb))
+	}
+	return s.cfg.App.KeyMetadata(name, kstream.RawKey(kb))
 }
 
 // Server answers queries over HTTP for one instance of an application, reading its own
@@ -422,7 +435,7 @@ func (s *Server) owner(_ context.Context, w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	km, err := s.cfg.App.KeyMetadata(rq.name, kstream.RawKey(kb))
+	km, err := s.keyMetadata(rq.name, kb)
 	if err != nil {
 		return err
 	}
@@ -458,7 +471,19 @@ func (s *Server) get(ctx context.Context, w http.ResponseWriter, r *http.Request
 func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Request, rq *request, kb []byte, local func(*kstream.RawStore) (any, error)) error {
 	serveLocal := func() error {
 		servedBy(w, 0, rq.host) // on errors too: a 404 says where the key is absent
-		v, err := local(rq.rs)
+		rs := rq.rs
+		if s.cfg.KeyMetadata != nil {
+			// The key's partition is the one Config.KeyMetadata names, which may not be
+			// the default partitioner's.
+			km, err := s.keyMetadata(rq.name, kb)
+			if err != nil {
+				return err
+			}
+			if rs, err = s.cfg.App.RawStore(rq.name, append(slices.Clone(rq.opts), kstream.QueryPartitions(km.Partition))...); err != nil {
+				return err
+			}
+		}
+		v, err := local(rs)
 		if err != nil {
 			return err
 		}
@@ -471,7 +496,7 @@ func (s *Server) routeKey(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if forwarded(r) {
 		return serveLocal()
 	}
-	km, err := s.cfg.App.KeyMetadata(rq.name, kstream.RawKey(kb))
+	km, err := s.keyMetadata(rq.name, kb)
 	if err != nil {
 		return err
 	}

@@ -106,13 +106,22 @@ type taskBalancer struct {
 }
 
 func newTaskBalancer(topo *Topology) *taskBalancer {
-	tb := &taskBalancer{topo: topo, topicSubs: map[string][]int{}}
-	for _, st := range topo.SubTopologies {
+	tb := &taskBalancer{topo: topo}
+	tb.indexTopics()
+	return tb
+}
+
+// indexTopics maps each source topic to the sub-topologies reading it (again, after the
+// pattern sources are resolved).
+func (tb *taskBalancer) indexTopics() {
+	tb.topicSubs = map[string][]int{}
+	for _, st := range tb.topo.SubTopologies {
 		for _, src := range st.Sources {
-			tb.topicSubs[src.Topic] = append(tb.topicSubs[src.Topic], st.ID)
+			if src.Pattern == nil {
+				tb.topicSubs[src.Topic] = append(tb.topicSubs[src.Topic], st.ID)
+			}
 		}
 	}
-	return tb
 }
 
 func (*taskBalancer) ProtocolName() string { return balancerProtocol }

@@ -16,6 +16,9 @@ import (
 // prepare checks that the topics the topology reads and writes exist, creates the internal
 // topics, and checks co-partitioning. Every error names the topic at fault.
 func (r *Runtime) prepare(ctx context.Context) error {
+	if err := r.resolvePatterns(ctx); err != nil {
+		return err
+	}
 	internal := map[string]*InternalTopic{}
 	for i := range r.topo.InternalTopics {
 		it := &r.topo.InternalTopics[i]

@@ -192,6 +192,24 @@ func (r *Runtime) StorePartitionCount(name string) (int32, bool) {
 	return n, ok && n > 0
 }
 
+// StoreSourceTopic returns the input topic of the store named name with the most
+// partitions (the first such, in the order of its sub-topology's sources) and its count;
+// false if the store is unknown or the counts are not known yet.
+func (r *Runtime) StoreSourceTopic(name string) (string, int32, bool) {
+	sub, ok := r.qindex.sub[name]
+	if !ok || r.query.counts.Load() == nil {
+		return "", 0, false
+	}
+	var topic string
+	var n int32
+	for _, src := range r.topo.SubTopologies[sub].Sources {
+		if c := r.counts[src.Topic]; c > n {
+			topic, n = src.Topic, c
+		}
+	}
+	return topic, n, n > 0
+}
+
 // StoreSubTopology returns the sub-topology of the store named name.
 func (r *Runtime) StoreSubTopology(name string) (int, bool) {
 	sub, ok := r.qindex.sub[name]

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
@@ -131,14 +132,19 @@ type Runtime struct {
 	holding   bool
 	holdUntil time.Time
 
-	counts   map[string]int32 // partition counts of sources and internal topics, set by prepare
-	standby  *standbys
-	wantMu   sync.Mutex
-	want     []TaskID // standby and warm-up tasks of the last assignment
-	assigned []TaskID // active tasks of the last assignment
-	warmups  []TaskID // warm-up tasks of the last assignment (probe.go)
-	targets  []TaskID // tasks the last assignment moves here in a later round (assignedTasks)
-	memberID string   // this member's id, from the last assignment
+	counts map[string]int32 // partition counts of sources and internal topics, set by prepare
+	// patterns are the pattern sources' patterns, anchored (resolvePatterns).
+	patterns []*regexp.Regexp
+	// otherCounts are the partition counts of other topics that sinks with a stream
+	// partitioner write (PartitionCount), topic to int32.
+	otherCounts sync.Map
+	standby     *standbys
+	wantMu      sync.Mutex
+	want        []TaskID // standby and warm-up tasks of the last assignment
+	assigned    []TaskID // active tasks of the last assignment
+	warmups     []TaskID // warm-up tasks of the last assignment (probe.go)
+	targets     []TaskID // tasks the last assignment moves here in a later round (assignedTasks)
+	memberID    string   // this member's id, from the last assignment
 	// liveID is the member id the broker knows this member by now (kgo's, at the last
 	// assignment): a static member that came back without a rebalance has a new id, while
 	// the assignment it got back still names it by its previous one (memberID).
@@ -329,6 +335,9 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
+			if src.Pattern != nil {
+				continue // its topics are known at start (resolvePatterns)
+			}
 			if prev, ok := r.topicSub[src.Topic]; ok && prev != st.ID {
 				return nil, fmt.Errorf("kstream: topic %q is a source of sub-topologies %d and %d", src.Topic, prev, st.ID)
 			}
@@ -1845,5 +1854,35 @@ func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
 	if p.changelogs[topic] || p.keep[topic] {
 		return p.manual.ForTopic(topic)
 	}
-	return p.sticky.ForTopic(topic)
+	return chosenOrDefault{p.sticky.ForTopic(topic)}
+}
+
+// chosenOrDefault keeps the partition of a record whose stream partitioner chose it
+// (OutRecord.Partitioned), and partitions every other record as def does.
+type chosenOrDefault struct{ def kgo.TopicPartitioner }
+
+func chosen(r *kgo.Record) bool {
+	o, ok := r.Context.(*OutRecord)
+	return ok && o.Partitioned
+}
+
+// RequiresConsistency implements kgo.TopicPartitioner.
+func (c chosenOrDefault) RequiresConsistency(r *kgo.Record) bool {
+	return chosen(r) || c.def.RequiresConsistency(r)
+}
+
+// Partition implements kgo.TopicPartitioner.
+func (c chosenOrDefault) Partition(r *kgo.Record, n int) int {
+	if chosen(r) {
+		return int(r.Partition)
+	}
+	return c.def.Partition(r, n)
+}
+
+// OnNewBatch implements kgo.TopicPartitionerOnNewBatch (the sticky partitioning of
+// records with a null key).
+func (c chosenOrDefault) OnNewBatch() {
+	if nb, ok := c.def.(kgo.TopicPartitionerOnNewBatch); ok {
+		nb.OnNewBatch()
+	}
 }

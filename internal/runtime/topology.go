@@ -12,6 +12,7 @@ import (
 	"fmt"
 	cpebble "github.com/cockroachdb/pebble/v2"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/kstream-go/kstream/store"
@@ -89,10 +90,14 @@ type SubTopology struct {
 	NewTask func(env TaskEnv, id TaskID, stores map[string]store.Backend) (Task, error)
 }
 
-// Source is one topic a sub-topology reads.
+// Source is one topic a sub-topology reads, or a pattern of topics.
 type Source struct {
 	Topic string
-	Reset Reset
+	// Pattern, when Topic is empty, matches the topics of a pattern source
+	// (StreamsBuilder.stream(Pattern)): the runtime replaces the source with one per
+	// matching topic when it starts (resolvePatterns).
+	Pattern *regexp.Regexp
+	Reset   Reset
 	// ResetDuration is ResetByDuration's duration.
 	ResetDuration time.Duration
 	Internal      bool // a repartition topic created by the application
@@ -182,6 +187,10 @@ type TaskEnv interface {
 	// of its input partitions is at its end as last seen (the task has no known lag).
 	// It is called from the task's own goroutine.
 	CaughtUp(id TaskID) bool
+	// PartitionCount returns the partition count of topic, for a sink with a stream
+	// partitioner: known at start for the topics of the topology, asked of the cluster
+	// (once) for another topic, which blocks until the answer or ctx is done.
+	PartitionCount(ctx context.Context, topic string) (int32, error)
 	// Context is done when the instance shuts down: it bounds the work a task does outside
 	// Kafka while processing (a batch sink's calls and its waits between retries), so that
 	// a shutdown does not wait for it. Work cut short by it is finished in PreCommit.
@@ -197,7 +206,10 @@ type OutRecord struct {
 	Source   *kgo.Record // the input record whose processing produced it (may be nil)
 	// DeadLetter marks a dead-letter record (its acknowledgement is noted for Status).
 	DeadLetter bool
-	ctx        context.Context
+	// Partitioned says Record.Partition is the partition a stream partitioner chose, which
+	// the producer keeps instead of hashing the key.
+	Partitioned bool
+	ctx         context.Context
 
 	changelog *loggedStore // set for changelog writes: their acknowledgements move its checkpoint
 	acks      *ackGroup    // the records of the commit it was produced before (commitasync.go)

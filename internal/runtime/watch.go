@@ -51,6 +51,9 @@ func (r *Runtime) watchTopics(ctx context.Context) {
 			}
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := w.check(cctx)
+			if err == nil {
+				w.checkNewPatternTopics(cctx)
+			}
 			cancel()
 			if err != nil {
 				r.fail(err)
@@ -87,6 +90,9 @@ type topicWatch struct {
 	counts  map[string]int32
 	ids     map[string]kadm.TopicID
 	missing map[string]int // consecutive checks that did not find the topic
+	// newPattern are the topics created since the start that a pattern source matches,
+	// already logged (checkNewPatternTopics).
+	newPattern map[string]bool
 }
 
 // suspect reports whether a topic is missing but not yet confirmed gone.

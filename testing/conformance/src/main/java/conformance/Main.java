@@ -11,9 +11,12 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Consumer;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -192,6 +195,24 @@ public final class Main {
                 .to("out");
     }
 
+    /**
+     * The stream partitioner of the partitioner-* scenarios (KIP-837): a null or empty value
+     * goes nowhere (the record is dropped), a value longer than 5 to partitions 0 and 1
+     * (multicast, in ascending order: a TreeSet, since Set.of's order varies from run to
+     * run), any other to the default partitioner. TopologyTestDriver's topics have one
+     * partition, but its producer takes partition 1 too; the Go side gives the topics 2.
+     */
+    private static Optional<Set<Integer>> multicast(String topic, String key, String value, int n) {
+        String v = nz(value);
+        if (v.isEmpty()) {
+            return Optional.of(Set.of());
+        }
+        if (v.length() > 5) {
+            return Optional.of(new TreeSet<>(List.of(0, 1)));
+        }
+        return Optional.empty();
+    }
+
     /** The topic extractor of scenario to-topic-func: every record goes to "out". */
     private static final class OutTopic implements TopicNameExtractor<String, String> {
         @Override
@@ -331,6 +352,20 @@ public final class Main {
         add("repartition-partitions", b -> in(b)
                 .selectKey((k, v) -> letter(v))
                 .repartition(Repartitioned.<String, String>as("rp").withKeySerde(STRING).withValueSerde(STRING).withNumberOfPartitions(3))
+                .to("out"));
+        // partitioner-multicast: a sink with a stream partitioner that drops, multicasts and
+        // leaves records to the default (Main.multicast).
+        add("partitioner-multicast", b -> in(b).to("out", Produced.streamPartitioner(Main::multicast)));
+        // partitioner-repartition: a repartition with that stream partitioner.
+        add("partitioner-repartition", b -> in(b)
+                .selectKey((k, v) -> letter(v))
+                .repartition(Repartitioned.<String, String>as("pp").withKeySerde(STRING).withValueSerde(STRING)
+                        .withNumberOfPartitions(2).withStreamPartitioner(Main::multicast))
+                .mapValues(v -> "p:" + nz(v))
+                .to("out"));
+        // pattern-source: a source subscribed by a pattern that matches topics left and right.
+        add("pattern-source", b -> b.stream(Pattern.compile("le.*|righ."), Consumed.with(STRING, STRING))
+                .mapValues((k, v) -> "P" + nz(v))
                 .to("out"));
         // mapvalues-to-null: mapValues returning null for long values (Go: a nil *string).
         add("mapvalues-to-null", b -> in(b).mapValues(v -> nz(v).length() > 5 ? null : nz(v) + "!")
@@ -1211,7 +1246,17 @@ public final class Main {
         for (TopologyDescription.Subtopology sub : d.subtopologies()) {
             for (TopologyDescription.Node n : sub.nodes()) {
                 if (n instanceof TopologyDescription.Source) {
-                    out.addAll(((TopologyDescription.Source) n).topicSet());
+                    TopologyDescription.Source s = (TopologyDescription.Source) n;
+                    if (s.topicSet() != null) {
+                        out.addAll(s.topicSet());
+                    } else {
+                        // A pattern source: the input topics whose whole name matches.
+                        for (In r : input()) {
+                            if (s.topicPattern().matcher(r.topic()).matches()) {
+                                out.add(r.topic());
+                            }
+                        }
+                    }
                 }
             }
         }
