@@ -22,7 +22,7 @@ import (
 // markers, so the harness counts records, not offsets.
 
 // eosScenarios are what -eos selects.
-var eosScenarios = []string{"count-alos", "count-eos", "latency-alos", "latency-eos", "latency-raw", "latency-pass", "latency-eos-20ms"}
+var eosScenarios = []string{"count-alos", "count-eos", "latency-alos", "latency-eos", "latency-raw", "latency-pass", "latency-count", "latency-eos-20ms"}
 
 // targetEOSVsALOS: count-eos should reach 0.85x the throughput of count-alos.
 const targetEOSVsALOS = 0.85
@@ -49,6 +49,15 @@ func runBaselineNoLinger(ctx context.Context, env *runEnv) error {
 	env.linger = kstream.NoLinger
 	defer func() { env.linger = 0 }()
 	return runBaseline(ctx, env)
+}
+
+// runCountNoLinger is the at-least-once count with Config.Linger = NoLinger
+// (latency-count): compared with latency-pass, what the count itself adds to a hop's
+// latency (issue 28: p99 <= 1.3x latency-pass's).
+func runCountNoLinger(ctx context.Context, env *runEnv) error {
+	env.linger = kstream.NoLinger
+	defer func() { env.linger = 0 }()
+	return runCountALOS(ctx, env)
 }
 
 // runPassthroughNoLinger is the passthrough with Config.Linger = NoLinger (latency-pass):

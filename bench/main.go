@@ -188,6 +188,7 @@ var scenarios = []scenario{
 	{name: "latency-eos", run: runCountEOS, stateful: true, latency: true},
 	{name: "latency-raw", run: runBaselineNoLinger, latency: true, raw: true},
 	{name: "latency-pass", run: runPassthroughNoLinger, latency: true},
+	{name: "latency-count", run: runCountNoLinger, stateful: true, latency: true},
 	{name: "latency-eos-20ms", run: runCountEOS20ms, stateful: true, latency: true},
 	{name: "rss-pebble", rss: true},
 	{name: "rss-count", rss: true, countKeys: true},

@@ -188,19 +188,7 @@ func (r *Runtime) commitAsyncLocked(ctx context.Context) error {
 		r.endCommitLocked()
 	}
 	began := time.Now()
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	var dirty []*partPos
-	for tp, t := range r.parts {
-		pos := t.parts[tp]
-		if !pos.dirty {
-			continue
-		}
-		if offsets[tp.topic] == nil {
-			offsets[tp.topic] = map[int32]kgo.EpochOffset{}
-		}
-		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
-		dirty = append(dirty, pos)
-	}
+	offsets, dirty := r.dirtyOffsetsLocked()
 	if len(dirty) == 0 && !r.punctuatedLocked() {
 		return nil
 	}
@@ -294,28 +282,8 @@ func (r *Runtime) commitTail(ctx context.Context, c *inflightCommit, acks *ackGr
 	if err := r.fatal(); err != nil {
 		return err
 	}
-	if len(c.offsets) > 0 {
-		var commitErr error
-		cctx, joined := r.joins.commitContext(ctx)
-		r.member.commit(cctx, c.offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err != nil {
-				commitErr = fmt.Errorf("kstream: committing offsets: %w", err)
-				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if e := kerr.ErrorForCode(p.ErrorCode); e != nil && commitErr == nil {
-						commitErr = fmt.Errorf("kstream: committing offset of topic %q partition %d: %w", t.Topic, p.Partition, e)
-					}
-				}
-			}
-		})
-		if joined() {
-			return fmt.Errorf("kstream: committing offsets: %w", errJoining)
-		}
-		if commitErr != nil {
-			return commitErr
-		}
+	if err := r.commitOffsets(ctx, c.offsets); err != nil {
+		return err
 	}
 	for _, sc := range c.cuts {
 		if err := sc.write(); err != nil {
@@ -323,6 +291,53 @@ func (r *Runtime) commitTail(ctx context.Context, c *inflightCommit, acks *ackGr
 		}
 	}
 	return r.stores.sync()
+}
+
+// dirtyOffsetsLocked returns the processed positions not committed yet, as offsets to
+// commit, and the positions themselves. The tasks must be at rest.
+func (r *Runtime) dirtyOffsetsLocked() (map[string]map[int32]kgo.EpochOffset, []*partPos) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	var dirty []*partPos
+	for tp, t := range r.parts {
+		pos := t.parts[tp]
+		if !pos.dirty {
+			continue
+		}
+		if offsets[tp.topic] == nil {
+			offsets[tp.topic] = map[int32]kgo.EpochOffset{}
+		}
+		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
+		dirty = append(dirty, pos)
+	}
+	return offsets, dirty
+}
+
+// commitOffsets commits offsets to the group through the membership (nothing to do for
+// none: only punctuators wrote). A commit that the group's join put off returns an error
+// matching errJoining.
+func (r *Runtime) commitOffsets(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	var commitErr error
+	cctx, joined := r.joins.commitContext(ctx)
+	r.member.commit(cctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			commitErr = fmt.Errorf("kstream: committing offsets: %w", err)
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && commitErr == nil {
+					commitErr = fmt.Errorf("kstream: committing offset of topic %q partition %d: %w", t.Topic, p.Partition, e)
+				}
+			}
+		}
+	})
+	if joined() {
+		return fmt.Errorf("kstream: committing offsets: %w", errJoining)
+	}
+	return commitErr
 }
 
 // awaitCommitLocked waits for the commit in flight, if any, and ends it. The tasks must be at

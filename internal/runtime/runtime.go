@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/plugin/kotel"
 )
 
@@ -1248,19 +1247,7 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		return r.commitTxnLocked(ctx)
 	}
 	began := time.Now()
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	var dirty []*partPos
-	for tp, t := range r.parts {
-		pos := t.parts[tp]
-		if !pos.dirty {
-			continue
-		}
-		if offsets[tp.topic] == nil {
-			offsets[tp.topic] = map[int32]kgo.EpochOffset{}
-		}
-		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
-		dirty = append(dirty, pos)
-	}
+	offsets, dirty := r.dirtyOffsetsLocked()
 	if len(dirty) == 0 && !r.punctuatedLocked() {
 		return nil
 	}
@@ -1277,32 +1264,8 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	if err := r.fatal(); err != nil {
 		return err
 	}
-	var commitErr error
-	commit := r.member.commit
-	ctx, joined := r.joins.commitContext(ctx)
-	if len(offsets) == 0 {
-		// Only punctuators wrote: their outputs are acknowledged, no offset moved.
-		commit = func(context.Context, map[string]map[int32]kgo.EpochOffset, func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
-		}
-	}
-	commit(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			commitErr = fmt.Errorf("kstream: committing offsets: %w", err)
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && commitErr == nil {
-					commitErr = fmt.Errorf("kstream: committing offset of topic %q partition %d: %w", t.Topic, p.Partition, e)
-				}
-			}
-		}
-	})
-	if joined() {
-		return fmt.Errorf("kstream: committing offsets: %w", errJoining)
-	}
-	if commitErr != nil {
-		return commitErr
+	if err := r.commitOffsets(ctx, offsets); err != nil {
+		return err
 	}
 	var records int64
 	for _, pos := range dirty {
