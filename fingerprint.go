@@ -91,9 +91,15 @@ func (t *Topology) Fingerprint() upgrade.Fingerprint {
 			s.Nodes = append(s.Nodes, n.name)
 			switch n.kind {
 			case kindSource:
-				s.SourceTopics = append(s.SourceTopics, n.topics...)
+				topics := n.topics
+				if n.pattern != nil {
+					// A pattern source reads whatever topics match: its pattern stands for
+					// them, so that a changed pattern shows as a changed source.
+					topics = []string{"pattern:" + n.pattern.String()}
+				}
+				s.SourceTopics = append(s.SourceTopics, topics...)
 				if !n.internal {
-					for _, topic := range n.topics {
+					for _, topic := range topics {
 						sources[topic] = true
 					}
 				}

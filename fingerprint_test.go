@@ -2,6 +2,7 @@ package kstream_test
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,19 @@ func TestUpgradeAddedSource(t *testing.T) {
 	}, upgrade.RollingUpgrade,
 		wantFinding{upgrade.RollingUpgrade, `source topic "refunds"`, []string{"new"}},
 		wantFinding{upgrade.RollingUpgrade, `sink topic "audit"`, []string{"new"}})
+}
+
+// A pattern source is fingerprinted by its pattern: a changed pattern is a source read no
+// longer and a new one.
+func TestUpgradeChangedPattern(t *testing.T) {
+	patterned := func(re string) func(b *kstream.Builder) {
+		return func(b *kstream.Builder) {
+			kstream.StreamPattern(b, regexp.MustCompile(re), serde.String(), serde.String()).To("audit", nil, nil)
+		}
+	}
+	checkUpgrade(t, patterned(`orders-.*`), patterned(`orders-(eu|us)`), upgrade.RollingUpgrade,
+		wantFinding{upgrade.RollingUpgrade, `source topic "pattern:orders-(eu|us)"`, []string{"new"}},
+		wantFinding{upgrade.RollingUpgrade, `source topic "pattern:orders-.*"`, []string{"no longer read"}})
 }
 
 // A source added before the stateful part of the topology takes sub-topology 0: the stateful
