@@ -1415,7 +1415,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 		})
 	}
 	r.publishQueryLocked()
-	r.publishStatusLocked(time.Now())
+	r.publishTasksLocked()
 	slices.Sort(created)
 	r.log.Info("kstream: partitions assigned", "app", r.cfg.ApplicationID, "new_tasks", created, "restoring", len(restoring), "tasks", len(r.tasks))
 	if len(restoring) > 0 {
@@ -1465,7 +1465,7 @@ func (r *Runtime) startTask(t *taskRun, cl *kgo.Client) {
 	r.resizeStoreCachesLocked()
 	parts := t.partitionMap()
 	r.publishQueryLocked()
-	r.publishStatusLocked(time.Now())
+	r.publishTasksLocked()
 	r.maybeRunningLocked()
 	r.mu.Unlock()
 	cl.ResumeFetchPartitions(parts)
@@ -1613,7 +1613,7 @@ func (r *Runtime) dropLocked(parts map[string][]int32) {
 	}
 	r.resizeStoreCachesLocked()
 	r.publishQueryLocked()
-	r.publishStatusLocked(time.Now())
+	r.publishTasksLocked()
 	slices.Sort(closed)
 	r.log.Info("kstream: partitions revoked", "app", r.cfg.ApplicationID, "closed_tasks", closed, "tasks", len(r.tasks))
 }

@@ -267,7 +267,18 @@ func (r *Runtime) publishStatusLocked(now time.Time) {
 		return
 	}
 	r.ops.published = now
-	r.ops.tasks.Store(r.taskSnapshotLocked(now))
+	r.ops.tasks.Store(r.taskSnapshotLocked(now, true))
+}
+
+// publishTasksLocked publishes the active tasks' snapshot after the tasks changed
+// (assigned, revoked, restored), so that a Status taken while the loop holds r.mu shows
+// them rather than those of before. It runs in the group's callbacks, which may come before
+// Run has set r.consumer (without r.mu): the snapshot leaves the group's committed offsets
+// out (the positions' own are there), and the loop's next one has them. r.mu must be held.
+func (r *Runtime) publishTasksLocked() {
+	now := time.Now()
+	r.ops.published = now
+	r.ops.tasks.Store(r.taskSnapshotLocked(now, false))
 }
 
 // tasksChangedLocked reports whether the active tasks, or which of them restore, changed
@@ -286,12 +297,12 @@ func (r *Runtime) tasksChangedLocked() bool {
 }
 
 // taskSnapshotLocked reads the active tasks. r.mu must be held.
-func (r *Runtime) taskSnapshotLocked(now time.Time) *taskSnapshot {
+func (r *Runtime) taskSnapshotLocked(now time.Time, groupCommitted bool) *taskSnapshot {
 	s := &taskSnapshot{at: now, tasks: make([]TaskStatus, 0, len(r.tasks)), processed: r.ops.processed}
 	var committed map[string]map[int32]kgo.EpochOffset
 	// Tasks exist only once the consumer polled (rebalances wait for a poll): r.consumer,
 	// which Run sets without r.mu, is then set (and replaced only under r.mu).
-	if len(r.tasks) > 0 && r.consumer != nil {
+	if groupCommitted && len(r.tasks) > 0 && r.consumer != nil {
 		committed = r.member.committed()
 	}
 	r.ops.probeMu.Lock()
@@ -375,7 +386,7 @@ func (r *Runtime) Status() Status {
 	}
 	snap := r.ops.tasks.Load()
 	if r.mu.TryLock() {
-		snap = r.taskSnapshotLocked(now)
+		snap = r.taskSnapshotLocked(now, true)
 		r.mu.Unlock()
 	}
 	if snap != nil {
