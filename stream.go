@@ -255,10 +255,13 @@ func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs s
 // every matching topic to have the partition count of the other side (co-partitioning,
 // checked at start). The application's own internal topics never match.
 //
-// Unlike Java, the topics are those that match when the instance starts: at least one
-// must exist then (else Run fails), and a matching topic created later is not read until
-// the instances are restarted (each instance logs a warning naming it). Options: as
-// [Stream].
+// At least one matching topic must exist when the instance starts (else Run fails). A
+// matching topic created later is read, as in Java: each instance finds it within seconds,
+// subscribes to it, and the group rebalances; partition p of it joins task <sub>_p. A new
+// topic that must be co-partitioned (the pattern source is joined) and has another
+// partition count stops the instance with an error naming it. Under the streams protocol
+// (Config.GroupProtocol) the broker holds the topology, which cannot change: a new topic is
+// only logged, and read after a restart. Options: as [Stream].
 func StreamPattern[K, V any](b *Builder, pattern *regexp.Regexp, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {
 	c := b.options("StreamPattern", opts, "WithOffsetReset", "WithTimestampExtractor")
 	if pattern == nil {

@@ -8,18 +8,18 @@ import "time"
 
 // Upstream implements TaskEnv.
 func (r *Runtime) Upstream(topic string) (sub int, tasks, partitions int32, ok bool) {
-	if r.counts == nil {
+	ix := r.sources()
+	if ix.counts == nil {
 		return 0, 0, 0, false
 	}
 	for _, it := range r.topo.InternalTopics {
 		if it.Name != topic {
 			continue
 		}
-		w := r.topo.SubTopologies[it.Writer]
-		for _, src := range w.Sources {
-			tasks = max(tasks, r.counts[src.Topic])
+		for _, src := range ix.subs[it.Writer] {
+			tasks = max(tasks, ix.counts[src.Topic])
 		}
-		return it.Writer, tasks, r.counts[topic], tasks > 0 && r.counts[topic] > 0
+		return it.Writer, tasks, ix.counts[topic], tasks > 0 && ix.counts[topic] > 0
 	}
 	return 0, 0, 0, false
 }

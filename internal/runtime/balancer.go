@@ -82,8 +82,10 @@ type hostAssignment struct {
 // owner left goes to the member holding the most of its state (a standby), and each stateful
 // task gets up to numStandbys standby replicas on other members, on other racks first.
 type taskBalancer struct {
-	topo        *Topology
-	topicSubs   map[string][]int // topic -> sub-topologies reading it
+	topo *Topology
+	// src is the sources the members read (the runtime's, sources.go): the topics of
+	// pattern sources picked up since the start are in it.
+	src         func() *sourceIndex
 	numStandbys int
 	// acceptableLag is the lag within which a member counts as caught up with a task;
 	// maxWarmups bounds the warm-up replicas of the group (0: none, tasks move at once).
@@ -105,23 +107,11 @@ type taskBalancer struct {
 	hosts []hostAssignment
 }
 
+// newTaskBalancer returns a balancer of topo's tasks, which reads the sources of topo as
+// they are now; the runtime's reads its own (newClassicMembership).
 func newTaskBalancer(topo *Topology) *taskBalancer {
-	tb := &taskBalancer{topo: topo}
-	tb.indexTopics()
-	return tb
-}
-
-// indexTopics maps each source topic to the sub-topologies reading it (again, after the
-// pattern sources are resolved).
-func (tb *taskBalancer) indexTopics() {
-	tb.topicSubs = map[string][]int{}
-	for _, st := range tb.topo.SubTopologies {
-		for _, src := range st.Sources {
-			if src.Pattern == nil {
-				tb.topicSubs[src.Topic] = append(tb.topicSubs[src.Topic], st.ID)
-			}
-		}
-	}
+	ix := newSourceIndex(topo, nil)
+	return &taskBalancer{topo: topo, src: func() *sourceIndex { return ix }}
 }
 
 func (*taskBalancer) ProtocolName() string { return balancerProtocol }
@@ -188,8 +178,9 @@ func (tb *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int
 		}
 	}
 	seen := map[TaskID]bool{}
+	topicSubs := tb.src().topicSubs
 	for topic, ps := range out {
-		for _, sub := range tb.topicSubs[topic] {
+		for _, sub := range topicSubs[topic] {
 			for _, p := range ps {
 				if id := (TaskID{sub, p}); !seen[id] {
 					seen[id] = true
@@ -301,10 +292,19 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	v := &groupView{owned: make(map[TaskID]int, 64), state: make([]map[TaskID]int64, n), lags: make([]map[TaskID]int64, n),
 		endpoints: make([]string, n), racks: make([]string, n), txns: make([]string, n)}
 	var shutdown *shutdownRequest
+	ix := tb.src()
+	// subscribed are the topics each member subscribes to: a member that has not picked up
+	// a new topic of a pattern source yet (pattern.go) gets none of its partitions, and
+	// rejoins when it does.
+	subscribed := make([]map[string]bool, n)
 	b.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		idx := memberIndex(members, m.MemberID)
+		subscribed[idx] = make(map[string]bool, len(meta.Topics))
+		for _, t := range meta.Topics {
+			subscribed[idx][t] = true
+		}
 		for _, op := range meta.OwnedPartitions {
-			for _, sub := range tb.topicSubs[op.Topic] {
+			for _, sub := range ix.topicSubs[op.Topic] {
 				for _, p := range op.Partitions {
 					v.owned[TaskID{sub, p}] = idx
 				}
@@ -334,7 +334,7 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	if gone := goneTransactions(tb.hosts, members, v.txns); len(gone) > 0 && tb.host != nil {
 		tb.host.fenceTransactions(gone)
 	}
-	tasks := tb.tasks(topics)
+	tasks := tb.tasks(ix, topics)
 	a := tb.assign(tasks, v, n)
 	tb.target = make(map[TaskID]string, len(tasks))
 	for i, id := range tasks {
@@ -343,14 +343,14 @@ func (tb *taskBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int32
 	plan := b.NewPlan()
 	for i, id := range tasks {
 		m := &members[a.owner[i]]
-		for _, src := range tb.topo.SubTopologies[id.SubTopology].Sources {
-			if n, ok := topics[src.Topic]; ok && id.Partition < n {
+		for _, src := range ix.subs[id.SubTopology] {
+			if n, ok := topics[src.Topic]; ok && id.Partition < n && subscribed[a.owner[i]][src.Topic] {
 				plan.AddPartition(m, src.Topic, id.Partition)
 			}
 		}
 	}
 	plan.AdjustCooperative(b)
-	sp := standbyPlan{plan: plan, standbys: map[string][]string{}, warmups: map[string][]string{}, topics: tb.topicSubs}
+	sp := standbyPlan{plan: plan, standbys: map[string][]string{}, warmups: map[string][]string{}, topics: ix.topicSubs}
 	hosts := make([]hostAssignment, n)
 	for m := range members {
 		hosts[m] = hostAssignment{Member: members[m].MemberID, Endpoint: v.endpoints[m], Txn: v.txns[m]}
@@ -718,12 +718,12 @@ func (p standbyPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment
 // placement spreads each sub-topology across members. The new partitions of a source topic
 // of keyed state are left out: their keys' state lives in other tasks' stores, and the topic
 // watcher stops the application with the error that says so (watch.go).
-func (tb *taskBalancer) tasks(topics map[string]int32) []TaskID {
+func (tb *taskBalancer) tasks(ix *sourceIndex, topics map[string]int32) []TaskID {
 	var out []TaskID
 	var maxParts int32
 	counts := make([]int32, len(tb.topo.SubTopologies))
-	for i, st := range tb.topo.SubTopologies {
-		for _, src := range st.Sources {
+	for i := range tb.topo.SubTopologies {
+		for _, src := range ix.subs[i] {
 			n := topics[src.Topic]
 			if tb.host != nil {
 				if was, ok := tb.host.fixedCount(src.Topic); ok && n > was {

@@ -166,8 +166,8 @@ func (r *Runtime) askLag(cl *kgo.Client, readCommitted bool, tp topicPartition) 
 // resetOf is the reset policy of a source topic (ResetByDuration counts as the earliest
 // in lag estimates: the lag it reports is at most the partition's).
 func (r *Runtime) resetOf(topic string) Reset {
-	for _, st := range r.topo.SubTopologies {
-		for _, src := range st.Sources {
+	for _, srcs := range r.sources().subs {
+		for _, src := range srcs {
 			if src.Topic == topic {
 				policy, _ := r.sourceReset(src)
 				return policy

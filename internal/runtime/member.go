@@ -99,6 +99,7 @@ type classicMembership struct {
 func newClassicMembership(r *Runtime) *classicMembership {
 	tb := newTaskBalancer(r.topo)
 	tb.host = r
+	tb.src = r.sources
 	tb.numStandbys = r.cfg.NumStandbys
 	tb.endpoint = r.cfg.ApplicationServer
 	tb.rack = r.cfg.Rack

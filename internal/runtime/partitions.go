@@ -11,7 +11,7 @@ import (
 // PartitionCount implements TaskEnv: the count prepare found for a topic of the topology,
 // or else the cluster's answer for topic, asked once and then remembered.
 func (r *Runtime) PartitionCount(ctx context.Context, topic string) (int32, error) {
-	if n, ok := r.counts[topic]; ok && n > 0 {
+	if n, ok := r.sources().counts[topic]; ok && n > 0 {
 		return n, nil
 	}
 	if n, ok := r.otherCounts.Load(topic); ok {

@@ -120,7 +120,7 @@ func (r *Runtime) prepare(ctx context.Context) error {
 		}
 	}
 
-	r.counts = counts
+	r.src.Store(newSourceIndex(r.topo, counts))
 	r.publishCounts()
 	for _, group := range r.topo.CopartitionGroups {
 		var want int32 = -1

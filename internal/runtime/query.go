@@ -168,9 +168,10 @@ func (r *Runtime) publishQueryLocked() {
 // publishCounts publishes the partition count of every sub-topology (after prepare).
 func (r *Runtime) publishCounts() {
 	m := map[int]int32{}
-	for _, st := range r.topo.SubTopologies {
-		for _, src := range st.Sources {
-			m[st.ID] = max(m[st.ID], r.counts[src.Topic])
+	ix := r.sources()
+	for sub, srcs := range ix.subs {
+		for _, src := range srcs {
+			m[sub] = max(m[sub], ix.counts[src.Topic])
 		}
 	}
 	r.query.counts.Store(&m)
@@ -202,8 +203,9 @@ func (r *Runtime) StoreSourceTopic(name string) (string, int32, bool) {
 	}
 	var topic string
 	var n int32
-	for _, src := range r.topo.SubTopologies[sub].Sources {
-		if c := r.counts[src.Topic]; c > n {
+	ix := r.sources()
+	for _, src := range ix.subs[sub] {
+		if c := ix.counts[src.Topic]; c > n {
 			topic, n = src.Topic, c
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
@@ -37,7 +36,9 @@ type Runtime struct {
 	// turn adds its own to and restores after (labels.go).
 	labels context.Context
 
-	topicSub map[string]int // source topic -> sub-topology
+	// src is what the instance reads (sources.go): set by New, by the resolution of the
+	// pattern sources and by prepare, replaced when a pattern source picks up a new topic.
+	src atomic.Pointer[sourceIndex]
 
 	consumer *kgo.Client
 	producer *kgo.Client
@@ -131,9 +132,8 @@ type Runtime struct {
 	holding   bool
 	holdUntil time.Time
 
-	counts map[string]int32 // partition counts of sources and internal topics, set by prepare
-	// patterns are the pattern sources' patterns, anchored (resolvePatterns).
-	patterns []*regexp.Regexp
+	// patterns are the pattern sources (resolvePatterns).
+	patterns []patternSource
 	// otherCounts are the partition counts of other topics that sinks with a stream
 	// partitioner write (PartitionCount), topic to int32.
 	otherCounts sync.Map
@@ -290,7 +290,6 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		cfg:        cfg,
 		topo:       topo,
 		log:        cfg.Logger,
-		topicSub:   map[string]int{},
 		labels:     context.Background(),
 		tasks:      map[TaskID]*taskRun{},
 		parts:      map[topicPartition]*taskRun{},
@@ -332,17 +331,10 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 			r.keepPartition[it.Name] = true
 		}
 	}
-	for _, st := range topo.SubTopologies {
-		for _, src := range st.Sources {
-			if src.Pattern != nil {
-				continue // its topics are known at start (resolvePatterns)
-			}
-			if prev, ok := r.topicSub[src.Topic]; ok && prev != st.ID {
-				return nil, fmt.Errorf("kstream: topic %q is a source of sub-topologies %d and %d", src.Topic, prev, st.ID)
-			}
-			r.topicSub[src.Topic] = st.ID
-		}
+	if err := sourcesOnce(topo); err != nil {
+		return nil, err
 	}
+	r.src.Store(newSourceIndex(topo, nil))
 	return r, nil
 }
 
@@ -604,7 +596,7 @@ func (r *Runtime) producerMaxBufferedRecords() int { return 2 * r.cfg.MaxPollRec
 // sourceTopics returns the topics the tasks consume, sorted.
 func (r *Runtime) sourceTopics() []string {
 	var topics []string
-	for t := range r.topicSub {
+	for t := range r.sources().topicSub {
 		topics = append(topics, t)
 	}
 	slices.Sort(topics)
@@ -705,8 +697,8 @@ func (r *Runtime) adjustOffsets(_ context.Context, offsets map[string]map[int32]
 		clientWide = ResetLatest
 	}
 	now := time.Now()
-	for _, st := range r.topo.SubTopologies {
-		for _, src := range st.Sources {
+	for _, srcs := range r.sources().subs {
+		for _, src := range srcs {
 			policy, d := r.sourceReset(src)
 			if policy == clientWide {
 				continue // the client-wide reset already applies
@@ -1347,7 +1339,7 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 	var restoring []*taskRun
 	refused := map[string][]int32{}
 	for topic, parts := range assigned {
-		sub, ok := r.topicSub[topic]
+		sub, ok := r.subOf(topic)
 		if !ok {
 			continue
 		}

@@ -558,7 +558,8 @@ func (r *Runtime) StandbyTasks() []TaskID { return r.standby.ids() }
 // state left by earlier owners or runs). It runs on the group's goroutine when joining.
 func (r *Runtime) localOffsets() map[TaskID]int64 {
 	out := map[TaskID]int64{}
-	if r.counts == nil {
+	ix := r.sources()
+	if ix.counts == nil {
 		return out
 	}
 	for _, st := range r.topo.SubTopologies {
@@ -567,8 +568,8 @@ func (r *Runtime) localOffsets() map[TaskID]int64 {
 			continue
 		}
 		var parts int32
-		for _, src := range st.Sources {
-			parts = max(parts, r.counts[src.Topic])
+		for _, src := range ix.subs[st.ID] {
+			parts = max(parts, ix.counts[src.Topic])
 		}
 		for p := range parts {
 			id := TaskID{st.ID, p}

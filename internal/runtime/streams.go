@@ -173,7 +173,7 @@ func (m *streamsMembership) groupOpts() []kgo.Opt {
 
 // start implements membership: it starts the heartbeat goroutine.
 func (m *streamsMembership) start() {
-	m.topology = streamsTopology(m.r.topo, m.r.counts, m.r.cfg.ReplicationFactor)
+	m.topology = streamsTopology(m.r.topo, m.r.sources().counts, m.r.cfg.ReplicationFactor)
 	ctx, cancel := context.WithCancel(m.r.prodCtx)
 	m.stop, m.done = cancel, make(chan struct{})
 	go m.run(ctx)
@@ -776,7 +776,7 @@ func (m *streamsMembership) hosts(eps []kmsg.StreamsGroupHeartbeatResponsePartit
 		}
 		seen := map[string]bool{}
 		for _, tp := range ep.ActivePartitions {
-			sub, ok := m.r.topicSub[tp.Topic]
+			sub, ok := m.r.subOf(tp.Topic)
 			if !ok {
 				continue
 			}
@@ -788,7 +788,7 @@ func (m *streamsMembership) hosts(eps []kmsg.StreamsGroupHeartbeatResponsePartit
 			}
 		}
 		for _, tp := range ep.StandbyPartitions {
-			sub, ok := m.r.topicSub[tp.Topic]
+			sub, ok := m.r.subOf(tp.Topic)
 			if !ok {
 				continue
 			}

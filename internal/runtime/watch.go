@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -26,17 +25,13 @@ const topicGone = 2
 // other partitions than the ones whose stores hold them. A stateless topology goes on with
 // the new partitions, after a warning, and picks them up at once.
 func (r *Runtime) watchTopics(ctx context.Context) {
-	var sources []string
-	for t := range r.topicSub {
-		sources = append(sources, t)
-	}
+	sources := r.sourceTopics()
 	if len(sources) == 0 {
 		return
 	}
-	slices.Sort(sources)
 	r.topicCheck = make(chan struct{}, 1)
 	w := &topicWatch{r: r, sources: sources, counts: map[string]int32{}, ids: map[string]kadm.TopicID{}, missing: map[string]int{}}
-	for t, n := range r.counts {
+	for t, n := range r.sources().counts {
 		w.counts[t] = n
 	}
 	r.bg.Go(func() {
@@ -52,7 +47,7 @@ func (r *Runtime) watchTopics(ctx context.Context) {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := w.check(cctx)
 			if err == nil {
-				w.checkNewPatternTopics(cctx)
+				err = w.pickUpPatternTopics(cctx)
 			}
 			cancel()
 			if err != nil {
@@ -91,7 +86,7 @@ type topicWatch struct {
 	ids     map[string]kadm.TopicID
 	missing map[string]int // consecutive checks that did not find the topic
 	// newPattern are the topics created since the start that a pattern source matches,
-	// already logged (checkNewPatternTopics).
+	// already logged (under the streams protocol: pickUpPatternTopics).
 	newPattern map[string]bool
 }
 
@@ -121,7 +116,7 @@ func (w *topicWatch) check(ctx context.Context) error {
 		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
 			w.missing[t]++
 			if w.missing[t] >= topicGone {
-				return fmt.Errorf("kstream: source topic %q (sub-topology %d) was deleted while the application was running", t, r.topicSub[t])
+				return fmt.Errorf("kstream: source topic %q (sub-topology %d) was deleted while the application was running", t, r.sources().topicSub[t])
 			}
 			continue
 		}
@@ -135,7 +130,7 @@ func (w *topicWatch) check(ctx context.Context) error {
 		if id, seen := w.ids[t]; !seen {
 			w.ids[t] = d.ID
 		} else if id != d.ID && d.ID != (kadm.TopicID{}) {
-			return fmt.Errorf("kstream: source topic %q (sub-topology %d) was deleted and created again while the application was running (topic id %s, now %s); its offsets and the state built from it no longer match", t, r.topicSub[t], id, d.ID)
+			return fmt.Errorf("kstream: source topic %q (sub-topology %d) was deleted and created again while the application was running (topic id %s, now %s); its offsets and the state built from it no longer match", t, r.sources().topicSub[t], id, d.ID)
 		}
 		n := int32(len(d.Partitions))
 		was, seen := w.counts[t]
@@ -146,7 +141,7 @@ func (w *topicWatch) check(ctx context.Context) error {
 		if n == was || n == 0 {
 			continue
 		}
-		sub := r.topicSub[t]
+		sub := r.sources().topicSub[t]
 		if r.keyed(sub, t) {
 			return fmt.Errorf("kstream: the partition count of source topic %q changed from %d to %d; sub-topology %d keeps keyed state by partition (or joins co-partitioned topics), so keys would move to tasks whose stores do not hold them: restore the partition count, or reset the application", t, was, n, sub)
 		}
@@ -166,21 +161,17 @@ func (r *Runtime) keyed(sub int, topic string) bool {
 	if sub >= 0 && sub < len(r.topo.SubTopologies) && len(r.topo.SubTopologies[sub].Stores) > 0 {
 		return true
 	}
-	for _, g := range r.topo.CopartitionGroups {
-		if len(g) > 1 && slices.Contains(g, topic) {
-			return true
-		}
-	}
-	return false
+	return r.sources().copartitioned[topic]
 }
 
 // fixedCount returns the partition count that source topic had when the application
 // started, if it feeds keyed state (see keyed): a count the application cannot follow.
 func (r *Runtime) fixedCount(topic string) (int32, bool) {
-	sub, ok := r.topicSub[topic]
+	ix := r.sources()
+	sub, ok := ix.topicSub[topic]
 	if !ok || !r.keyed(sub, topic) {
 		return 0, false
 	}
-	n, ok := r.counts[topic]
+	n, ok := ix.counts[topic]
 	return n, ok && n > 0
 }
