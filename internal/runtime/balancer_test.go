@@ -200,6 +200,36 @@ func TestBalanceAssignsWholeTasks(t *testing.T) {
 	}
 }
 
+// A topic a pattern source picked up (pattern.go) goes only to the members that subscribe to
+// it: the owner of a task that has not picked it up yet keeps the task's other topics and gets
+// the new topic's partition when it rejoins with the topic in its subscription.
+func TestBalanceNewTopicOnlyToSubscribers(t *testing.T) {
+	topo := &Topology{SubTopologies: []SubTopology{{ID: 0, Sources: []Source{{Topic: "a"}}}}}
+	ix := newSourceIndex(topo, map[string]int32{"a": 2}).with(0, Source{Topic: "b"}, 2, false)
+	tb := newTaskBalancer(topo)
+	tb.src = func() *sourceIndex { return ix }
+	var members []kmsg.JoinGroupResponseMember
+	for i, topics := range [][]string{{"a", "b"}, {"a"}} {
+		m := kmsg.NewJoinGroupResponseMember()
+		m.MemberID = fmt.Sprintf("m%d", i)
+		m.ProtocolMetadata = tb.JoinGroupMetadata(topics, nil, 1)
+		members = append(members, m)
+	}
+	gmb, _, err := tb.MemberBalancer(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	into, err := gmb.(kgo.GroupMemberBalancerOrError).BalanceOrError(map[string]int32{"a": 2, "b": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := into.(standbyPlan).plan.(*kgo.BalancePlan).AsMemberIDMap()
+	want := map[string]map[string][]int32{"m0": {"a": {0}, "b": {0}}, "m1": {"a": {1}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("plan %v, want %v", got, want)
+	}
+}
+
 // With standbys: every stateful task gets one standby on a member other than its owner, the
 // assignment carries them to each member, and a task whose owner left goes to the member
 // reporting the most of its state.
