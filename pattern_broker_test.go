@@ -208,3 +208,25 @@ func TestPatternSourceNewTopicNotCopartitioned(t *testing.T) {
 		t.Fatalf("Run = %v, want a co-partitioning error naming %s", r.err, bad)
 	}
 }
+
+// TestPatternSourceNewTopicTooManyPartitionsForState counts over a pattern source and
+// creates, while it runs, a matching topic with more partitions than the count has tasks:
+// the changelogs cannot grow, so the instance stops with an error naming the topic.
+func TestPatternSourceNewTopicTooManyPartitionsForState(t *testing.T) {
+	a := kafkatest.CreateTopic(t, "patA", 2, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	b := kstream.NewBuilder()
+	s := kstream.StreamPattern(b, patternOf(t, a, "patA"), serde.String(), serde.String())
+	kstream.Count(s.GroupByKey(), "counts").ToStream().To(out, serde.String(), serde.Int64())
+	r := start(t, newApp(t, b, testConfig(t)))
+	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return r.app.State() == kstream.StateRunning })
+	bad := kafkatest.CreateTopic(t, "patB", 3, nil)
+	select {
+	case <-r.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the instance still runs a minute after a topic with too many partitions matched its pattern")
+	}
+	if r.err == nil || !strings.Contains(r.err.Error(), "changelogs") || !strings.Contains(r.err.Error(), bad) {
+		t.Fatalf("Run = %v, want an error naming %s and the changelogs", r.err, bad)
+	}
+}

@@ -259,7 +259,10 @@ func StreamTopics[K, V any](b *Builder, topics []string, ks serde.Serde[K], vs s
 // matching topic created later is read, as in Java: each instance finds it within seconds,
 // subscribes to it, and the group rebalances; partition p of it joins task <sub>_p. A new
 // topic that must be co-partitioned (the pattern source is joined) and has another
-// partition count stops the instance with an error naming it. Under the streams protocol
+// partition count, or that has more partitions than a stateful sub-topology has tasks (its
+// changelogs cannot grow), stops the instance with an error naming it; a key of a new topic
+// with fewer partitions goes to the task of its own partition, which may not be the one
+// holding its state from the other topics (a warning says so). Under the streams protocol
 // (Config.GroupProtocol) the broker holds the topology, which cannot change: a new topic is
 // only logged, and read after a restart. Options: as [Stream].
 func StreamPattern[K, V any](b *Builder, pattern *regexp.Regexp, ks serde.Serde[K], vs serde.Serde[V], opts ...Option) KStream[K, V] {

@@ -147,8 +147,10 @@ func (r *Runtime) resolvePatterns(ctx context.Context) error {
 // new task if the topic has more partitions than the sub-topology had). Every instance
 // finds the topic by itself; the leader assigns its partitions only to members that
 // subscribe to it (taskBalancer.Balance). A new topic that must be co-partitioned with
-// others (a pattern source in a join) and has another partition count, or that patterns of
-// two sub-topologies match, is a fatal error naming it, as at the start. Under the streams
+// others (a pattern source in a join) and has another partition count, that has more
+// partitions than a sub-topology with stores has tasks (its changelogs cannot grow), or that
+// patterns of two sub-topologies match, is a fatal error naming it, as Kafka Streams fails
+// on them. Under the streams
 // protocol the broker holds the topology, which cannot change: the instance only logs the
 // topic, and reads it after a restart.
 func (w *topicWatch) pickUpPatternTopics(ctx context.Context) error {
@@ -206,6 +208,9 @@ func (w *topicWatch) pickUpPatternTopics(ctx context.Context) error {
 		var tasks int32
 		for _, src := range ix.subs[match.sub] {
 			tasks = max(tasks, ix.counts[src.Topic])
+		}
+		if st := r.topo.SubTopologies[match.sub]; n > tasks && len(st.Stores) > 0 {
+			return fmt.Errorf("kstream: topic %q, created since the start, matches the pattern %q of sub-topology %d, but has %d partitions where the sub-topology has %d tasks: its stores' changelogs have %d partitions, so its tasks cannot grow; recreate the topic with at most %d partitions, or reset the application", t, match.text, match.sub, n, tasks, tasks, tasks)
 		}
 		src := match.src
 		src.Topic = t
