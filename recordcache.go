@@ -63,7 +63,7 @@ func (b *cacheBudget) share() int {
 
 // recordCache is a store's record cache in one task, as the task flushes it.
 type recordCache interface {
-	// flush forwards every held update, in the order the keys were first updated since
+	// flush forwards every held update, in the order of each key's latest update since
 	// the last flush, and empties the cache.
 	flush()
 	// held reports whether the cache holds updates.
@@ -88,7 +88,9 @@ type emitCache[K, VA any] struct {
 	bytes  int
 	// reported is the part of bytes reported to the shared budget (cacheBudget.shared).
 	reported int
-	closed   bool
+	// dead counts the entries of ents left behind by keys put again (moved to the end).
+	dead   int
+	closed bool
 }
 
 type emitEntry[K, VA any] struct {
@@ -97,6 +99,7 @@ type emitEntry[K, VA any] struct {
 	ts      int64
 	headers []Header
 	existed bool // the store held the key at its first update since the last forward
+	dead    bool // moved to the end by a later update (put)
 }
 
 // newEmitCache opens task t's record cache for a store, counted in the instance's budget
@@ -127,10 +130,23 @@ func openEmitCache[K, VA any](t *task, d *storeDef) *emitCache[K, VA] {
 func (c *emitCache[K, VA]) put(ctx ProcessorContext[K, change[VA]], kb []byte, key K, res change[VA], existed bool, ts int64, headers []Header) {
 	c.ctx = ctx
 	if i, ok := c.idx[string(kb)]; ok {
-		e := &c.ents[i]
+		e := c.ents[i]
 		e.key = key
 		e.res.new, e.res.hasNew, e.res.stale = res.new, res.hasNew, res.stale
 		e.ts, e.headers = ts, headers
+		if i == len(c.ents)-1 {
+			c.ents[i] = e
+			return
+		}
+		// The key moves to the end of the flush order, as Kafka Streams' NamedCache moves
+		// a key put again to the end of its dirty keys: updates leave in the order of each
+		// key's latest update.
+		c.ents[i] = emitEntry[K, VA]{dead: true}
+		c.idx[string(kb)] = len(c.ents)
+		c.ents = append(c.ents, e)
+		if c.dead++; c.dead > 64 && c.dead > len(c.ents)/2 {
+			c.compact()
+		}
 		return
 	}
 	c.idx[string(kb)] = len(c.ents)
@@ -142,6 +158,25 @@ func (c *emitCache[K, VA]) put(ctx ProcessorContext[K, change[VA]], kb []byte, k
 	}
 	if c.bytes > c.budget.share() {
 		c.flush()
+	}
+}
+
+// compact drops the entries of keys moved to the end (put), in place, so that a key
+// updated many times between two flushes holds one entry, not one per update.
+func (c *emitCache[K, VA]) compact() {
+	pos := make([]int, len(c.ents)) // old index -> new index, for the live entries
+	live := c.ents[:0]
+	for i, e := range c.ents {
+		if !e.dead {
+			pos[i] = len(live)
+			live = append(live, e)
+		}
+	}
+	clear(c.ents[len(live):])
+	c.ents = live
+	c.dead = 0
+	for k, i := range c.idx {
+		c.idx[k] = pos[i]
 	}
 }
 
@@ -160,8 +195,8 @@ func (c *emitCache[K, VA]) flush() {
 		if c.t.fatal != nil {
 			break
 		}
-		if !e.res.hasNew && !e.existed {
-			continue // a key made and deleted between two forwards: Java forwards nothing
+		if e.dead || !e.res.hasNew && !e.existed {
+			continue // moved, or a key made and deleted between two forwards: Java forwards nothing
 		}
 		c.ctx.Forward(Record[K, change[VA]]{Key: e.key, Value: e.res, Timestamp: msTime(e.ts), Headers: e.headers})
 	}
@@ -178,7 +213,7 @@ func (c *emitCache[K, VA]) reset() {
 	} else {
 		clear(c.idx)
 	}
-	c.ents, c.bytes = nil, 0
+	c.ents, c.bytes, c.dead = nil, 0, 0
 	if c.reported != 0 {
 		c.budget.shared.Hold(int64(-c.reported))
 		c.reported = 0

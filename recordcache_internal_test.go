@@ -83,3 +83,49 @@ func TestRecordCacheReportsToSharedBudget(t *testing.T) {
 		t.Fatalf("after Close: %d held, %d caches open; want 0 and 0", shared.Held(), budget.open.Load())
 	}
 }
+
+// forwardKeys is a ProcessorContext that records the keys and values forwarded to it.
+type forwardKeys struct {
+	ProcessorContext[string, change[int64]]
+	out []string
+}
+
+func (f *forwardKeys) Forward(r Record[string, change[int64]]) {
+	f.out = append(f.out, fmt.Sprintf("%s=%d", r.Key, r.Value.new))
+}
+
+// A key updated again moves to the end of the flush order, as Kafka Streams' NamedCache
+// moves it to the end of its dirty keys; a key updated many times between two flushes
+// keeps one entry (the ones it leaves behind are compacted away), and the flush forwards
+// each key's latest update once.
+func TestRecordCacheOrderOfLatestUpdates(t *testing.T) {
+	budget := &cacheBudget{max: 1 << 30, shared: runtime.NewCacheBudget(1<<30, 1<<20)}
+	c := newEmitCache[string, int64](&task{}, budget)
+	ctx := &forwardKeys{}
+	put := func(k string, v int64) {
+		c.put(ctx, []byte(k), k, change[int64]{new: v, hasNew: true}, false, v, nil)
+	}
+	put("a", 1)
+	put("b", 2)
+	put("c", 3)
+	put("a", 4) // a moves after c
+	for i := range int64(10_000) {
+		put("hot", i) // one entry, whatever the updates
+	}
+	put("b", 5)
+	if live := len(c.ents) - c.dead; live != 4 || len(c.ents) > 2*live+65 {
+		t.Fatalf("%d entries, %d of them moved: want 4 live, the moved ones compacted", len(c.ents), c.dead)
+	}
+	c.flush()
+	want := []string{"c=3", "a=4", "hot=9999", "b=5"}
+	if fmt.Sprint(ctx.out) != fmt.Sprint(want) {
+		t.Fatalf("flushed %v, want %v", ctx.out, want)
+	}
+	ctx.out = nil
+	put("x", 1)
+	put("y", 2)
+	c.flush()
+	if want := []string{"x=1", "y=2"}; fmt.Sprint(ctx.out) != fmt.Sprint(want) {
+		t.Fatalf("after a flush: %v, want %v", ctx.out, want)
+	}
+}

@@ -154,3 +154,101 @@ func TestRecordCacheExactlyOnceThroughFences(t *testing.T) {
 		t.Errorf("%d updates out for %d records: the cache held nothing back", total, records)
 	}
 }
+
+// Session and sliding-window counts are cached too, as in Kafka Streams: 2,000 records of 5
+// keys, all within one session per key, come out as a handful of updates whose last per key
+// is exact, under both guarantees; without the cache, one per update (a session count
+// forwards a removal and a new session for every record). A sliding count forwards far
+// fewer updates with the cache than without.
+func TestRecordCacheSessionAndSlidingWindows(t *testing.T) {
+	const keys, perKey = 5, 400
+	for _, tc := range []struct {
+		name      string
+		sliding   bool
+		guarantee kstream.Guarantee
+		cache     int64
+	}{
+		{"session", false, kstream.AtLeastOnce, 0},
+		{"session-exactly-once", false, kstream.ExactlyOnce, 0},
+		{"session-off", false, kstream.AtLeastOnce, -1},
+		{"sliding", true, kstream.AtLeastOnce, 0},
+		{"sliding-exactly-once", true, kstream.ExactlyOnce, 0},
+		{"sliding-off", true, kstream.AtLeastOnce, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := kafkatest.CreateTopic(t, "clicks", 1, nil)
+			out := kafkatest.CreateTopic(t, "click-counts", 1, nil)
+			var recs []*kgo.Record
+			for i := range keys * perKey {
+				// One millisecond apart: one session per key (gap 1 minute), and every
+				// record within the sliding window (1 minute) of the first.
+				recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i%keys), Value: []byte("v"),
+					Timestamp: baseTime.Add(time.Duration(i) * time.Millisecond)})
+			}
+			kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+
+			b := kstream.NewBuilder()
+			g := kstream.Stream(b, in, serde.String(), serde.String()).GroupByKey()
+			var ws serde.Serde[serde.Windowed[string]]
+			if tc.sliding {
+				kstream.WindowedCount(g.WindowedBy(kstream.SlidingWindowsOf(time.Minute)), "counts").ToStream().To(out, nil, serde.Int64())
+				ws = serde.TimeWindowed(serde.String(), time.Minute)
+			} else {
+				kstream.SessionCount(g.WindowedBySession(kstream.SessionWindowsOf(time.Minute)), "counts").ToStream().To(out, nil, serde.Int64())
+				ws = serde.SessionWindowed(serde.String())
+			}
+			cfg := testConfig(t)
+			cfg.Guarantee, cfg.CacheMaxBytes = tc.guarantee, tc.cache
+			start(t, newApp(t, b, cfg))
+
+			cl := kafkatest.Client(t, kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+			latest := map[string]int64{} // the key's latest count, of any window
+			n := 0
+			done := func() bool {
+				for k := range keys {
+					if latest[fmt.Sprintf("k%d", k)] != perKey {
+						return false
+					}
+				}
+				return true
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for !done() && ctx.Err() == nil {
+				cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+					n++
+					if r.Value == nil {
+						return // a session's removal
+					}
+					w, err := ws.Deserialize(r.Key)
+					if err != nil {
+						t.Errorf("offset %d: %v", r.Offset, err)
+						return
+					}
+					c, _ := serde.Int64().Deserialize(r.Value)
+					latest[w.Key] = max(latest[w.Key], c)
+				})
+			}
+			if !done() {
+				t.Fatalf("final counts %v, want %d for each of %d keys", latest, perKey, keys)
+			}
+			t.Logf("%d records in, %d updates out", keys*perKey, n)
+			// A session count's updates go to one session per key. Every record of a sliding
+			// count makes windows of its own (its left and right windows: about 2 per
+			// record), which a cache cannot merge, and updates the earlier windows that hold
+			// it, which it can: about 401,000 updates without the cache, 8,000-10,000 with.
+			maxOut := keys * perKey / 5
+			if tc.sliding {
+				maxOut = keys * perKey * 10
+			}
+			if tc.cache >= 0 && n > maxOut {
+				t.Errorf("%d updates out, want at most %d with the cache", n, maxOut)
+			}
+			if tc.cache < 0 && n < keys*perKey {
+				t.Errorf("%d updates out, want at least one per record without the cache", n)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package kstream
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -140,6 +141,7 @@ type sessionAgg[K, V, VA any] struct {
 	ks           serde.Serde[K]
 	store        string
 	info         *tableInfo
+	def          *storeDef // the store, for its record cache (recordcache.go)
 }
 
 func sessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], prefix, opName string, a *sessionAgg[K, V, VA], vs serde.Serde[VA], name string, opts []StoreOption) KTable[serde.Windowed[K], VA] {
@@ -171,7 +173,7 @@ func sessionAggregate[K, V, VA any](w SessionWindowedKStream[K, V], prefix, opNa
 	n := b.tableNode(nodeName, s.n)
 	n.windowGrace, n.hasWindowGrace = w.w.grace+w.w.size, true // for KTable.Suppress(UntilWindowCloses): Java's session grace plus gap
 	b.addStore(d, n)
-	a.w, a.onClose, a.beforeExpiry, a.ks, a.store, a.info = w.w, w.onClose, w.close.beforeExpiry, storeKeySerde(d, s.ks), name, storedInfo()
+	a.w, a.onClose, a.beforeExpiry, a.ks, a.store, a.info, a.def = w.w, w.onClose, w.close.beforeExpiry, storeKeySerde(d, s.ks), name, storedInfo(), d
 	n.instantiate = func(t *task) (any, error) {
 		st, err := taskSessionStore[K, VA](t, name)
 		if err != nil {
@@ -271,11 +273,20 @@ type sessionAggregator[K, V, VA any] struct {
 	// record's key allocates nothing.
 	kapp store.AppendSerializer[K]
 	kbuf []byte
+	// kb is the record's serialized key (in kbuf), for the record cache's keys.
+	kb []byte
+	// cache is the store's record cache, nil without one (or when emitting on close);
+	// ckey the buffer of its keys: the serialized key, then the session's start and end.
+	cache *emitCache[serde.Windowed[K], VA]
+	ckey  []byte
 }
 
 func newSessionAggregator[K, V, VA any](t *task, n *node, a *sessionAgg[K, V, VA], st *sessionKV[K, VA]) (any, error) {
 	p := &sessionAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
 	p.kapp, _ = a.ks.(store.AppendSerializer[K])
+	if !a.onClose && a.def != nil {
+		p.cache = openEmitCache[serde.Windowed[K], VA](t, a.def)
+	}
 	if err := p.recover(); err != nil {
 		return nil, fmt.Errorf("operator %s: session store %q: %w", n.name, a.store, err)
 	}
@@ -322,12 +333,14 @@ func (p *sessionAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowe
 		t.dropRecord(p.n, "key")
 		return nil
 	}
-	if kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key); err != nil {
+	kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key)
+	if err != nil {
 		return fmt.Errorf("serializing the key: %w", err)
 	} else if kb == nil {
 		t.dropRecord(p.n, "key")
 		return nil
 	}
+	p.kb = kb
 	ts := unixMs(r.Timestamp)
 	p.observed = max(p.observed, ts)
 	closeTime := p.closeTime()
@@ -402,6 +415,10 @@ func (p *sessionAggregator[K, V, VA]) update(ctx ProcessorContext[serde.Windowed
 				if a.info.sendOld {
 					res.setOld(m.v)
 				}
+				if p.cache != nil {
+					p.hold(ctx, m.w, res, true, m.w.EndMs(), r.Headers)
+					continue
+				}
 				ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: m.w, Value: res, Timestamp: msTime(m.w.EndMs())})
 			}
 		}
@@ -421,12 +438,33 @@ func (p *sessionAggregator[K, V, VA]) update(ctx ProcessorContext[serde.Windowed
 	if err != nil {
 		return fmt.Errorf("session store %q: %w", a.store, err)
 	}
-	if !a.onClose {
-		// Java forwards the new aggregate only (no old value), with the session's end as
-		// timestamp and no headers.
-		ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: w, Value: res, Timestamp: msTime(end)})
+	if a.onClose {
+		return nil
 	}
+	if p.cache != nil {
+		// Held back (recordcache.go): the session existed if the record fell into one
+		// that keeps its bounds; its removal above is then the entry's first update, whose
+		// old value (the stored aggregate) the forward carries, as Java's caching session
+		// store reads it from the underlying store. Java's cache forwards the headers of
+		// the record that made the update.
+		existed := false
+		for _, m := range merged {
+			existed = existed || m.w.StartMs() == start && m.w.EndMs() == end
+		}
+		p.hold(ctx, w, res, existed, end, r.Headers)
+		return nil
+	}
+	// Java forwards the new aggregate only (no old value), with the session's end as
+	// timestamp and no headers.
+	ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: w, Value: res, Timestamp: msTime(end)})
 	return nil
+}
+
+// hold puts the update res of session w into the record cache.
+func (p *sessionAggregator[K, V, VA]) hold(ctx ProcessorContext[serde.Windowed[K], change[VA]], w serde.Windowed[K], res change[VA], existed bool, ts int64, headers []Header) {
+	p.ckey = binary.BigEndian.AppendUint64(append(p.ckey[:0], p.kb...), uint64(w.StartMs()))
+	p.ckey = binary.BigEndian.AppendUint64(p.ckey, uint64(w.EndMs()))
+	p.cache.put(ctx, p.ckey, w, res, existed, ts, headers)
 }
 
 // sessionFinal is a closed session read from the store, with its serialized key.

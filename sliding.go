@@ -3,6 +3,7 @@ package kstream
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -33,6 +34,12 @@ type slidingAggregator[K, V, VA any] struct {
 	// record's key allocates nothing.
 	kapp store.AppendSerializer[K]
 	kbuf []byte
+	// kb is the record's serialized key (in kbuf), for the record cache's keys.
+	kb []byte
+	// cache is the store's record cache, nil without one (or when emitting on close);
+	// ckey the buffer of its keys: the serialized key, then the window start.
+	cache *emitCache[serde.Windowed[K], VA]
+	ckey  []byte
 }
 
 // slidingValue is a window's aggregate and timestamp as the Java processor holds it (a
@@ -53,6 +60,9 @@ type slidingWindow[VA any] struct {
 func newSlidingAggregator[K, V, VA any](t *task, n *node, a *windowAgg[K, V, VA], st *windowKV[K, VA]) (any, error) {
 	p := &slidingAggregator[K, V, VA]{a: a, t: t, n: n, st: st, windowClock: newWindowClock()}
 	p.kapp, _ = a.ks.(store.AppendSerializer[K])
+	if !a.onClose && a.def != nil {
+		p.cache = openEmitCache[serde.Windowed[K], VA](t, a.def)
+	}
 	if err := p.recover(); err != nil {
 		return nil, err
 	}
@@ -111,12 +121,14 @@ func (p *slidingAggregator[K, V, VA]) process(ctx ProcessorContext[serde.Windowe
 		t.dropRecord(p.n, "key or value")
 		return nil
 	}
-	if kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key); err != nil {
+	kb, err := appendSerialize(p.kapp, a.ks, &p.kbuf, r.Key)
+	if err != nil {
 		return fmt.Errorf("serializing the key: %w", err)
 	} else if kb == nil {
 		t.dropRecord(p.n, "key")
 		return nil
 	}
+	p.kb = kb
 	ts := unixMs(r.Timestamp)
 	p.observed = max(p.observed, ts)
 	c := &slidingCtx[K, V, VA]{ctx: ctx, r: r, ts: ts, closeTime: p.now() - a.w.grace}
@@ -207,12 +219,12 @@ func (p *slidingAggregator[K, V, VA]) processReverse(c *slidingCtx[K, V, VA]) er
 			if rightAgg == nil {
 				rightAgg = &w.val
 			}
-			if err := p.update(c, w.start, w.val); err != nil {
+			if err := p.update(c, w.start, w.val, true); err != nil {
 				return err
 			}
 		case end == ts:
 			leftCreated = true
-			if err := p.update(c, w.start, w.val); err != nil {
+			if err := p.update(c, w.start, w.val, true); err != nil {
 				return err
 			}
 			if w.val.ts >= ts {
@@ -235,7 +247,7 @@ func (p *slidingAggregator[K, V, VA]) createWindows(c *slidingCtx[K, V, VA], sta
 	ts, td := c.ts, p.a.w.size
 	if hasPrev {
 		if start := prev + 1; !starts[start] && start+td >= ts {
-			if err := p.update(c, start, p.initial(ts)); err != nil {
+			if err := p.update(c, start, p.initial(ts), false); err != nil {
 				return err
 			}
 		}
@@ -248,7 +260,7 @@ func (p *slidingAggregator[K, V, VA]) createWindows(c *slidingCtx[K, V, VA], sta
 		} else {
 			v = p.initial(ts)
 		}
-		if err := p.update(c, ts-td, v); err != nil {
+		if err := p.update(c, ts-td, v, false); err != nil {
 			return err
 		}
 	}
@@ -283,7 +295,7 @@ func (p *slidingAggregator[K, V, VA]) processEarly(c *slidingCtx[K, V, VA]) erro
 			}
 		case w.start <= ts:
 			rightAgg = &w.val
-			if err := p.update(c, w.start, w.val); err != nil {
+			if err := p.update(c, w.start, w.val, true); err != nil {
 				return err
 			}
 		case w.start == ts+1:
@@ -303,14 +315,14 @@ func (p *slidingAggregator[K, V, VA]) processEarly(c *slidingCtx[K, V, VA]) erro
 		}
 	}
 	if hasPrev && !starts[prev+1] {
-		if err := p.update(c, prev+1, p.initial(ts)); err != nil {
+		if err := p.update(c, prev+1, p.initial(ts), false); err != nil {
 			return err
 		}
 	}
 	if combined == nil {
-		return p.update(c, 0, p.initial(ts))
+		return p.update(c, 0, p.initial(ts), false)
 	}
-	return p.update(c, 0, *combined)
+	return p.update(c, 0, *combined, true)
 }
 
 // initial is the aggregate of a new window: the initializer's value (none for a reduce),
@@ -336,6 +348,10 @@ func (p *slidingAggregator[K, V, VA]) createRightWindow(c *slidingCtx[K, V, VA],
 	}
 	var res change[VA]
 	res.setNew(v.v)
+	if p.cache != nil {
+		p.hold(c, start, start+p.a.w.size, res, false, v.ts)
+		return nil
+	}
 	c.ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(c.r.Key, start, start+p.a.w.size), Value: res,
 		Timestamp: msTime(v.ts), Headers: c.r.Headers})
 	return nil
@@ -344,7 +360,7 @@ func (p *slidingAggregator[K, V, VA]) createRightWindow(c *slidingCtx[K, V, VA],
 // update aggregates the record into the window starting at start, whose aggregate is v, and
 // forwards the result, unless the window has closed (its end, inclusive, is before the
 // close time): Kafka Streams' updateWindowAndForward.
-func (p *slidingAggregator[K, V, VA]) update(c *slidingCtx[K, V, VA], start int64, v slidingValue[VA]) error {
+func (p *slidingAggregator[K, V, VA]) update(c *slidingCtx[K, V, VA], start int64, v slidingValue[VA], existed bool) error {
 	a := p.a
 	end := start + a.w.size
 	if end < c.closeTime {
@@ -369,12 +385,27 @@ func (p *slidingAggregator[K, V, VA]) update(c *slidingCtx[K, V, VA], start int6
 	if a.onClose {
 		return nil
 	}
+	if p.cache != nil {
+		// Held back (recordcache.go): the old value is the window's stored aggregate, none
+		// for a new window, as Java's caching window store reads it.
+		if a.info.sendOld && existed && v.ok {
+			res.setOld(v.v)
+		}
+		p.hold(c, start, end, res, existed, newTs)
+		return nil
+	}
 	if a.info.sendOld && v.ok {
 		res.setOld(v.v)
 	}
 	c.ctx.Forward(Record[serde.Windowed[K], change[VA]]{Key: serde.WindowedMs(c.r.Key, start, end), Value: res,
 		Timestamp: msTime(newTs), Headers: c.r.Headers})
 	return nil
+}
+
+// hold puts the update res of the window [start, end] into the record cache.
+func (p *slidingAggregator[K, V, VA]) hold(c *slidingCtx[K, V, VA], start, end int64, res change[VA], existed bool, ts int64) {
+	p.ckey = binary.BigEndian.AppendUint64(append(p.ckey[:0], p.kb...), uint64(start))
+	p.cache.put(c.ctx, p.ckey, serde.WindowedMs(c.r.Key, start, end), res, existed, ts, c.r.Headers)
 }
 
 // slidingFinal is a closed window read from the store: its key, serialized key and value.

@@ -24,6 +24,13 @@ import (
 // a pending entry whose scenario now matches fails the test, so that it is removed here.
 var conformancePending = map[string]string{
 	"to-topic-func/describe": "Describe: Java prints (extractor class: <the extractor's toString>), which a Go function has no equal of; Go prints the function's name (owner: lead)",
+	// Java's caching session store merges the sessions of its cache with those of the
+	// underlying store without the retention filter of the latter: b@2000/2000 (ended at 2000)
+	// is past the retention (gap + grace, 10 s) at stream time 15000, so the store no longer
+	// returns it, but the cache still holds it and record i=14 (b at 6500) merges it in.
+	// kstream's sessions follow the retention whether cached or not (docs/semantics.md).
+	"cached-win-session-count":     "Java's session cache returns a session past the store's retention, which a later record merges (owner: lead)",
+	"cached-win-session-aggregate": "Java's session cache returns a session past the store's retention, which a later record merges (owner: lead)",
 }
 
 // The scenarios of the conformance test, mirrored one for one (same order, same names of
@@ -1328,7 +1335,8 @@ var confCached = []string{"stream-count", "flatmap-count", "stream-count-filter"
 	"fk-join-inner", "fk-join-left", "fk-join-named-materialized", "fk-join-groupby-count",
 	"stream-totable", "table-tostream-repartition-totable",
 	"win-tumbling-count", "win-tumbling-nograce-count", "win-hopping-reduce", "win-hopping-aggregate",
-	"win-suppress-final", "win-suppress-timelimit", "win-groupby-count"}
+	"win-suppress-final", "win-suppress-timelimit", "win-groupby-count",
+	"win-session-count", "win-session-aggregate", "win-sliding-count"}
 
 // confWithCached returns confScenarios followed by the cached runs of confCached.
 func confWithCached(t *testing.T) []struct {

@@ -1024,7 +1024,8 @@ public final class Main {
             "fk-join-inner", "fk-join-left", "fk-join-named-materialized", "fk-join-groupby-count",
             "stream-totable", "table-tostream-repartition-totable",
             "win-tumbling-count", "win-tumbling-nograce-count", "win-hopping-reduce", "win-hopping-aggregate",
-            "win-suppress-final", "win-suppress-timelimit", "win-groupby-count");
+            "win-suppress-final", "win-suppress-timelimit", "win-groupby-count",
+            "win-session-count", "win-session-aggregate", "win-sliding-count");
 
     // stateless: filter, split into two named branches, mapValues / flatMapValues, merge;
     // with repartition, also selectKey and a named repartition topic.
