@@ -87,12 +87,16 @@ func (b *backend) Get(key []byte) ([]byte, bool, error) {
 }
 
 // Set implements [store.Backend].
-func (b *backend) Set(key, value []byte) error {
+func (b *backend) Set(key, value []byte) (err error) {
 	if !b.db.rlock() {
 		return b.closedError("set")
 	}
 	defer b.db.mu.RUnlock()
-	err := b.db.pdb.Set(b.key(key), value, b.db.wo)
+	if err := b.db.failed(); err != nil {
+		return b.errorf("set", err)
+	}
+	defer b.db.recoverFatal(&err)
+	err = b.db.pdb.Set(b.key(key), value, b.db.wo)
 	b.written()
 	if err != nil {
 		return b.errorf("set", err)
@@ -101,12 +105,16 @@ func (b *backend) Set(key, value []byte) error {
 }
 
 // Delete implements [store.Backend].
-func (b *backend) Delete(key []byte) error {
+func (b *backend) Delete(key []byte) (err error) {
 	if !b.db.rlock() {
 		return b.closedError("delete")
 	}
 	defer b.db.mu.RUnlock()
-	err := b.db.pdb.Delete(b.key(key), b.db.wo)
+	if err := b.db.failed(); err != nil {
+		return b.errorf("delete", err)
+	}
+	defer b.db.recoverFatal(&err)
+	err = b.db.pdb.Delete(b.key(key), b.db.wo)
 	b.written()
 	if err != nil {
 		return b.errorf("delete", err)
@@ -116,7 +124,7 @@ func (b *backend) Delete(key []byte) error {
 
 // DeleteRange implements [store.Backend] with one Pebble range deletion: its cost does not
 // depend on the number of keys it removes, whose space later compactions reclaim.
-func (b *backend) DeleteRange(from, to []byte) error {
+func (b *backend) DeleteRange(from, to []byte) (err error) {
 	lower, upper, ok := b.rangeBounds(from, to)
 	if !b.db.rlock() {
 		return b.closedError("delete range")
@@ -125,7 +133,11 @@ func (b *backend) DeleteRange(from, to []byte) error {
 	if !ok {
 		return nil
 	}
-	err := b.db.pdb.DeleteRange(lower, upper, b.db.wo)
+	if err := b.db.failed(); err != nil {
+		return b.errorf("delete range", err)
+	}
+	defer b.db.recoverFatal(&err)
+	err = b.db.pdb.DeleteRange(lower, upper, b.db.wo)
 	b.written()
 	if err != nil {
 		return b.errorf("delete range", err)
@@ -412,13 +424,17 @@ func (bt *batch) Len() int { return bt.n }
 // Commit implements [store.Batch]: the writes and the checkpoint are applied as one
 // Pebble batch, synced if [Options.Sync] is set. The batch is empty afterwards, also when
 // Commit fails, in which case none of it is applied.
-func (bt *batch) Commit() error {
+func (bt *batch) Commit() (err error) {
 	defer bt.Reset()
 	b := bt.b
 	if !b.db.rlock() {
 		return b.closedError("commit")
 	}
 	defer b.db.mu.RUnlock()
+	if err := b.db.failed(); err != nil {
+		return b.errorf("commit", err)
+	}
+	defer b.db.recoverFatal(&err)
 	switch {
 	case bt.badOffset:
 		return b.errorf("commit", fmt.Errorf("invalid checkpoint %d", bt.offset))
@@ -433,7 +449,7 @@ func (bt *batch) Commit() error {
 			return b.errorf("commit", err)
 		}
 	}
-	err := b.db.pdb.Apply(pb, b.db.wo)
+	err = b.db.pdb.Apply(pb, b.db.wo)
 	if bt.n > 0 {
 		b.written()
 	}

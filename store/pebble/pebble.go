@@ -175,6 +175,9 @@ type db struct {
 	// pdb is only called with mu read-locked and mu.closed false: Pebble panics on use
 	// after Close.
 	pdb *pebble.DB
+	// fatal is the error of a write Pebble could not make (recoverFatal), nil while it
+	// can: every later write fails with it, without calling Pebble.
+	fatal atomic.Pointer[error]
 
 	mu struct {
 		sync.RWMutex
@@ -279,13 +282,17 @@ func (d *db) Open(name string, partition int32) (store.Backend, error) {
 
 // namespaceID returns the id of (name, partition), allocating it if create is set; it
 // returns 0 if the namespace does not exist and create is not set. d.mu must be read-locked.
-func (d *db) namespaceID(name string, partition int32, create bool) (uint32, error) {
+func (d *db) namespaceID(name string, partition int32, create bool) (_ uint32, err error) {
 	d.ns.Lock()
 	defer d.ns.Unlock()
 	k := nsKey{name, partition}
 	if id, ok := d.ns.ids[k]; ok || !create {
 		return id, nil
 	}
+	if err := d.failed(); err != nil {
+		return 0, err
+	}
+	defer d.recoverFatal(&err)
 	id := d.ns.nextID
 	if id == 0 { // wrapped around
 		return 0, errors.New("namespace ids exhausted")
@@ -307,22 +314,30 @@ func (d *db) namespaceID(name string, partition int32, create bool) (uint32, err
 // Sync implements [store.Syncer]: every commit made so far reaches the disk, also those
 // made without [Options.Sync] (Pebble keeps the last partial block of its write-ahead log
 // in memory until a sync, so a killed process would lose them).
-func (d *db) Sync() error {
+func (d *db) Sync() (err error) {
 	if !d.rlock() {
 		return fmt.Errorf("pebble store: sync: %w", store.ErrClosed)
 	}
 	defer d.mu.RUnlock()
+	if err := d.failed(); err != nil {
+		return fmt.Errorf("pebble store: sync: %w", err)
+	}
+	defer d.recoverFatal(&err)
 	if err := d.pdb.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("pebble store: sync: %w", err)
 	}
 	return nil
 }
 
-func (d *db) Drop(name string, partition int32) error {
+func (d *db) Drop(name string, partition int32) (err error) {
 	if !d.rlock() {
 		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, store.ErrClosed)
 	}
 	defer d.mu.RUnlock()
+	if err := d.failed(); err != nil {
+		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, err)
+	}
+	defer d.recoverFatal(&err)
 	id, err := d.namespaceID(name, partition, false)
 	if err != nil {
 		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, err)
@@ -411,7 +426,11 @@ func (d *db) Close() error {
 	for _, it := range open {
 		err = errors.Join(err, it.closeByDB())
 	}
-	if cerr := d.pdb.Close(); cerr != nil {
+	if ferr := d.failed(); ferr != nil {
+		// Pebble's commit pipeline is stuck after a fatal write error: closing it could
+		// wait forever. The files stay as they are; a new Open replays the log.
+		err = errors.Join(err, ferr)
+	} else if cerr := d.pdb.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	if err != nil {
@@ -421,11 +440,15 @@ func (d *db) Close() error {
 }
 
 // flush flushes the memtables to sstables (for tests of ApproximateCount).
-func (d *db) flush() error {
+func (d *db) flush() (err error) {
 	if !d.rlock() {
 		return store.ErrClosed
 	}
 	defer d.mu.RUnlock()
+	if err := d.failed(); err != nil {
+		return err
+	}
+	defer d.recoverFatal(&err)
 	return d.pdb.Flush()
 }
 
@@ -442,10 +465,44 @@ func (l logger) Infof(format string, args ...any) {
 
 func (l logger) Errorf(format string, args ...any) { l.l.Error(fmt.Sprintf(format, args...)) }
 
-// Fatalf logs and panics: Pebble calls it when it cannot continue, and does not expect it
-// to return.
+// Fatalf logs and panics with a fatalError: Pebble calls it when it cannot continue, and
+// does not expect it to return. The writes of this package recover it (recoverFatal).
 func (l logger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	l.l.Error(msg, "fatal", true)
-	panic(errors.New("pebble store: fatal: " + msg))
+	panic(fatalError{fmt.Errorf("%w: %s", ErrFatal, msg)})
+}
+
+// ErrFatal is wrapped by the error of a write that Pebble could not make, because its
+// write-ahead log could not be written (a full or failing disk): Pebble cannot go on with
+// the database, so that every later write of it fails with the same error, and Close does
+// not close Pebble (its commit pipeline is stuck). The application fails with the error
+// instead of crashing; its state is restored from the changelogs on the next start.
+var ErrFatal = errors.New("pebble store: fatal write error")
+
+// fatalError is what logger.Fatalf panics with.
+type fatalError struct{ err error }
+
+// recoverFatal, deferred by every call of this package that writes into Pebble, turns the
+// panic of logger.Fatalf into the call's error (*errp) and marks d failed. Pebble calls
+// Fatalf on the writer's goroutine, inside the write. Other panics go on.
+func (d *db) recoverFatal(errp *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	f, ok := r.(fatalError)
+	if !ok {
+		panic(r)
+	}
+	d.fatal.CompareAndSwap(nil, &f.err)
+	*errp = f.err
+}
+
+// failed returns the error of d's failed write, nil if none failed.
+func (d *db) failed() error {
+	if e := d.fatal.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
