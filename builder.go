@@ -407,7 +407,7 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 			if t.subOf(d.users[0]) != i {
 				continue
 			}
-			spec := runtime.StoreSpec{Name: d.name, Persistent: d.persistent, Timestamped: d.timestamped, Codec: d.codec}
+			spec := runtime.StoreSpec{Name: d.name, Persistent: d.persistent, Timestamped: d.timestamped, Codec: d.codec, NoReadCache: d.noReadCache}
 			if d.sourceTopic != "" {
 				// A table read from a topic uses that topic as its changelog.
 				spec.Changelog, spec.SourceTopic = d.sourceTopic, true

@@ -105,6 +105,7 @@ type storeDef struct {
 	// over the defaults.
 	changelogConfig map[string]string
 	noCache         bool // WithoutCaching
+	noReadCache     bool // no read cache in its write buffer (runtime.StoreSpec.NoReadCache)
 	users           []*node
 	// sourceTopic is the topic of a source table: its changelog, never written by us.
 	sourceTopic string

@@ -186,7 +186,7 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 	// the buffer keeps as the value a key had before its buffered updates.
 	sendOld := t.info.enable(true)
 	n := b.tableNode(name, t.n)
-	d := &storeDef{name: storeName, persistent: false, logged: true, keyID: serdeID(t.ks), valueID: serdeID(t.vs)}
+	d := &storeDef{name: storeName, persistent: false, logged: true, noReadCache: true, keyID: serdeID(t.ks), valueID: serdeID(t.vs)}
 	d.typed = func(bk store.Backend) any { return store.NewKeyValueStore(storeName, bk, serde.Bytes(), serde.Bytes()) }
 	b.addStore(d, n)
 	cfg := suppressConfig{final: s.final, suppressMs: suppressMs, buf: s.buf, store: storeName}

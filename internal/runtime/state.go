@@ -37,6 +37,10 @@ type StoreSpec struct {
 	// Codec.ChangelogKey of its key, or not at all (store metadata), and restoring goes
 	// through a Codec.NewRestorer. See store.ChangelogCodec.
 	Codec store.ChangelogCodec
+	// NoReadCache means the store's write buffer keeps no read cache (StoreCacheBytes): a
+	// suppression buffer in memory, read only for keys it wrote, which its engine's B-tree
+	// answers as fast, so that a cache there only costs CPU and budget.
+	NoReadCache bool
 }
 
 // newRestorer returns the restorer of a store partition whose backend is b, or nil for a
@@ -179,7 +183,7 @@ func (r *Runtime) resizeStoreCachesLocked() {
 	n := 0
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
-			if ls.buf != nil {
+			if ls.buf != nil && !ls.spec.NoReadCache {
 				n++
 			}
 		}
@@ -487,7 +491,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 			// written or read recently a map lookup instead of a search of the engine's
 			// B-tree.
 			ls.buf = store.NewBuffer(raw)
-			if r.cfg.StoreCacheBytes >= 0 {
+			if r.cfg.StoreCacheBytes >= 0 && !spec.NoReadCache {
 				ls.buf.WithSharedReadCache(&r.caches.share)
 			}
 		}
