@@ -196,16 +196,24 @@ func TestPatternSourceNewTopicNotCopartitioned(t *testing.T) {
 	s := kstream.StreamPattern(b, patternOf(t, a, "patA"), serde.String(), serde.String())
 	tab := kstream.Table(b, tbl, serde.String(), serde.String(), "table-store")
 	kstream.Join(s, tab, func(_, v, w string) string { return v + w }).To(out, serde.String(), serde.String())
+	stopsOnNewTopic(t, b, "co-partitioned")
+}
+
+// stopsOnNewTopic runs b until it is running, creates a topic "patB" of 3 partitions that
+// its pattern source matches, and checks that Run then returns an error naming the topic
+// and containing want.
+func stopsOnNewTopic(t *testing.T, b *kstream.Builder, want string) {
+	t.Helper()
 	r := start(t, newApp(t, b, testConfig(t)))
 	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return r.app.State() == kstream.StateRunning })
 	bad := kafkatest.CreateTopic(t, "patB", 3, nil)
 	select {
 	case <-r.done:
 	case <-time.After(60 * time.Second):
-		t.Fatal("the instance still runs a minute after a non-co-partitioned topic matched its pattern")
+		t.Fatalf("the instance still runs a minute after topic %s matched its pattern", bad)
 	}
-	if r.err == nil || !strings.Contains(r.err.Error(), "co-partitioned") || !strings.Contains(r.err.Error(), bad) {
-		t.Fatalf("Run = %v, want a co-partitioning error naming %s", r.err, bad)
+	if r.err == nil || !strings.Contains(r.err.Error(), want) || !strings.Contains(r.err.Error(), bad) {
+		t.Fatalf("Run = %v, want an error naming %s and saying %q", r.err, bad, want)
 	}
 }
 
@@ -218,15 +226,5 @@ func TestPatternSourceNewTopicTooManyPartitionsForState(t *testing.T) {
 	b := kstream.NewBuilder()
 	s := kstream.StreamPattern(b, patternOf(t, a, "patA"), serde.String(), serde.String())
 	kstream.Count(s.GroupByKey(), "counts").ToStream().To(out, serde.String(), serde.Int64())
-	r := start(t, newApp(t, b, testConfig(t)))
-	kafkatest.Eventually(t, 60*time.Second, "running", func() bool { return r.app.State() == kstream.StateRunning })
-	bad := kafkatest.CreateTopic(t, "patB", 3, nil)
-	select {
-	case <-r.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the instance still runs a minute after a topic with too many partitions matched its pattern")
-	}
-	if r.err == nil || !strings.Contains(r.err.Error(), "changelogs") || !strings.Contains(r.err.Error(), bad) {
-		t.Fatalf("Run = %v, want an error naming %s and the changelogs", r.err, bad)
-	}
+	stopsOnNewTopic(t, b, "changelogs")
 }

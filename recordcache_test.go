@@ -53,36 +53,16 @@ func TestRecordCacheDeduplicatesUpdates(t *testing.T) {
 			cfg.Guarantee, cfg.CacheMaxBytes = tc.guarantee, tc.cache
 			start(t, newApp(t, b, cfg))
 
-			cl := kafkatest.Client(t, kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-			latest := map[string]int64{}
-			n := 0
-			done := func() bool {
-				for k := range keys {
-					if latest[fmt.Sprintf("k%d", k)] != perKey {
-						return false
-					}
+			n := consumeCounts(t, out, keys, perKey, func(r *kgo.Record, latest map[string]int64) {
+				c, err := serde.Int64().Deserialize(r.Value)
+				if err != nil {
+					t.Errorf("offset %d: %v", r.Offset, err)
 				}
-				return true
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			for !done() && ctx.Err() == nil {
-				cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-					c, err := serde.Int64().Deserialize(r.Value)
-					if err != nil {
-						t.Errorf("offset %d: %v", r.Offset, err)
-					}
-					if c <= latest[string(r.Key)] {
-						t.Errorf("key %s: count %d after %d", r.Key, c, latest[string(r.Key)])
-					}
-					latest[string(r.Key)] = c
-					n++
-				})
-			}
-			if !done() {
-				t.Fatalf("final counts %v, want %d for each of %d keys", latest, perKey, keys)
-			}
+				if c <= latest[string(r.Key)] {
+					t.Errorf("key %s: count %d after %d", r.Key, c, latest[string(r.Key)])
+				}
+				latest[string(r.Key)] = c
+			})
 			t.Logf("%d records in, %d updates out", keys*perKey, n)
 			if n > tc.maxOut {
 				t.Errorf("%d updates out, want at most %d", n, tc.maxOut)
@@ -202,38 +182,18 @@ func TestRecordCacheSessionAndSlidingWindows(t *testing.T) {
 			cfg.Guarantee, cfg.CacheMaxBytes = tc.guarantee, tc.cache
 			start(t, newApp(t, b, cfg))
 
-			cl := kafkatest.Client(t, kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-				kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-			latest := map[string]int64{} // the key's latest count, of any window
-			n := 0
-			done := func() bool {
-				for k := range keys {
-					if latest[fmt.Sprintf("k%d", k)] != perKey {
-						return false
-					}
+			n := consumeCounts(t, out, keys, perKey, func(r *kgo.Record, latest map[string]int64) {
+				if r.Value == nil {
+					return // a session's removal
 				}
-				return true
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			for !done() && ctx.Err() == nil {
-				cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-					n++
-					if r.Value == nil {
-						return // a session's removal
-					}
-					w, err := ws.Deserialize(r.Key)
-					if err != nil {
-						t.Errorf("offset %d: %v", r.Offset, err)
-						return
-					}
-					c, _ := serde.Int64().Deserialize(r.Value)
-					latest[w.Key] = max(latest[w.Key], c)
-				})
-			}
-			if !done() {
-				t.Fatalf("final counts %v, want %d for each of %d keys", latest, perKey, keys)
-			}
+				w, err := ws.Deserialize(r.Key)
+				if err != nil {
+					t.Errorf("offset %d: %v", r.Offset, err)
+					return
+				}
+				c, _ := serde.Int64().Deserialize(r.Value)
+				latest[w.Key] = max(latest[w.Key], c) // the key's latest count, of any window
+			})
 			t.Logf("%d records in, %d updates out", keys*perKey, n)
 			// A session count's updates go to one session per key. Every record of a sliding
 			// count makes windows of its own (its left and right windows: about 2 per
@@ -251,4 +211,35 @@ func TestRecordCacheSessionAndSlidingWindows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// consumeCounts reads the count topic out, read_committed, passing each record to note
+// with the latest count of each key, until every one of keys keys (k0, k1...) has the
+// count perKey, or fails after a minute. It returns the number of records read.
+func consumeCounts(t *testing.T, out string, keys, perKey int, note func(r *kgo.Record, latest map[string]int64)) int {
+	t.Helper()
+	cl := kafkatest.Client(t, kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	latest := map[string]int64{}
+	n := 0
+	done := func() bool {
+		for k := range keys {
+			if latest[fmt.Sprintf("k%d", k)] != int64(perKey) {
+				return false
+			}
+		}
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for !done() && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			n++
+			note(r, latest)
+		})
+	}
+	if !done() {
+		t.Fatalf("final counts %v, want %d for each of %d keys", latest, perKey, keys)
+	}
+	return n
 }
