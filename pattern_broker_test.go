@@ -26,6 +26,7 @@ func patternOf(t *testing.T, sample, base string) *regexp.Regexp {
 // TestPatternSourceOnBroker reads two topics through one pattern source: the records of
 // both are processed, by two tasks (partition p of both topics in task 0_p).
 func TestPatternSourceOnBroker(t *testing.T) {
+	t.Parallel()
 	a := kafkatest.CreateTopic(t, "patA", 2, nil)
 	b2 := kafkatest.CreateTopic(t, "patB", 2, nil)
 	other := kafkatest.CreateTopic(t, "other", 2, nil) // does not match
@@ -69,6 +70,7 @@ func TestPatternSourceOnBroker(t *testing.T) {
 // TestPatternSourceCopartitioned joins a pattern source with a table: a matching topic
 // with another partition count than the table's fails at start, naming the topics.
 func TestPatternSourceCopartitioned(t *testing.T) {
+	t.Parallel()
 	a := kafkatest.CreateTopic(t, "patA", 2, nil)
 	kafkatest.CreateTopic(t, "patB", 3, nil)
 	tbl := kafkatest.CreateTopic(t, "table", 2, nil)
@@ -91,6 +93,16 @@ func TestPatternSourceCopartitioned(t *testing.T) {
 // the group rebalances, and its records are counted on top of the first topic's, in the
 // same tasks and stores (same partition count, so the same keys in the same tasks).
 func TestPatternSourcePicksUpNewTopics(t *testing.T) {
+	t.Parallel()
+	for _, g := range []kstream.Guarantee{kstream.AtLeastOnce, kstream.ExactlyOnce} {
+		t.Run(g.String(), func(t *testing.T) {
+			t.Parallel()
+			pickUpNewTopics(t, g)
+		})
+	}
+}
+
+func pickUpNewTopics(t *testing.T, g kstream.Guarantee) {
 	a := kafkatest.CreateTopic(t, "patA", 2, nil)
 	out := kafkatest.CreateTopic(t, "out", 1, nil)
 	re := patternOf(t, a, "patA")
@@ -98,6 +110,7 @@ func TestPatternSourcePicksUpNewTopics(t *testing.T) {
 	s := kstream.StreamPattern(b, re, serde.String(), serde.String())
 	kstream.Count(s.GroupByKey(), "counts").ToStream().To(out, serde.String(), serde.Int64())
 	cfg := testConfig(t)
+	cfg.Guarantee = g
 	r1 := start(t, newApp(t, b, cfg))
 	cfg.StateDir = t.TempDir()
 	r2 := start(t, newApp(t, b, cfg))
@@ -129,7 +142,7 @@ func TestPatternSourcePicksUpNewTopics(t *testing.T) {
 // (k0, k1...) is want, or fails after a minute with what it saw.
 func waitCounts(t *testing.T, out string, keys int, want int64) {
 	t.Helper()
-	cl := kafkatest.Client(t, kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := kafkatest.Client(t, kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	latest := map[string]int64{}
 	ctx := kafkatest.Context(t, 60*time.Second)
 	for {
@@ -155,6 +168,7 @@ func waitCounts(t *testing.T, out string, keys int, want int64) {
 // a matching topic with more partitions than the first: the sub-topology gets new tasks for
 // the new partitions, and the records of every partition are processed.
 func TestPatternSourceNewTopicMorePartitions(t *testing.T) {
+	t.Parallel()
 	a := kafkatest.CreateTopic(t, "patA", 1, nil)
 	out := kafkatest.CreateTopic(t, "out", 1, nil)
 	b := kstream.NewBuilder()
@@ -189,6 +203,7 @@ func TestPatternSourceNewTopicMorePartitions(t *testing.T) {
 // while it runs, a matching topic with another partition count than the table's: the
 // instance stops with an error naming the topic, as a start with it would.
 func TestPatternSourceNewTopicNotCopartitioned(t *testing.T) {
+	t.Parallel()
 	a := kafkatest.CreateTopic(t, "patA", 2, nil)
 	tbl := kafkatest.CreateTopic(t, "table", 2, nil)
 	out := kafkatest.CreateTopic(t, "out", 1, nil)
@@ -221,6 +236,7 @@ func stopsOnNewTopic(t *testing.T, b *kstream.Builder, want string) {
 // creates, while it runs, a matching topic with more partitions than the count has tasks:
 // the changelogs cannot grow, so the instance stops with an error naming the topic.
 func TestPatternSourceNewTopicTooManyPartitionsForState(t *testing.T) {
+	t.Parallel()
 	a := kafkatest.CreateTopic(t, "patA", 2, nil)
 	out := kafkatest.CreateTopic(t, "out", 1, nil)
 	b := kstream.NewBuilder()
