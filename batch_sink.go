@@ -207,12 +207,18 @@ type flusher interface {
 	due() time.Time
 }
 
-// PreCommit implements runtime.Task: each record cache forwards what it holds, and each
-// batch sink hands over its pending batch.
+// PreCommit implements runtime.Task: each record cache forwards what it holds, each async
+// operator waits for its calls and forwards their outputs, and each batch sink hands over
+// its pending batch.
 func (t *task) PreCommit(ctx context.Context) error {
 	t.fatal = nil
-	// The record caches first: what they forward may reach a batch sink.
-	if t.flushCaches(); t.fatal != nil {
+	// The record caches first: what they forward may reach a batch sink. Async operators
+	// with them: every call of a record the commit covers must have finished, and its
+	// outputs been forwarded (async.go).
+	if err := t.drainAsync(ctx); err != nil {
+		return fmt.Errorf("kstream: task %s: %w", t.id, err)
+	}
+	if t.fatal != nil {
 		return t.fatal
 	}
 	for _, f := range t.flushers {

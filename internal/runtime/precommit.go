@@ -16,6 +16,10 @@ func (r *Runtime) Context() context.Context {
 	return r.restoreCtx
 }
 
+// Wake implements TaskEnv: a task has finished async calls to take back (Async), so the
+// loop's poll is cut short and the loop launches a turn of the task (processLocked).
+func (r *Runtime) Wake() { r.kick.kick() }
+
 // preCommitLocked has every running task finish the work its commit must cover
 // (Task.PreCommit: a batch sink's pending batch), before commitLocked or commitTxnLocked
 // commits the processed offsets. Tasks run in parallel, each on its own goroutine with its

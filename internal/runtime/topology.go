@@ -161,6 +161,31 @@ type Task interface {
 	Close() error
 }
 
+// Async is implemented by a task whose operators hand work to goroutines of their own and
+// take the results back later (the async operators of package kstream, MapValuesAsync and
+// friends): the runtime then gives the task a turn when results are waiting even if no
+// record arrived, and holds its input back while it takes none.
+//
+// Commits need nothing more: the task finishes every call its processed records started in
+// PreCommit (it waits for them and forwards their outputs), so the offsets a commit covers
+// never pass a record whose call is unfinished, and an exactly-once transaction holds the
+// outputs of finished calls only.
+type Async interface {
+	// Completed reports whether finished calls wait to be handed back to the task. It may be
+	// called from any goroutine, also while a turn of the task runs.
+	Completed() bool
+	// Resume hands the finished calls back to the task, which forwards their outputs (or
+	// lets the error handlers decide). It runs in a turn of the task (at its start). The
+	// error is as Process's.
+	Resume() error
+	// Saturated reports that the task takes no record now: one of its operators has as
+	// many calls unfinished as it allows. The runtime then processes none of its records
+	// (they stay buffered, and its partitions pause once the buffer is full, see
+	// flowControlLocked) until Resume has freed room. It is called in a turn of the task or
+	// while the task is at rest.
+	Saturated() bool
+}
+
 // TaskEnv is what a task may ask of the runtime. It is safe for concurrent use.
 type TaskEnv interface {
 	// Produce sends o.Record asynchronously. The commit that covers o.Source waits until it
@@ -191,6 +216,10 @@ type TaskEnv interface {
 	// partitioner: known at start for the topics of the topology, asked of the cluster
 	// (once) for another topic, which blocks until the answer or ctx is done.
 	PartitionCount(ctx context.Context, topic string) (int32, error)
+	// Wake tells the runtime that a task has work for a turn although no record arrived for
+	// it: an async call finished (see Async). It may be called from any goroutine; the
+	// runtime then looks at the tasks (Async.Completed) at once.
+	Wake()
 	// Context is done when the instance shuts down: it bounds the work a task does outside
 	// Kafka while processing (a batch sink's calls and its waits between retries), so that
 	// a shutdown does not wait for it. Work cut short by it is finished in PreCommit.
@@ -357,6 +386,9 @@ type Config struct {
 	StallTimeout time.Duration
 	// Metrics, if set, receives the instance's metrics (metrics.go).
 	Metrics prometheus.Registerer
+	// Collectors are more metrics of the instance, registered and unregistered with the
+	// runtime's under Metrics (the async operators' of package kstream).
+	Collectors []prometheus.Collector
 	// Tracer, if set, starts a span per processed record (tracing.go); Propagator then
 	// carries the span's context into the headers of the records produced.
 	Tracer     *kotel.Tracer

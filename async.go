@@ -1,0 +1,747 @@
+package kstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kstream-go/kstream/internal/runtime"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Asynchronous operators (docs/async.md): MapValuesAsync and FlatMapValuesAsync call a
+// function that may block (an HTTP service, a database, a model) on goroutines of their own,
+// up to WithConcurrency calls per task, while the task goes on taking records. Records of
+// one key are called one after the other, in input order; records of different keys
+// concurrently. Results come back to the task (runtime.Async): the task forwards them in a
+// turn of its own, never from the call's goroutine, so everything downstream runs on the
+// task's goroutine as usual.
+//
+// Commits: before a task's offsets are committed (PreCommit), the task waits for every call
+// its processed records started and forwards their outputs, so a committed offset never
+// passes an unfinished call, and an exactly-once transaction holds exactly the outputs of
+// the records whose offsets it commits (docs/async.md says why this and not committing
+// below the oldest unfinished call).
+
+// Defaults of the async operators' options.
+const (
+	defaultAsyncConcurrency = 64
+	defaultAsyncAttempts    = 3
+	defaultAsyncBackoff     = 100 * time.Millisecond
+	defaultAsyncMaxBackoff  = 5 * time.Second
+	// asyncCloseWait bounds how long closing a task waits for calls it cancelled.
+	asyncCloseWait = 5 * time.Second
+)
+
+// AsyncOrder says in which order an async operator's outputs leave it.
+type AsyncOrder uint8
+
+const (
+	// PerKeyOrder (the default): the outputs of one key leave in the order of its input
+	// records, each as soon as its call is done; outputs of different keys interleave in
+	// the order their calls finish.
+	PerKeyOrder AsyncOrder = iota
+	// PartitionOrder: every output leaves in the order the task processed the input records
+	// (for a task reading one partition, the partition's order), as a synchronous operator's
+	// would. Calls still run concurrently; a finished call's outputs wait for those of the
+	// records before it.
+	PartitionOrder
+)
+
+// String returns "per-key" or "partition".
+func (o AsyncOrder) String() string {
+	switch o {
+	case PerKeyOrder:
+		return "per-key"
+	case PartitionOrder:
+		return "partition"
+	}
+	return fmt.Sprintf("AsyncOrder(%d)", uint8(o))
+}
+
+// AsyncRetry is the retry policy of an async operator: a call that fails with an error
+// marked [Retriable] (or that outlives [WithCallTimeout]) is made again after a backoff,
+// from InitialBackoff, doubling up to MaxBackoff, for MaxAttempts calls in all.
+type AsyncRetry struct {
+	// MaxAttempts is how many calls a record gets, the first included (default 3; 1 never
+	// retries).
+	MaxAttempts int
+	// InitialBackoff is the wait after the first failed call (default 100ms).
+	InitialBackoff time.Duration
+	// MaxBackoff bounds every wait (default 5s).
+	MaxBackoff time.Duration
+}
+
+// asyncConfig is an async operator's configuration, from its options.
+type asyncConfig struct {
+	concurrency int
+	timeout     time.Duration
+	retry       AsyncRetry
+	order       AsyncOrder
+}
+
+// WithConcurrency sets how many records an async operator holds per task at most: records
+// whose call runs, waits behind an earlier record of its key, or is finished and waits for
+// its outputs to leave (default 64). At most that many calls run at once per task. A task
+// whose operator holds that many takes no more input until a call finishes: its records
+// stay buffered, and its partitions pause once the buffer is full, while the other tasks go
+// on. [Config.AsyncMaxInFlight] bounds the calls of the whole instance. Applies to
+// [MapValuesAsync] and [FlatMapValuesAsync].
+func WithConcurrency(n int) Option {
+	return optFunc{"WithConcurrency", func(c *opConfig) { c.async.concurrency = n; c.async.set = true }}
+}
+
+// WithCallTimeout bounds each call of an async operator: its context is done after d. A
+// call that outlives it failed with [context.DeadlineExceeded], which is retried as a
+// [Retriable] error. 0 (the default) sets no bound. Applies to [MapValuesAsync] and
+// [FlatMapValuesAsync].
+func WithCallTimeout(d time.Duration) Option {
+	return optFunc{"WithCallTimeout", func(c *opConfig) { c.async.timeout = d; c.async.set = true }}
+}
+
+// WithAsyncRetry sets the retry policy of an async operator (see [AsyncRetry]; zero fields
+// take the defaults). Applies to [MapValuesAsync] and [FlatMapValuesAsync].
+func WithAsyncRetry(r AsyncRetry) Option {
+	return optFunc{"WithAsyncRetry", func(c *opConfig) { c.async.retry = r; c.async.set = true }}
+}
+
+// WithOutputOrder sets the order in which an async operator's outputs leave it
+// ([PerKeyOrder], the default, or [PartitionOrder]). Applies to [MapValuesAsync] and
+// [FlatMapValuesAsync].
+func WithOutputOrder(o AsyncOrder) Option {
+	return optFunc{"WithOutputOrder", func(c *opConfig) { c.async.order = o; c.async.set = true }}
+}
+
+// asyncOpts are the async options gathered by opConfig.
+type asyncOpts struct {
+	asyncConfig
+	set bool
+}
+
+// config returns the options with their defaults, or an error naming the one out of range.
+func (o asyncOpts) config() (asyncConfig, error) {
+	c := o.asyncConfig
+	switch {
+	case c.concurrency < 0:
+		return c, fmt.Errorf("WithConcurrency(%d): must be at least 1 (0: the default %d)", c.concurrency, defaultAsyncConcurrency)
+	case c.timeout < 0:
+		return c, fmt.Errorf("WithCallTimeout(%s): must not be negative", c.timeout)
+	case c.retry.MaxAttempts < 0:
+		return c, fmt.Errorf("AsyncRetry.MaxAttempts is %d; it must not be negative (0: the default %d)", c.retry.MaxAttempts, defaultAsyncAttempts)
+	case c.retry.InitialBackoff < 0 || c.retry.MaxBackoff < 0:
+		return c, fmt.Errorf("AsyncRetry backoffs (%s, %s) must not be negative", c.retry.InitialBackoff, c.retry.MaxBackoff)
+	case c.order > PartitionOrder:
+		return c, fmt.Errorf("WithOutputOrder(%v): use PerKeyOrder or PartitionOrder", c.order)
+	}
+	if c.concurrency == 0 {
+		c.concurrency = defaultAsyncConcurrency
+	}
+	if c.retry.MaxAttempts == 0 {
+		c.retry.MaxAttempts = defaultAsyncAttempts
+	}
+	if c.retry.InitialBackoff == 0 {
+		c.retry.InitialBackoff = defaultAsyncBackoff
+	}
+	if c.retry.MaxBackoff == 0 {
+		c.retry.MaxBackoff = max(defaultAsyncMaxBackoff, c.retry.InitialBackoff)
+	}
+	if c.retry.MaxBackoff < c.retry.InitialBackoff {
+		return c, fmt.Errorf("AsyncRetry.MaxBackoff (%s) is less than InitialBackoff (%s)", c.retry.MaxBackoff, c.retry.InitialBackoff)
+	}
+	return c, nil
+}
+
+// Retriable marks err as worth another call: an async operator's function returns
+// Retriable(err) for a failure that may heal (a timeout, a 503), and the call is made again
+// after a backoff ([AsyncRetry]). Any other error goes to the processing error handler at
+// once. Retriable(nil) is nil.
+func Retriable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &retriableError{err}
+}
+
+// IsRetriable reports whether err, or an error it wraps, was marked with [Retriable].
+func IsRetriable(err error) bool {
+	var r *retriableError
+	return errors.As(err, &r)
+}
+
+type retriableError struct{ err error }
+
+func (e *retriableError) Error() string { return e.err.Error() }
+func (e *retriableError) Unwrap() error { return e.err }
+
+// AsyncError is a record whose async call failed for good: a non-retriable error, a panic,
+// or a retriable one after every attempt. The processing error handler sees it as the
+// record's Err; when the handler fails the application, [App.Run] returns a [*RecordError]
+// that wraps it. Unwrap returns the function's last error.
+type AsyncError struct {
+	// Operator is the async operator's name.
+	Operator string
+	// Attempts is how many calls were made.
+	Attempts int
+	Err      error
+}
+
+func (e *AsyncError) Error() string {
+	s := "s"
+	if e.Attempts == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("async operator %s: the call failed after %d attempt%s: %v", e.Operator, e.Attempts, s, e.Err)
+}
+
+// Unwrap returns the function's last error.
+func (e *AsyncError) Unwrap() error { return e.Err }
+
+// MapValuesAsync replaces each record's value with what fn returns, calling fn on goroutines
+// of its own so that a task has up to [WithConcurrency] calls running at once: the way to
+// call an HTTP service, a database or a model from a topology at full speed. The key is
+// unchanged, so no repartition follows.
+//
+// Order: the records of one key are called one after the other, in input order, and their
+// outputs leave in input order; records of different keys are called concurrently, and by
+// default ([PerKeyOrder]) their outputs leave as their calls finish. [WithOutputOrder]
+// ([PartitionOrder]) keeps the task's input order for every output. Keys are told apart by
+// their value when K is comparable (a []byte key by its bytes), else by their bytes under
+// the stream's key serde (a build error if it has none).
+//
+// fn's ctx is done when the call's time ([WithCallTimeout]) is up, or when the task stops
+// wanting the result (its partitions were revoked or lost, an exactly-once transaction
+// aborted, the application shut down): a call cut short that way is not a failure, its
+// record is processed again from the last commit. fn returns [Retriable](err) for a failure
+// worth another call ([WithAsyncRetry]); any other error, a panic, or the last retriable
+// failure goes to [Config.ProcessingErrorHandler] with an [*AsyncError] ([Fail] stops the
+// application, [Continue] skips the record, [DeadLetter] writes it to the dead-letter
+// topic).
+//
+// Commits: a task's offsets are committed only once every call of the records they cover
+// has finished and its outputs have been forwarded; a commit waits for the calls in flight
+// (under exactly-once, the transaction holds exactly their outputs). A commit, a rebalance
+// and a shutdown so wait for the slowest call at most (bounded by [Config.CloseTimeout];
+// under exactly-once keep calls well below [Config.TransactionTimeout]).
+//
+// State: fn runs off the task's goroutine and must not touch the task's state stores, nor
+// anything else of the topology; it gets the key and value only. Put what it needs in the
+// value before (a join), and what it computes in a store after (an aggregation downstream).
+//
+// Options: [Named], [WithConcurrency], [WithCallTimeout], [WithAsyncRetry],
+// [WithOutputOrder].
+func MapValuesAsync[K, V, VR any](s KStream[K, V], fn func(ctx context.Context, k K, v V) (VR, error), opts ...Option) KStream[K, VR] {
+	var call func(context.Context, K, V) ([]VR, error)
+	if fn != nil {
+		call = func(ctx context.Context, k K, v V) ([]VR, error) {
+			vr, err := fn(ctx, k, v)
+			if err != nil {
+				return nil, err
+			}
+			return []VR{vr}, nil
+		}
+	}
+	return addAsync(s, "MAPVALUESASYNC", "MapValuesAsync", call, opts)
+}
+
+// FlatMapValuesAsync is [MapValuesAsync] for a function that turns each record into zero
+// or more values, which leave in the order fn returns them (all of one record together).
+func FlatMapValuesAsync[K, V, VR any](s KStream[K, V], fn func(ctx context.Context, k K, v V) ([]VR, error), opts ...Option) KStream[K, VR] {
+	return addAsync(s, "FLATMAPVALUESASYNC", "FlatMapValuesAsync", fn, opts)
+}
+
+// asyncAllowed are the options of the async operators.
+var asyncAllowed = []string{"WithConcurrency", "WithCallTimeout", "WithAsyncRetry", "WithOutputOrder"}
+
+func addAsync[K, V, VR any](s KStream[K, V], prefix, op string, call func(context.Context, K, V) ([]VR, error), opts []Option) KStream[K, VR] {
+	c := s.b.options(op, opts, asyncAllowed...)
+	n := &node{kind: kindProcessor}
+	s.b.addNode(n, prefix, c.name, s.n)
+	out := KStream[K, VR]{b: s.b, n: n, ks: s.ks, vs: carry[V, VR](s.vs), keyChanged: s.keyChanged}
+	n.valueChanging = true
+	if call == nil {
+		s.b.errorf("%s (operator %s): the function is nil", op, n.name)
+	}
+	cfg, err := c.async.config()
+	if err != nil {
+		s.b.errorf("%s (operator %s): %w", op, n.name, err)
+	}
+	keyOf, err := asyncKeyOf(s.ks)
+	if err != nil {
+		s.b.errorf("%s (operator %s): %w", op, n.name, err)
+	}
+	n.instantiate = func(t *task) (any, error) {
+		fwd, err := childInputs[K, VR](t, n)
+		if err != nil {
+			return nil, err
+		}
+		a := newAsyncOp(t, n, cfg, call, keyOf, fwd)
+		t.asyncs = append(t.asyncs, a)
+		t.txnHooks = append(t.txnHooks, a)
+		t.closers = append(t.closers, namedCloser{n.name, a})
+		return labeled(t, n, a.admit), nil
+	}
+	return out
+}
+
+// nullKeyID is the identity of the records with a null key, one key of their own.
+type nullKeyID struct{}
+
+// asyncKeyOf returns how an async operator tells keys apart: by value when K is comparable
+// (and not an interface, whose dynamic values may not be), a []byte by its bytes, otherwise
+// by its bytes under ks.
+func asyncKeyOf[K any](ks serde.Serde[K]) (func(K) (any, error), error) {
+	tk := reflect.TypeFor[K]()
+	switch {
+	case tk.Kind() == reflect.Slice && tk.Elem().Kind() == reflect.Uint8:
+		return func(k K) (any, error) { return string(reflect.ValueOf(k).Bytes()), nil }, nil
+	case tk.Kind() != reflect.Interface && tk.Comparable():
+		return func(k K) (any, error) { return k, nil }, nil
+	case ks != nil:
+		return func(k K) (any, error) {
+			b, err := serialize(ks, k)
+			if err != nil {
+				return nil, fmt.Errorf("serializing the key to tell keys apart: %w", err)
+			}
+			return string(b), nil
+		}, nil
+	}
+	return nil, fmt.Errorf("the key type %s is not comparable and the stream has no key serde to tell keys apart: set one with WithSerdes: %w", tk, ErrNoSerde)
+}
+
+// asyncRunner is what the task sees of an async operator.
+type asyncRunner interface {
+	completed() bool
+	resume()
+	saturated() bool
+	// drain waits for every record the operator holds and forwards its outputs; an error is
+	// ctx's.
+	drain(ctx context.Context) error
+	holding() bool
+}
+
+// asyncEntry is one record admitted to an async operator.
+type asyncEntry[K, V, VR any] struct {
+	rec   Record[K, V]
+	raw   *kgo.Record // the input record, for the error handler and dead letters
+	ts    int64
+	hasTS bool
+	key   any
+	gen   uint64 // the operator's generation when admitted (see asyncOp.reset)
+
+	admitted time.Time
+	// Set by the call's goroutine before it hands the entry back.
+	outs     []VR
+	err      error
+	attempts int
+	finished bool // handed back (task goroutine)
+}
+
+// asyncOp is the per-task state of an async operator. Its fields are the task's (touched on
+// the task's goroutine only) unless said otherwise.
+type asyncOp[K, V, VR any] struct {
+	t     *task
+	n     *node
+	cfg   asyncConfig
+	call  func(context.Context, K, V) ([]VR, error)
+	keyOf func(K) (any, error)
+	fwd   *procContext[K, VR]
+	sem   chan struct{} // Config.AsyncMaxInFlight's tokens; nil without a cap
+	stats *asyncStats   // nil without Config.Metrics
+
+	// keys are the records of each key not handed back yet, oldest first: the first one's
+	// call runs (or has finished).
+	keys map[any][]*asyncEntry[K, V, VR]
+	// order are the records not forwarded yet in input order (PartitionOrder only).
+	order []*asyncEntry[K, V, VR]
+	// held counts the records admitted and not forwarded yet; read by Saturated from the
+	// loop while the task is at rest.
+	held atomic.Int64
+
+	// Shared with the calls' goroutines, under mu: done are the finished calls to hand
+	// back, ctx the generation's context (cancelled by reset and Close).
+	mu     sync.Mutex
+	done   []*asyncEntry[K, V, VR]
+	gen    uint64
+	ctx    context.Context
+	cancel context.CancelFunc
+	// hasDone mirrors len(done) > 0 for Completed, read from any goroutine.
+	hasDone atomic.Bool
+	// signal gets a token whenever a call finishes (drain waits on it).
+	signal chan struct{}
+	calls  sync.WaitGroup
+}
+
+func newAsyncOp[K, V, VR any](t *task, n *node, cfg asyncConfig, call func(context.Context, K, V) ([]VR, error), keyOf func(K) (any, error), fwd *procContext[K, VR]) *asyncOp[K, V, VR] {
+	a := &asyncOp[K, V, VR]{t: t, n: n, cfg: cfg, call: call, keyOf: keyOf, fwd: fwd, keys: map[any][]*asyncEntry[K, V, VR]{},
+		signal: make(chan struct{}, 1)}
+	if t.h.async != nil {
+		a.sem = t.h.async.sem
+		a.stats = t.h.async.operator(n.name)
+	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	return a
+}
+
+// admit is the operator's input: r joins its key's queue, and its call starts unless an
+// earlier record of the key is still in hand.
+func (a *asyncOp[K, V, VR]) admit(r Record[K, V]) {
+	t := a.t
+	var id any = nullKeyID{}
+	if !r.nullKey {
+		var err error
+		if id, err = a.keyOfSafe(r.Key); err != nil {
+			t.processingError(a.n, err)
+			return
+		}
+	}
+	e := &asyncEntry[K, V, VR]{rec: r, raw: t.cur, ts: t.curTS, hasTS: t.hasTS, key: id, admitted: time.Now()}
+	a.mu.Lock()
+	e.gen = a.gen
+	a.mu.Unlock()
+	q := a.keys[id]
+	a.keys[id] = append(q, e)
+	if a.cfg.order == PartitionOrder {
+		a.order = append(a.order, e)
+	}
+	a.held.Add(1)
+	if a.stats != nil {
+		a.stats.held.Add(1)
+	}
+	if len(q) == 0 {
+		a.start(e)
+	}
+}
+
+// keyOfSafe is keyOf, turning a panic (an uncomparable dynamic key) into an error.
+func (a *asyncOp[K, V, VR]) keyOfSafe(k K) (id any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("telling the key apart: %w", &panicError{p, debug.Stack()})
+		}
+	}()
+	id, err = a.keyOf(k)
+	if err == nil {
+		// A key that is comparable by type may hold an uncomparable dynamic value: hashing
+		// it panics here rather than in the map.
+		_ = map[any]bool{id: true}
+	}
+	return id, err
+}
+
+// start runs e's call on a goroutine of its own.
+func (a *asyncOp[K, V, VR]) start(e *asyncEntry[K, V, VR]) {
+	a.mu.Lock()
+	ctx, gen := a.ctx, a.gen
+	a.mu.Unlock()
+	if e.gen != gen {
+		return // admitted before a reset: dropped
+	}
+	a.calls.Add(1)
+	go a.run(ctx, e)
+}
+
+// run makes e's calls (with retries), then hands e back to the task. It runs on its own
+// goroutine and touches only e and the shared fields.
+func (a *asyncOp[K, V, VR]) run(ctx context.Context, e *asyncEntry[K, V, VR]) {
+	defer a.calls.Done()
+	if a.sem != nil {
+		select {
+		case a.sem <- struct{}{}:
+			defer func() { <-a.sem }()
+		case <-ctx.Done():
+			a.finish(e, ctx)
+			return
+		}
+	}
+	st := a.stats
+	began := time.Now()
+	if st != nil {
+		st.queueWait.observe(began.Sub(e.admitted))
+		st.inFlight.Add(1)
+		defer st.inFlight.Add(-1)
+	}
+	backoff := a.cfg.retry.InitialBackoff
+	var timer *time.Timer
+	for e.attempts = 1; ; e.attempts++ {
+		callBegan := time.Now()
+		e.outs, e.err = a.callOnce(ctx, e)
+		if st != nil {
+			st.calls.Add(1)
+			st.callLatency.observe(time.Since(callBegan))
+		}
+		if e.err == nil || ctx.Err() != nil || e.attempts >= a.cfg.retry.MaxAttempts || !a.retriable(e.err) {
+			break
+		}
+		if st != nil {
+			st.retries.Add(1)
+		}
+		if timer == nil {
+			timer = time.NewTimer(backoff)
+		} else {
+			timer.Reset(backoff)
+		}
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		backoff = min(2*backoff, a.cfg.retry.MaxBackoff)
+	}
+	if timer != nil {
+		timer.Stop()
+	}
+	if st != nil && e.err != nil && ctx.Err() == nil {
+		st.failures.Add(1)
+	}
+	a.finish(e, ctx)
+}
+
+// retriable reports whether err deserves another call: marked Retriable, or the call's
+// own timeout.
+func (a *asyncOp[K, V, VR]) retriable(err error) bool {
+	return IsRetriable(err) || (a.cfg.timeout > 0 && errors.Is(err, context.DeadlineExceeded))
+}
+
+// callOnce makes one call, bounded by the call timeout, turning a panic into an error.
+func (a *asyncOp[K, V, VR]) callOnce(ctx context.Context, e *asyncEntry[K, V, VR]) (outs []VR, err error) {
+	if a.cfg.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.cfg.timeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			outs, err = nil, fmt.Errorf("in the async function: %w", &panicError{p, debug.Stack()})
+		}
+	}()
+	return a.call(ctx, e.rec.Key, e.rec.Value)
+}
+
+// finish hands e back to the task, unless its generation is over (the task no longer wants
+// it: ctx is that generation's), and wakes the task.
+func (a *asyncOp[K, V, VR]) finish(e *asyncEntry[K, V, VR], ctx context.Context) {
+	a.mu.Lock()
+	if ctx.Err() != nil || e.gen != a.gen {
+		a.mu.Unlock()
+		return
+	}
+	a.done = append(a.done, e)
+	first := !a.hasDone.Swap(true)
+	a.mu.Unlock()
+	select {
+	case a.signal <- struct{}{}:
+	default:
+	}
+	if first {
+		a.t.env.Wake()
+	}
+}
+
+// completed implements asyncRunner: finished calls wait to be handed back.
+func (a *asyncOp[K, V, VR]) completed() bool { return a.hasDone.Load() }
+
+// saturated implements asyncRunner.
+func (a *asyncOp[K, V, VR]) saturated() bool { return a.held.Load() >= int64(a.cfg.concurrency) }
+
+// holding implements asyncRunner: records are in hand.
+func (a *asyncOp[K, V, VR]) holding() bool { return a.held.Load() > 0 }
+
+// resume implements asyncRunner: the finished calls are taken back, the next record of each
+// of their keys is called, and the outputs that may leave are forwarded.
+func (a *asyncOp[K, V, VR]) resume() {
+	a.mu.Lock()
+	done := a.done
+	a.done = nil
+	a.hasDone.Store(false)
+	gen := a.gen
+	a.mu.Unlock()
+	for _, e := range done {
+		if e.gen != gen {
+			continue
+		}
+		e.finished = true
+		q := a.keys[e.key]
+		// e is the first of its key's queue: the only one of the key called.
+		if len(q) <= 1 {
+			delete(a.keys, e.key)
+		} else {
+			q[0] = nil
+			q = q[1:]
+			a.keys[e.key] = q
+			a.start(q[0])
+		}
+		if a.cfg.order == PerKeyOrder {
+			a.emit(e)
+		}
+	}
+	if a.cfg.order == PartitionOrder {
+		i := 0
+		for i < len(a.order) && a.order[i].finished {
+			a.emit(a.order[i])
+			a.order[i] = nil
+			i++
+		}
+		a.order = a.order[i:]
+	}
+}
+
+// emit forwards e's outputs, or lets the processing error handler decide on its failure,
+// with e's input record in hand.
+func (a *asyncOp[K, V, VR]) emit(e *asyncEntry[K, V, VR]) {
+	t := a.t
+	a.held.Add(-1)
+	if a.stats != nil {
+		a.stats.held.Add(-1)
+	}
+	cur, curTS, hasTS := t.cur, t.curTS, t.hasTS
+	t.cur, t.curTS, t.hasTS = e.raw, e.ts, e.hasTS
+	defer func() { t.cur, t.curTS, t.hasTS = cur, curTS, hasTS }()
+	if e.err != nil {
+		t.processingError(a.n, &AsyncError{Operator: a.n.name, Attempts: e.attempts, Err: e.err})
+		return
+	}
+	for _, v := range e.outs {
+		if t.fatal != nil {
+			return
+		}
+		a.fwd.Forward(Record[K, VR]{Key: e.rec.Key, Value: v, Timestamp: e.rec.Timestamp, Headers: e.rec.Headers, nullKey: e.rec.nullKey})
+	}
+}
+
+// drain implements asyncRunner: it waits for every call and forwards every output, for a
+// commit. Cut short by ctx, the records stay in hand.
+func (a *asyncOp[K, V, VR]) drain(ctx context.Context) error {
+	for a.held.Load() > 0 && a.t.fatal == nil {
+		if a.completed() {
+			a.resume()
+			continue
+		}
+		select {
+		case <-a.signal:
+		case <-ctx.Done():
+			return fmt.Errorf("operator %s: %d records whose async calls did not finish: %w", a.n.name, a.held.Load(), ctx.Err())
+		}
+	}
+	return nil
+}
+
+// reset forgets every record in hand and cancels their calls: they will be processed
+// again (an aborted transaction, a closed task). Calls of the old generation hand nothing
+// back.
+func (a *asyncOp[K, V, VR]) reset(why string) {
+	if n := a.held.Load(); n > 0 {
+		a.t.log.Info("kstream: async operator: cancelling its calls; their records are processed again from the last commit",
+			"operator", a.n.name, "task", a.t.id.String(), "records", n, "why", why)
+		if a.stats != nil {
+			a.stats.held.Add(-n)
+		}
+	}
+	a.mu.Lock()
+	a.cancel()
+	a.gen++
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.done = nil
+	a.hasDone.Store(false)
+	a.mu.Unlock()
+	clear(a.keys)
+	a.order = nil
+	a.held.Store(0)
+}
+
+// committed implements txnHook: a commit drained the operator first (PreCommit).
+func (a *asyncOp[K, V, VR]) committed() {}
+
+// aborted implements txnHook: the aborted transaction's records are processed again, so
+// their calls are not wanted any more.
+func (a *asyncOp[K, V, VR]) aborted() { a.reset("transaction aborted") }
+
+// Close implements closer: the calls still running (the task is closed without a commit
+// that drained them) are cancelled, and waited for up to asyncCloseWait.
+func (a *asyncOp[K, V, VR]) Close() error {
+	a.reset("task closed")
+	a.mu.Lock()
+	a.cancel()
+	a.mu.Unlock()
+	stopped := make(chan struct{})
+	go func() { a.calls.Wait(); close(stopped) }()
+	timer := time.NewTimer(asyncCloseWait)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+	case <-timer.C:
+		a.t.log.Warn("kstream: async operator: calls still running after their context was cancelled; not waiting for them",
+			"operator", a.n.name, "task", a.t.id.String(), "waited", asyncCloseWait)
+	}
+	return nil
+}
+
+// Completed implements runtime.Async.
+func (t *task) Completed() bool {
+	for _, a := range t.asyncs {
+		if a.completed() {
+			return true
+		}
+	}
+	return false
+}
+
+// Resume implements runtime.Async.
+func (t *task) Resume() error {
+	t.fatal = nil
+	for _, a := range t.asyncs {
+		if t.fatal != nil {
+			break
+		}
+		if a.completed() {
+			a.resume()
+		}
+	}
+	return t.fatal
+}
+
+// Saturated implements runtime.Async.
+func (t *task) Saturated() bool {
+	for _, a := range t.asyncs {
+		if a.saturated() {
+			return true
+		}
+	}
+	return false
+}
+
+// drainAsync waits for every async call of the task and forwards the outputs, flushing the
+// record caches between (a cache may feed an async operator, and one may feed a cache),
+// until neither holds anything. It runs in PreCommit.
+func (t *task) drainAsync(ctx context.Context) error {
+	for {
+		if t.flushCaches(); t.fatal != nil {
+			return nil
+		}
+		more := false
+		for _, a := range t.asyncs {
+			if !a.holding() {
+				continue
+			}
+			more = true
+			if err := a.drain(ctx); err != nil {
+				return err
+			}
+			if t.fatal != nil {
+				return nil
+			}
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+var _ runtime.Async = (*task)(nil)
