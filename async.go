@@ -627,7 +627,7 @@ func (a *asyncOp[K, V, VR]) drain(ctx context.Context) error {
 		select {
 		case <-a.signal:
 		case <-ctx.Done():
-			return fmt.Errorf("operator %s: %d records whose async calls did not finish: %w", a.n.name, a.held.Load(), ctx.Err())
+			return fmt.Errorf("operator %s: %d records whose async calls did not finish: %w (%w)", a.n.name, a.held.Load(), runtime.ErrUnfinished, ctx.Err())
 		}
 	}
 	return nil
@@ -720,7 +720,17 @@ func (t *task) Saturated() bool {
 // drainAsync waits for every async call of the task and forwards the outputs, flushing the
 // record caches between (a cache may feed an async operator, and one may feed a cache),
 // until neither holds anything. It runs in PreCommit.
+//
+// The wait takes three quarters of ctx's time at most, leaving the rest to the commit
+// itself and, at shutdown, to leaving the group (a shutdown's whole bound is
+// Config.CloseTimeout): calls that do not finish in time are cancelled when the task
+// closes, and their records processed again from the last commit.
 func (t *task) drainAsync(ctx context.Context) error {
+	if dl, ok := ctx.Deadline(); ok && t.holdsAsync() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)*3/4))
+		defer cancel()
+	}
 	for {
 		if t.flushCaches(); t.fatal != nil {
 			return nil
@@ -742,6 +752,16 @@ func (t *task) drainAsync(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// holdsAsync reports whether an async operator of t holds records.
+func (t *task) holdsAsync() bool {
+	for _, a := range t.asyncs {
+		if a.holding() {
+			return true
+		}
+	}
+	return false
 }
 
 var _ runtime.Async = (*task)(nil)

@@ -16,6 +16,12 @@ func (r *Runtime) Context() context.Context {
 	return r.restoreCtx
 }
 
+// ErrUnfinished, wrapped in an error of Task.PreCommit, says that work the commit must
+// cover did not finish within the part of the commit's time the task gave it (an async
+// operator's calls, package kstream): as ctx's own error, the commit does not happen, and
+// the application goes on.
+var ErrUnfinished = errors.New("kstream: work the commit must cover did not finish in time")
+
 // Wake implements TaskEnv: a task has finished async calls to take back (Async), so the
 // loop's poll is cut short and the loop launches a turn of the task (processLocked).
 func (r *Runtime) Wake() { r.kick.kick() }
@@ -25,9 +31,9 @@ func (r *Runtime) Wake() { r.kick.kick() }
 // commits the processed offsets. Tasks run in parallel, each on its own goroutine with its
 // pprof labels, as in a turn of the loop, so that slow bulk writes of several tasks overlap.
 //
-// It returns the first error. An error that is not ctx's also stops the application
-// (r.fail): the task's error handler decided that the failure is fatal. A ctx error only
-// means this commit cannot happen now.
+// It returns the first error. An error that is not ctx's (nor ErrUnfinished) also stops
+// the application (r.fail): the task's error handler decided that the failure is fatal. A
+// ctx error only means this commit cannot happen now.
 func (r *Runtime) preCommitLocked(ctx context.Context) error {
 	var tasks []*taskRun
 	for _, t := range r.tasks {
@@ -56,7 +62,7 @@ func (r *Runtime) preCommitLocked(ctx context.Context) error {
 		if err == nil {
 			continue
 		}
-		if cerr := ctx.Err(); cerr == nil || !errors.Is(err, cerr) {
+		if cerr := ctx.Err(); (cerr == nil || !errors.Is(err, cerr)) && !errors.Is(err, ErrUnfinished) {
 			r.fail(err)
 		}
 		if first == nil {

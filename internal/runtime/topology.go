@@ -153,7 +153,8 @@ type Task interface {
 	// and that the task still holds: a batch sink hands over its pending records. It runs
 	// on the loop's goroutine, never while the task processes. ctx bounds it (the commit's
 	// deadline). A non-nil error means the commit must not happen: when it is ctx's error
-	// (errors.Is(err, ctx.Err()), the work did not finish in time) the commit is skipped
+	// (errors.Is(err, ctx.Err()), the work did not finish in time; or ErrUnfinished, the
+	// same within a shorter bound of the task's) the commit is skipped
 	// (an exactly-once transaction aborts) and the records are processed again; any other
 	// error stops the application, as Process's.
 	PreCommit(ctx context.Context) error

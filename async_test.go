@@ -1,0 +1,321 @@
+package kstream_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// asyncInputs produces n records over keys keys to topic, each value "<key>-<seq>" with the
+// key's sequence number, and returns how many each key got.
+func asyncInputs(t *testing.T, topic string, n, keys int) map[string]int {
+	t.Helper()
+	next := map[string]int{}
+	recs := make([]*kgo.Record, 0, n)
+	for i := range n {
+		k := "k" + strconv.Itoa(rand.IntN(keys))
+		if i < keys {
+			k = "k" + strconv.Itoa(i)
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(k + "-" + strconv.Itoa(next[k]))})
+		next[k]++
+	}
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	return next
+}
+
+// checkAsyncOutputs checks that every key's outputs are its inputs' sequence numbers in
+// order, each exactly once ("out-" prefixed).
+func checkAsyncOutputs(t *testing.T, recs []*kgo.Record, want map[string]int) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, r := range recs {
+		k, v := string(r.Key), string(r.Value)
+		if exp := fmt.Sprintf("out-%s-%d", k, seen[k]); v != exp {
+			t.Fatalf("key %s: output %q, want %q (outputs of a key must leave once each, in input order)", k, v, exp)
+		}
+		seen[k]++
+	}
+	for k, n := range want {
+		if seen[k] != n {
+			t.Fatalf("key %s: %d outputs, want %d", k, seen[k], n)
+		}
+	}
+}
+
+// On the broker: 1,000 keys over 6 partitions, random call latencies, 32 calls per task:
+// every key's outputs leave in input order, once each; the counters show the calls.
+func TestAsyncPerKeyOrderOnBroker(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 6, nil)
+	out := kafkatest.CreateTopic(t, "out", 6, nil)
+	const n, keys = 6000, 1000
+	want := asyncInputs(t, in, n, keys)
+	b := kstream.NewBuilder()
+	kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+		select {
+		case <-time.After(time.Duration(rand.IntN(2000)) * time.Microsecond):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "out-" + v, nil
+	}, kstream.WithConcurrency(32), kstream.Named("enrich")).To(out, nil, nil)
+	app := newApp(t, b, testConfig(t))
+	start(t, app)
+	recs := kafkatest.Consume(t, out, n, 60*time.Second)
+	checkAsyncOutputs(t, recs, want)
+	st := app.Stats().Async
+	if len(st) != 1 || st[0].Operator != "enrich" || st[0].Calls < n || st[0].CallLatencyAvg <= 0 {
+		t.Fatalf("async stats %+v", st)
+	}
+}
+
+// A task whose window is full (its calls hang) takes no more records and its partition
+// pauses; the other tasks go on.
+func TestAsyncBackpressureOnBroker(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 2, nil)
+	out := kafkatest.CreateTopic(t, "out", 2, nil)
+	release := make(chan struct{})
+	var blockedCalls atomic.Int64
+	b := kstream.NewBuilder()
+	kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+		if strings.HasPrefix(k, "slow") {
+			blockedCalls.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		return "out-" + v, nil
+	}, kstream.WithConcurrency(4)).To(out, nil, nil)
+	cfg := testConfig(t)
+	cfg.BufferedRecordsPerPartition = 20
+	app := newApp(t, b, cfg)
+	start(t, app)
+	var recs []*kgo.Record
+	for i := range 300 {
+		recs = append(recs, &kgo.Record{Topic: in, Partition: 0, Key: fmt.Appendf(nil, "slow%d", i), Value: []byte("v")},
+			&kgo.Record{Topic: in, Partition: 1, Key: fmt.Appendf(nil, "fast%d", i), Value: []byte("v")})
+	}
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	// Partition 1's task goes on: all its outputs arrive.
+	got := kafkatest.Consume(t, out, 300, 60*time.Second)
+	for _, r := range got {
+		if strings.HasPrefix(string(r.Key), "slow") {
+			t.Fatalf("an output of the blocked task: %s", r.Key)
+		}
+	}
+	// Partition 0's task holds 4 records (4 calls hang) and its partition is paused.
+	kafkatest.Eventually(t, 30*time.Second, "partition 0 paused with 4 calls in flight", func() bool {
+		for _, task := range app.Status().Active {
+			for _, p := range task.Partitions {
+				if p.Topic == in && p.Partition == 0 && p.Paused {
+					return blockedCalls.Load() == 4
+				}
+			}
+		}
+		return false
+	})
+	if n := blockedCalls.Load(); n != 4 {
+		t.Fatalf("%d calls started on the full task, want 4", n)
+	}
+	close(release)
+	kafkatest.Consume(t, out, 600, 60*time.Second)
+}
+
+// Shutdown with calls in flight: the final commit waits for them up to CloseTimeout, then
+// the calls are cancelled and nothing past them is committed; the next instance resumes
+// from the committed offset and outputs every record.
+func TestAsyncShutdownWithCallsInFlight(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	var started, cancelled atomic.Int64
+	build := func(hang bool) *kstream.Builder {
+		b := kstream.NewBuilder()
+		kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+			if hang && k == "k5" {
+				started.Add(1)
+				<-ctx.Done() // hangs until cancelled
+				cancelled.Add(1)
+				return "", ctx.Err()
+			}
+			return "out-" + v, nil
+		}, kstream.WithConcurrency(8)).To(out, nil, nil)
+		return b
+	}
+	var recs []*kgo.Record
+	want := map[string]int{}
+	for i := range 10 {
+		k := "k" + strconv.Itoa(i)
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte(k), Value: []byte(k + "-0")})
+		want[k] = 1
+	}
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	cfg := testConfig(t)
+	cfg.CloseTimeout = 2 * time.Second
+	first := start(t, newApp(t, build(true), cfg))
+	kafkatest.Eventually(t, 30*time.Second, "the hanging call started", func() bool { return started.Load() == 1 })
+	began := time.Now()
+	if err := first.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if took := time.Since(began); took > 20*time.Second {
+		t.Errorf("shutdown took %s with CloseTimeout 2s", took)
+	}
+	if cancelled.Load() != 1 {
+		t.Fatalf("the hanging call's context was not cancelled")
+	}
+	adm := kadm.NewClient(kafkatest.Client(t))
+	offs, err := adm.FetchOffsets(context.Background(), cfg.ApplicationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup(in, 0); ok && o.At > 5 {
+		t.Fatalf("committed offset %d passes the unfinished call of offset 5", o.At)
+	}
+	second := start(t, newApp(t, build(false), cfg))
+	got := kafkatest.Consume(t, out, 10, 60*time.Second)
+	_ = second
+	// Records before k5 may have been output by the first instance (at-least-once: the
+	// final commit did not happen): keep the last output of each key.
+	last := map[string]*kgo.Record{}
+	for _, r := range got {
+		last[string(r.Key)] = r
+	}
+	if len(last) != 10 {
+		t.Fatalf("outputs of %d keys, want 10", len(last))
+	}
+}
+
+// A rebalance while calls run: the revoked task waits for its calls and commits their
+// outputs before its partitions move; every record is output, and none twice.
+func TestAsyncRevocationDrains(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 4, nil)
+	out := kafkatest.CreateTopic(t, "out", 4, nil)
+	const n, keys = 2000, 200
+	build := func() *kstream.Builder {
+		b := kstream.NewBuilder()
+		kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+			select {
+			case <-time.After(time.Duration(5+rand.IntN(20)) * time.Millisecond):
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			return "out-" + v, nil
+		}, kstream.WithConcurrency(16)).To(out, nil, nil)
+		return b
+	}
+	cfg := testConfig(t)
+	cfg.CommitInterval = 10 * time.Second // only the revocation commits before the end
+	start(t, newApp(t, build(), cfg))
+	want := asyncInputs(t, in, n, keys)
+	kafkatest.Eventually(t, 30*time.Second, "the first instance outputs", func() bool {
+		return len(kafkatest.ConsumeAtMost(t, out, 100, time.Second)) >= 100
+	})
+	cfg2 := cfg
+	cfg2.StateDir = t.TempDir()
+	start(t, newApp(t, build(), cfg2))
+	recs := kafkatest.Consume(t, out, n, 90*time.Second)
+	recs = append(recs, kafkatest.Drain(t, out, time.Second, 10*time.Second)[len(recs):]...)
+	checkAsyncOutputs(t, recs, want)
+}
+
+func init() { kafkatest.RegisterChild("async-app", runAsyncChild) }
+
+// runAsyncChild runs in -> MapValuesAsync (random 0-4 ms calls, 32 per task) -> out under
+// exactly-once in a child process until it is killed. Configured by APP_ID, STATE_DIR, IN,
+// OUT.
+func runAsyncChild() error {
+	cfg := childConfig()
+	cfg.Guarantee = kstream.ExactlyOnce
+	b := kstream.NewBuilder()
+	kstream.MapValuesAsync(kstream.Stream(b, os.Getenv("IN"), serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+		select {
+		case <-time.After(time.Duration(rand.IntN(4000)) * time.Microsecond):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "out-" + v, nil
+	}, kstream.WithConcurrency(32)).To(os.Getenv("OUT"), nil, nil)
+	app, err := kstream.New(b, cfg)
+	if err != nil {
+		return err
+	}
+	return app.Run(context.Background())
+}
+
+// Exactly-once across crashes: the async pipeline's process is killed with SIGKILL while
+// calls are in flight, twice, and restarted. In the committed output every input has
+// exactly one output, every key's in input order.
+func TestAsyncExactlyOnceSurvivesKills(t *testing.T) {
+	t.Parallel()
+	const partitions, n, keys, kills = 3, 6000, 300, 2
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	want := asyncInputs(t, in, n, keys)
+	app := kafkatest.Name(t, "app")
+	env := []string{"APP_ID=" + app, "STATE_DIR=" + t.TempDir(), "IN=" + in, "OUT=" + out}
+	outputs := func() int {
+		return len(kafkatest.ConsumeAtMost(t, out, n, 500*time.Millisecond, readCommitted))
+	}
+	for i := range kills {
+		before := outputs()
+		ch := kafkatest.StartChild(t, "async-app", env...)
+		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d outputs", i), func() bool { return outputs() >= before+500 })
+		ch.Kill(t)
+		t.Logf("after kill %d: %d committed outputs", i+1, outputs())
+	}
+	ch := kafkatest.StartChild(t, "async-app", env...)
+	recs := kafkatest.Consume(t, out, n, 120*time.Second, readCommitted)
+	recs = append(recs, kafkatest.Drain(t, out, 2*time.Second, 30*time.Second, readCommitted)[len(recs):]...)
+	ch.Kill(t)
+	checkAsyncOutputs(t, recs, want)
+}
+
+// The async options in a real application: Config.AsyncMaxInFlight caps the calls of the
+// instance.
+func TestAsyncMaxInFlight(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 4, nil)
+	out := kafkatest.CreateTopic(t, "out", 4, nil)
+	var running, peak atomic.Int64
+	var mu sync.Mutex
+	b := kstream.NewBuilder()
+	kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+		n := running.Add(1)
+		mu.Lock()
+		peak.Store(max(peak.Load(), n))
+		mu.Unlock()
+		defer running.Add(-1)
+		select {
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return "out-" + v, nil
+	}, kstream.WithConcurrency(16)).To(out, nil, nil)
+	cfg := testConfig(t)
+	cfg.AsyncMaxInFlight = 5
+	start(t, newApp(t, b, cfg))
+	want := asyncInputs(t, in, 1000, 100)
+	checkAsyncOutputs(t, kafkatest.Consume(t, out, 1000, 60*time.Second), want)
+	if p := peak.Load(); p > 5 || p < 2 {
+		t.Fatalf("peak of %d calls at once, want 2 to 5", p)
+	}
+}
