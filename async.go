@@ -92,37 +92,34 @@ type asyncConfig struct {
 // whose operator holds that many takes no more input until a call finishes: its records
 // stay buffered, and its partitions pause once the buffer is full, while the other tasks go
 // on. [Config.AsyncMaxInFlight] bounds the calls of the whole instance. Applies to
-// [MapValuesAsync] and [FlatMapValuesAsync].
+// [MapValuesAsync], [FlatMapValuesAsync] and [ProcessAsync].
 func WithConcurrency(n int) Option {
-	return optFunc{"WithConcurrency", func(c *opConfig) { c.async.concurrency = n; c.async.set = true }}
+	return optFunc{"WithConcurrency", func(c *opConfig) { c.async.concurrency = n }}
 }
 
 // WithCallTimeout bounds each call of an async operator: its context is done after d. A
 // call that outlives it failed with [context.DeadlineExceeded], which is retried as a
-// [Retriable] error. 0 (the default) sets no bound. Applies to [MapValuesAsync] and
-// [FlatMapValuesAsync].
+// [Retriable] error. 0 (the default) sets no bound. Applies to [MapValuesAsync],
+// [FlatMapValuesAsync] and [ProcessAsync].
 func WithCallTimeout(d time.Duration) Option {
-	return optFunc{"WithCallTimeout", func(c *opConfig) { c.async.timeout = d; c.async.set = true }}
+	return optFunc{"WithCallTimeout", func(c *opConfig) { c.async.timeout = d }}
 }
 
 // WithAsyncRetry sets the retry policy of an async operator (see [AsyncRetry]; zero fields
-// take the defaults). Applies to [MapValuesAsync] and [FlatMapValuesAsync].
+// take the defaults). Applies to [MapValuesAsync], [FlatMapValuesAsync] and [ProcessAsync].
 func WithAsyncRetry(r AsyncRetry) Option {
-	return optFunc{"WithAsyncRetry", func(c *opConfig) { c.async.retry = r; c.async.set = true }}
+	return optFunc{"WithAsyncRetry", func(c *opConfig) { c.async.retry = r }}
 }
 
 // WithOutputOrder sets the order in which an async operator's outputs leave it
-// ([PerKeyOrder], the default, or [PartitionOrder]). Applies to [MapValuesAsync] and
-// [FlatMapValuesAsync].
+// ([PerKeyOrder], the default, or [PartitionOrder]). Applies to [MapValuesAsync],
+// [FlatMapValuesAsync] and [ProcessAsync].
 func WithOutputOrder(o AsyncOrder) Option {
-	return optFunc{"WithOutputOrder", func(c *opConfig) { c.async.order = o; c.async.set = true }}
+	return optFunc{"WithOutputOrder", func(c *opConfig) { c.async.order = o }}
 }
 
-// asyncOpts are the async options gathered by opConfig.
-type asyncOpts struct {
-	asyncConfig
-	set bool
-}
+// asyncOpts are the async options gathered by opConfig, before their defaults.
+type asyncOpts struct{ asyncConfig }
 
 // config returns the options with their defaults, or an error naming the one out of range.
 func (o asyncOpts) config() (asyncConfig, error) {
@@ -236,34 +233,65 @@ func (e *AsyncError) Unwrap() error { return e.Err }
 // Options: [Named], [WithConcurrency], [WithCallTimeout], [WithAsyncRetry],
 // [WithOutputOrder].
 func MapValuesAsync[K, V, VR any](s KStream[K, V], fn func(ctx context.Context, k K, v V) (VR, error), opts ...Option) KStream[K, VR] {
-	var call func(context.Context, K, V) ([]VR, error)
+	var call func(context.Context, Record[K, V]) ([]VR, error)
 	if fn != nil {
-		call = func(ctx context.Context, k K, v V) ([]VR, error) {
-			vr, err := fn(ctx, k, v)
+		call = func(ctx context.Context, r Record[K, V]) ([]VR, error) {
+			vr, err := fn(ctx, r.Key, r.Value)
 			if err != nil {
 				return nil, err
 			}
 			return []VR{vr}, nil
 		}
 	}
-	return addAsync(s, "MAPVALUESASYNC", "MapValuesAsync", call, opts)
+	out := addAsync(s, "MAPVALUESASYNC", "MapValuesAsync", call, sameKey[K, V, VR], opts)
+	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
+	out.n.valueChanging = true
+	return out
 }
 
 // FlatMapValuesAsync is [MapValuesAsync] for a function that turns each record into zero
 // or more values, which leave in the order fn returns them (all of one record together).
 func FlatMapValuesAsync[K, V, VR any](s KStream[K, V], fn func(ctx context.Context, k K, v V) ([]VR, error), opts ...Option) KStream[K, VR] {
-	return addAsync(s, "FLATMAPVALUESASYNC", "FlatMapValuesAsync", fn, opts)
+	var call func(context.Context, Record[K, V]) ([]VR, error)
+	if fn != nil {
+		call = func(ctx context.Context, r Record[K, V]) ([]VR, error) { return fn(ctx, r.Key, r.Value) }
+	}
+	out := addAsync(s, "FLATMAPVALUESASYNC", "FlatMapValuesAsync", call, sameKey[K, V, VR], opts)
+	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
+	out.n.valueChanging = true
+	return out
+}
+
+// ProcessAsync is the Processor API's async operator: fn gets the whole input record (key,
+// value, timestamp, headers) and returns the records to forward, which may have other keys,
+// values, timestamps and headers (a zero Timestamp takes the input's). It is otherwise
+// [MapValuesAsync]: calls on goroutines of their own, up to [WithConcurrency] records per
+// task, one call per input key at a time, the outputs of one input key in input order,
+// commits that wait for the calls, retries, the processing error handler; and fn must not
+// touch the task's stores. Since the key may change, a key-dependent operator downstream
+// repartitions, as after [Process]. Options: as [MapValuesAsync].
+func ProcessAsync[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], fn func(ctx context.Context, r Record[KIn, VIn]) ([]Record[KOut, VOut], error), opts ...Option) KStream[KOut, VOut] {
+	out := addAsync(s, "PROCESSASYNC", "ProcessAsync", fn, func(_ Record[KIn, VIn], o Record[KOut, VOut]) Record[KOut, VOut] { return o }, opts)
+	out.ks, out.vs, out.keyChanged = carry[KIn, KOut](s.ks), carry[VIn, VOut](s.vs), true
+	out.n.keyChanging = true
+	return out
+}
+
+// sameKey makes the output record of value v of input in: in's key, timestamp and headers.
+func sameKey[K, V, VR any](in Record[K, V], v VR) Record[K, VR] {
+	return Record[K, VR]{Key: in.Key, Value: v, Timestamp: in.Timestamp, Headers: in.Headers, nullKey: in.nullKey}
 }
 
 // asyncAllowed are the options of the async operators.
 var asyncAllowed = []string{"WithConcurrency", "WithCallTimeout", "WithAsyncRetry", "WithOutputOrder"}
 
-func addAsync[K, V, VR any](s KStream[K, V], prefix, op string, call func(context.Context, K, V) ([]VR, error), opts []Option) KStream[K, VR] {
+// addAsync adds an async operator under s: call makes an input record's outputs, of type O,
+// and out turns each into the record forwarded.
+func addAsync[K, V, O, KOut, VOut any](s KStream[K, V], prefix, op string, call func(context.Context, Record[K, V]) ([]O, error),
+	out func(Record[K, V], O) Record[KOut, VOut], opts []Option) KStream[KOut, VOut] {
 	c := s.b.options(op, opts, asyncAllowed...)
 	n := &node{kind: kindProcessor}
 	s.b.addNode(n, prefix, c.name, s.n)
-	out := KStream[K, VR]{b: s.b, n: n, ks: s.ks, vs: carry[V, VR](s.vs), keyChanged: s.keyChanged}
-	n.valueChanging = true
 	if call == nil {
 		s.b.errorf("%s (operator %s): the function is nil", op, n.name)
 	}
@@ -276,17 +304,17 @@ func addAsync[K, V, VR any](s KStream[K, V], prefix, op string, call func(contex
 		s.b.errorf("%s (operator %s): %w", op, n.name, err)
 	}
 	n.instantiate = func(t *task) (any, error) {
-		fwd, err := childInputs[K, VR](t, n)
+		fwd, err := childInputs[KOut, VOut](t, n)
 		if err != nil {
 			return nil, err
 		}
-		a := newAsyncOp(t, n, cfg, call, keyOf, fwd)
+		a := newAsyncOp(t, n, cfg, call, keyOf, func(in Record[K, V], o O) { fwd.Forward(out(in, o)) })
 		t.asyncs = append(t.asyncs, a)
 		t.txnHooks = append(t.txnHooks, a)
 		t.closers = append(t.closers, namedCloser{n.name, a})
 		return labeled(t, n, a.admit), nil
 	}
-	return out
+	return KStream[KOut, VOut]{b: s.b, n: n}
 }
 
 // nullKeyID is the identity of the records with a null key, one key of their own.
@@ -326,7 +354,7 @@ type asyncRunner interface {
 }
 
 // asyncEntry is one record admitted to an async operator.
-type asyncEntry[K, V, VR any] struct {
+type asyncEntry[K, V, O any] struct {
 	rec   Record[K, V]
 	raw   *kgo.Record // the input record, for the error handler and dead letters
 	ts    int64
@@ -336,7 +364,7 @@ type asyncEntry[K, V, VR any] struct {
 
 	admitted time.Time
 	// Set by the call's goroutine before it hands the entry back.
-	outs     []VR
+	outs     []O
 	err      error
 	attempts int
 	finished bool // handed back (task goroutine)
@@ -344,21 +372,21 @@ type asyncEntry[K, V, VR any] struct {
 
 // asyncOp is the per-task state of an async operator. Its fields are the task's (touched on
 // the task's goroutine only) unless said otherwise.
-type asyncOp[K, V, VR any] struct {
+type asyncOp[K, V, O any] struct {
 	t     *task
 	n     *node
 	cfg   asyncConfig
-	call  func(context.Context, K, V) ([]VR, error)
+	call  func(context.Context, Record[K, V]) ([]O, error)
 	keyOf func(K) (any, error)
-	fwd   *procContext[K, VR]
-	sem   chan struct{} // Config.AsyncMaxInFlight's tokens; nil without a cap
-	stats *asyncStats   // nil without Config.Metrics
+	fwd   func(in Record[K, V], o O) // forwards output o of input in
+	sem   chan struct{}              // Config.AsyncMaxInFlight's tokens; nil without a cap
+	stats *asyncStats                // nil without Config.Metrics
 
 	// keys are the records of each key not handed back yet, oldest first: the first one's
 	// call runs (or has finished).
-	keys map[any][]*asyncEntry[K, V, VR]
+	keys map[any][]*asyncEntry[K, V, O]
 	// order are the records not forwarded yet in input order (PartitionOrder only).
-	order []*asyncEntry[K, V, VR]
+	order []*asyncEntry[K, V, O]
 	// held counts the records admitted and not forwarded yet; read by Saturated from the
 	// loop while the task is at rest.
 	held atomic.Int64
@@ -366,7 +394,7 @@ type asyncOp[K, V, VR any] struct {
 	// Shared with the calls' goroutines, under mu: done are the finished calls to hand
 	// back, ctx the generation's context (cancelled by reset and Close).
 	mu     sync.Mutex
-	done   []*asyncEntry[K, V, VR]
+	done   []*asyncEntry[K, V, O]
 	gen    uint64
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -377,8 +405,8 @@ type asyncOp[K, V, VR any] struct {
 	calls  sync.WaitGroup
 }
 
-func newAsyncOp[K, V, VR any](t *task, n *node, cfg asyncConfig, call func(context.Context, K, V) ([]VR, error), keyOf func(K) (any, error), fwd *procContext[K, VR]) *asyncOp[K, V, VR] {
-	a := &asyncOp[K, V, VR]{t: t, n: n, cfg: cfg, call: call, keyOf: keyOf, fwd: fwd, keys: map[any][]*asyncEntry[K, V, VR]{},
+func newAsyncOp[K, V, O any](t *task, n *node, cfg asyncConfig, call func(context.Context, Record[K, V]) ([]O, error), keyOf func(K) (any, error), fwd func(Record[K, V], O)) *asyncOp[K, V, O] {
+	a := &asyncOp[K, V, O]{t: t, n: n, cfg: cfg, call: call, keyOf: keyOf, fwd: fwd, keys: map[any][]*asyncEntry[K, V, O]{},
 		signal: make(chan struct{}, 1)}
 	if t.h.async != nil {
 		a.sem = t.h.async.sem
@@ -390,7 +418,7 @@ func newAsyncOp[K, V, VR any](t *task, n *node, cfg asyncConfig, call func(conte
 
 // admit is the operator's input: r joins its key's queue, and its call starts unless an
 // earlier record of the key is still in hand.
-func (a *asyncOp[K, V, VR]) admit(r Record[K, V]) {
+func (a *asyncOp[K, V, O]) admit(r Record[K, V]) {
 	t := a.t
 	var id any = nullKeyID{}
 	if !r.nullKey {
@@ -400,7 +428,7 @@ func (a *asyncOp[K, V, VR]) admit(r Record[K, V]) {
 			return
 		}
 	}
-	e := &asyncEntry[K, V, VR]{rec: r, raw: t.cur, ts: t.curTS, hasTS: t.hasTS, key: id, admitted: time.Now()}
+	e := &asyncEntry[K, V, O]{rec: r, raw: t.cur, ts: t.curTS, hasTS: t.hasTS, key: id, admitted: time.Now()}
 	a.mu.Lock()
 	e.gen = a.gen
 	a.mu.Unlock()
@@ -419,7 +447,7 @@ func (a *asyncOp[K, V, VR]) admit(r Record[K, V]) {
 }
 
 // keyOfSafe is keyOf, turning a panic (an uncomparable dynamic key) into an error.
-func (a *asyncOp[K, V, VR]) keyOfSafe(k K) (id any, err error) {
+func (a *asyncOp[K, V, O]) keyOfSafe(k K) (id any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("telling the key apart: %w", &panicError{p, debug.Stack()})
@@ -435,7 +463,7 @@ func (a *asyncOp[K, V, VR]) keyOfSafe(k K) (id any, err error) {
 }
 
 // start runs e's call on a goroutine of its own.
-func (a *asyncOp[K, V, VR]) start(e *asyncEntry[K, V, VR]) {
+func (a *asyncOp[K, V, O]) start(e *asyncEntry[K, V, O]) {
 	a.mu.Lock()
 	ctx, gen := a.ctx, a.gen
 	a.mu.Unlock()
@@ -448,7 +476,7 @@ func (a *asyncOp[K, V, VR]) start(e *asyncEntry[K, V, VR]) {
 
 // run makes e's calls (with retries), then hands e back to the task. It runs on its own
 // goroutine and touches only e and the shared fields.
-func (a *asyncOp[K, V, VR]) run(ctx context.Context, e *asyncEntry[K, V, VR]) {
+func (a *asyncOp[K, V, O]) run(ctx context.Context, e *asyncEntry[K, V, O]) {
 	defer a.calls.Done()
 	if a.sem != nil {
 		select {
@@ -506,12 +534,12 @@ func (a *asyncOp[K, V, VR]) run(ctx context.Context, e *asyncEntry[K, V, VR]) {
 
 // retriable reports whether err deserves another call: marked Retriable, or the call's
 // own timeout.
-func (a *asyncOp[K, V, VR]) retriable(err error) bool {
+func (a *asyncOp[K, V, O]) retriable(err error) bool {
 	return IsRetriable(err) || (a.cfg.timeout > 0 && errors.Is(err, context.DeadlineExceeded))
 }
 
 // callOnce makes one call, bounded by the call timeout, turning a panic into an error.
-func (a *asyncOp[K, V, VR]) callOnce(ctx context.Context, e *asyncEntry[K, V, VR]) (outs []VR, err error) {
+func (a *asyncOp[K, V, O]) callOnce(ctx context.Context, e *asyncEntry[K, V, O]) (outs []O, err error) {
 	if a.cfg.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, a.cfg.timeout)
@@ -522,12 +550,12 @@ func (a *asyncOp[K, V, VR]) callOnce(ctx context.Context, e *asyncEntry[K, V, VR
 			outs, err = nil, fmt.Errorf("in the async function: %w", &panicError{p, debug.Stack()})
 		}
 	}()
-	return a.call(ctx, e.rec.Key, e.rec.Value)
+	return a.call(ctx, e.rec)
 }
 
 // finish hands e back to the task, unless its generation is over (the task no longer wants
 // it: ctx is that generation's), and wakes the task.
-func (a *asyncOp[K, V, VR]) finish(e *asyncEntry[K, V, VR], ctx context.Context) {
+func (a *asyncOp[K, V, O]) finish(e *asyncEntry[K, V, O], ctx context.Context) {
 	a.mu.Lock()
 	if ctx.Err() != nil || e.gen != a.gen {
 		a.mu.Unlock()
@@ -546,17 +574,17 @@ func (a *asyncOp[K, V, VR]) finish(e *asyncEntry[K, V, VR], ctx context.Context)
 }
 
 // completed implements asyncRunner: finished calls wait to be handed back.
-func (a *asyncOp[K, V, VR]) completed() bool { return a.hasDone.Load() }
+func (a *asyncOp[K, V, O]) completed() bool { return a.hasDone.Load() }
 
 // saturated implements asyncRunner.
-func (a *asyncOp[K, V, VR]) saturated() bool { return a.held.Load() >= int64(a.cfg.concurrency) }
+func (a *asyncOp[K, V, O]) saturated() bool { return a.held.Load() >= int64(a.cfg.concurrency) }
 
 // holding implements asyncRunner: records are in hand.
-func (a *asyncOp[K, V, VR]) holding() bool { return a.held.Load() > 0 }
+func (a *asyncOp[K, V, O]) holding() bool { return a.held.Load() > 0 }
 
 // resume implements asyncRunner: the finished calls are taken back, the next record of each
 // of their keys is called, and the outputs that may leave are forwarded.
-func (a *asyncOp[K, V, VR]) resume() {
+func (a *asyncOp[K, V, O]) resume() {
 	a.mu.Lock()
 	done := a.done
 	a.done = nil
@@ -595,7 +623,7 @@ func (a *asyncOp[K, V, VR]) resume() {
 
 // emit forwards e's outputs, or lets the processing error handler decide on its failure,
 // with e's input record in hand.
-func (a *asyncOp[K, V, VR]) emit(e *asyncEntry[K, V, VR]) {
+func (a *asyncOp[K, V, O]) emit(e *asyncEntry[K, V, O]) {
 	t := a.t
 	a.held.Add(-1)
 	if a.stats != nil {
@@ -612,13 +640,13 @@ func (a *asyncOp[K, V, VR]) emit(e *asyncEntry[K, V, VR]) {
 		if t.fatal != nil {
 			return
 		}
-		a.fwd.Forward(Record[K, VR]{Key: e.rec.Key, Value: v, Timestamp: e.rec.Timestamp, Headers: e.rec.Headers, nullKey: e.rec.nullKey})
+		a.fwd(e.rec, v)
 	}
 }
 
 // drain implements asyncRunner: it waits for every call and forwards every output, for a
 // commit. Cut short by ctx, the records stay in hand.
-func (a *asyncOp[K, V, VR]) drain(ctx context.Context) error {
+func (a *asyncOp[K, V, O]) drain(ctx context.Context) error {
 	for a.held.Load() > 0 && a.t.fatal == nil {
 		if a.completed() {
 			a.resume()
@@ -636,7 +664,7 @@ func (a *asyncOp[K, V, VR]) drain(ctx context.Context) error {
 // reset forgets every record in hand and cancels their calls: they will be processed
 // again (an aborted transaction, a closed task). Calls of the old generation hand nothing
 // back.
-func (a *asyncOp[K, V, VR]) reset(why string) {
+func (a *asyncOp[K, V, O]) reset(why string) {
 	if n := a.held.Load(); n > 0 {
 		a.t.log.Info("kstream: async operator: cancelling its calls; their records are processed again from the last commit",
 			"operator", a.n.name, "task", a.t.id.String(), "records", n, "why", why)
@@ -657,15 +685,15 @@ func (a *asyncOp[K, V, VR]) reset(why string) {
 }
 
 // committed implements txnHook: a commit drained the operator first (PreCommit).
-func (a *asyncOp[K, V, VR]) committed() {}
+func (a *asyncOp[K, V, O]) committed() {}
 
 // aborted implements txnHook: the aborted transaction's records are processed again, so
 // their calls are not wanted any more.
-func (a *asyncOp[K, V, VR]) aborted() { a.reset("transaction aborted") }
+func (a *asyncOp[K, V, O]) aborted() { a.reset("transaction aborted") }
 
 // Close implements closer: the calls still running (the task is closed without a commit
 // that drained them) are cancelled, and waited for up to asyncCloseWait.
-func (a *asyncOp[K, V, VR]) Close() error {
+func (a *asyncOp[K, V, O]) Close() error {
 	a.reset("task closed")
 	a.mu.Lock()
 	a.cancel()

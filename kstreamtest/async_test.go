@@ -286,3 +286,57 @@ func TestAsyncOptions(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestProcessAsync: the Processor API's async operator sees the whole record and forwards
+// records with other keys, headers and timestamps (a zero one takes the input's); a key
+// change repartitions before a grouping.
+func TestProcessAsync(t *testing.T) {
+	b := kstream.NewBuilder()
+	in := kstream.Stream(b, "in", serde.String(), serde.String())
+	out := kstream.ProcessAsync(in, func(ctx context.Context, r kstream.Record[string, string]) ([]kstream.Record[string, int64], error) {
+		return []kstream.Record[string, int64]{
+			{Key: r.Value, Value: r.Timestamp.UnixMilli(), Headers: append(r.Headers, kstream.Header{Key: "seen", Value: []byte(r.Key)})},
+			{Key: r.Value, Value: -1, Timestamp: r.Timestamp.Add(time.Second)},
+		}, nil
+	}, kstream.WithConcurrency(4))
+	out.To("out", serde.String(), serde.Int64())
+	kstream.Count(out.WithSerdes(serde.String(), serde.Int64()).GroupByKey(), "counts").ToStream().To("counts", serde.String(), serde.Int64())
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "process-async"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := time.UnixMilli(1_000_000)
+	input := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String(), kstreamtest.StartTime(start), kstreamtest.AutoAdvance(time.Millisecond))
+	for _, kv := range [][2]string{{"a", "x"}, {"b", "y"}, {"a", "x"}} {
+		if err := input.Pipe(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.Int64()).ReadRecords()
+	if len(recs) != 6 {
+		t.Fatalf("%d outputs", len(recs))
+	}
+	byKey := map[string][]string{}
+	for _, r := range recs {
+		h := ""
+		for _, x := range r.Headers {
+			h += x.Key + "=" + string(x.Value)
+		}
+		byKey[r.Key] = append(byKey[r.Key], fmt.Sprintf("%d@%d%s", r.Value, r.Timestamp.UnixMilli()-start.UnixMilli(), h))
+	}
+	if fmt.Sprint(byKey["x"]) != "[1000000@0seen=a -1@1000 1000002@2seen=a -1@1002]" || fmt.Sprint(byKey["y"]) != "[1000001@1seen=b -1@1001]" {
+		t.Errorf("outputs %v", byKey)
+	}
+	counts, _ := kstreamtest.CreateOutputTopic(d, "counts", serde.String(), serde.Int64()).ReadKeyValues()
+	last := map[string]int64{}
+	for _, kv := range counts {
+		last[kv.Key] = kv.Value
+	}
+	if last["x"] != 4 || last["y"] != 2 {
+		t.Errorf("counts %v", last)
+	}
+}
