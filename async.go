@@ -328,7 +328,7 @@ func asyncKeyOf[K any](ks serde.Serde[K]) (func(K) (any, error), error) {
 	switch {
 	case tk.Kind() == reflect.Slice && tk.Elem().Kind() == reflect.Uint8:
 		return func(k K) (any, error) { return string(reflect.ValueOf(k).Bytes()), nil }, nil
-	case tk.Kind() != reflect.Interface && tk.Comparable():
+	case tk.Kind() != reflect.Interface && tk.Comparable() && !holdsInterface(tk):
 		return func(k K) (any, error) { return k, nil }, nil
 	case ks != nil:
 		return func(k K) (any, error) {
@@ -338,8 +338,46 @@ func asyncKeyOf[K any](ks serde.Serde[K]) (func(K) (any, error), error) {
 			}
 			return string(b), nil
 		}, nil
+	case tk.Comparable():
+		// Comparable by type, but a dynamic value inside may not be: checked per record.
+		return func(k K) (any, error) {
+			if err := comparableKey(k); err != nil {
+				return nil, err
+			}
+			return k, nil
+		}, nil
 	}
 	return nil, fmt.Errorf("the key type %s is not comparable and the stream has no key serde to tell keys apart: set one with WithSerdes: %w", tk, ErrNoSerde)
+}
+
+// holdsInterface reports whether a value of t may hold an interface value (whose dynamic
+// type may not be comparable).
+func holdsInterface(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Array:
+		return holdsInterface(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if holdsInterface(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// comparableKey returns an error if k cannot be a map key (a dynamic value inside it is not
+// comparable).
+func comparableKey(k any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the key %v cannot be told apart from others (not comparable): %v; give the stream a key serde with WithSerdes", k, p)
+		}
+	}()
+	_ = map[any]bool{k: true}
+	return nil
 }
 
 // asyncRunner is what the task sees of an async operator.
@@ -423,7 +461,7 @@ func (a *asyncOp[K, V, O]) admit(r Record[K, V]) {
 	var id any = nullKeyID{}
 	if !r.nullKey {
 		var err error
-		if id, err = a.keyOfSafe(r.Key); err != nil {
+		if id, err = a.keyOf(r.Key); err != nil {
 			t.processingError(a.n, err)
 			return
 		}
@@ -444,22 +482,6 @@ func (a *asyncOp[K, V, O]) admit(r Record[K, V]) {
 	if len(q) == 0 {
 		a.start(e)
 	}
-}
-
-// keyOfSafe is keyOf, turning a panic (an uncomparable dynamic key) into an error.
-func (a *asyncOp[K, V, O]) keyOfSafe(k K) (id any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("telling the key apart: %w", &panicError{p, debug.Stack()})
-		}
-	}()
-	id, err = a.keyOf(k)
-	if err == nil {
-		// A key that is comparable by type may hold an uncomparable dynamic value: hashing
-		// it panics here rather than in the map.
-		_ = map[any]bool{id: true}
-	}
-	return id, err
 }
 
 // start runs e's call on a goroutine of its own.

@@ -340,3 +340,61 @@ func TestProcessAsync(t *testing.T) {
 		t.Errorf("counts %v", last)
 	}
 }
+
+// asyncKey is a comparable key type holding an interface.
+type asyncKey struct{ v any }
+
+// TestAsyncKeys: []byte keys are told apart by their bytes; a key type holding an
+// interface with an uncomparable dynamic value is a processing error (not a panic).
+func TestAsyncKeys(t *testing.T) {
+	b := kstream.NewBuilder()
+	in := kstream.Stream(b, "in", serde.Bytes(), serde.String())
+	var mu sync.Mutex
+	running := map[string]bool{}
+	kstream.MapValuesAsync(in, func(ctx context.Context, k []byte, v string) (string, error) {
+		mu.Lock()
+		if running[string(k)] {
+			mu.Unlock()
+			return "", errors.New("two calls of one key")
+		}
+		running[string(k)] = true
+		mu.Unlock()
+		time.Sleep(100 * time.Microsecond)
+		mu.Lock()
+		running[string(k)] = false
+		mu.Unlock()
+		return v, nil
+	}, kstream.WithConcurrency(8)).To("out", nil, nil)
+	weird := kstream.Map(in, func(k []byte, v string) (asyncKey, string) {
+		if v == "bad" {
+			return asyncKey{[]int{1}}, v
+		}
+		return asyncKey{string(k)}, v
+	})
+	kstream.MapValuesAsync(weird, func(ctx context.Context, k asyncKey, v string) (string, error) { return v, nil }).
+		Foreach(func(asyncKey, string) {})
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "async-keys", ProcessingErrorHandler: kstream.LogAndContinue()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	input := kstreamtest.CreateInputTopic(d, "in", serde.Bytes(), serde.String())
+	for i := range 50 {
+		if err := input.Pipe([]byte{byte(i % 3)}, strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := input.Pipe([]byte{9}, "bad"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	vals, _ := kstreamtest.CreateOutputTopic(d, "out", serde.Bytes(), serde.String()).ReadValues()
+	if len(vals) != 51 {
+		t.Fatalf("%d outputs: %v", len(vals), vals)
+	}
+	if l := d.Losses(); len(l) != 1 || l[0].Reason != "skipped_processing_error" {
+		t.Fatalf("losses %+v", l)
+	}
+}
