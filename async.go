@@ -36,7 +36,7 @@ const (
 	defaultAsyncBackoff     = 100 * time.Millisecond
 	defaultAsyncMaxBackoff  = 5 * time.Second
 	// asyncCloseWait bounds how long closing a task waits for calls it cancelled.
-	asyncCloseWait = 5 * time.Second
+	asyncCloseWait = 2 * time.Second
 )
 
 // AsyncOrder says in which order an async operator's outputs leave it.
