@@ -35,6 +35,9 @@ const (
 	defaultAsyncAttempts    = 3
 	defaultAsyncBackoff     = 100 * time.Millisecond
 	defaultAsyncMaxBackoff  = 5 * time.Second
+	// asyncBatchWait is how long finished calls wait to be taken back by their task, so
+	// that the task takes them back in batches (asyncOp.due).
+	asyncBatchWait = time.Millisecond
 	// asyncCloseWait bounds how long closing a task waits for calls it cancelled.
 	asyncCloseWait = 2 * time.Second
 )
@@ -383,6 +386,7 @@ func comparableKey(k any) (err error) {
 // asyncRunner is what the task sees of an async operator.
 type asyncRunner interface {
 	completed() bool
+	due() bool
 	resume()
 	saturated() bool
 	// drain waits for every record the operator holds and forwards its outputs; an error is
@@ -436,8 +440,11 @@ type asyncOp[K, V, O any] struct {
 	gen    uint64
 	ctx    context.Context
 	cancel context.CancelFunc
-	// hasDone mirrors len(done) > 0 for Completed, read from any goroutine.
-	hasDone atomic.Bool
+	// hasDone mirrors len(done) > 0, read from any goroutine; doneAt is when done got its
+	// first entry (unix ns); wakeTimer wakes the task asyncBatchWait after that (finish).
+	hasDone   atomic.Bool
+	doneAt    atomic.Int64
+	wakeTimer *time.Timer
 	// signal gets a token whenever a call finishes (drain waits on it).
 	signal chan struct{}
 	calls  sync.WaitGroup
@@ -584,19 +591,33 @@ func (a *asyncOp[K, V, O]) finish(e *asyncEntry[K, V, O], ctx context.Context) {
 		return
 	}
 	a.done = append(a.done, e)
-	first := !a.hasDone.Swap(true)
+	if !a.hasDone.Swap(true) {
+		// The first finished call since the task last took them back: the task is woken
+		// asyncBatchWait from now, with what finished by then (see due).
+		a.doneAt.Store(time.Now().UnixNano())
+		if a.wakeTimer == nil {
+			a.wakeTimer = time.AfterFunc(asyncBatchWait, a.t.env.Wake)
+		} else {
+			a.wakeTimer.Reset(asyncBatchWait)
+		}
+	}
 	a.mu.Unlock()
 	select {
 	case a.signal <- struct{}{}:
 	default:
 	}
-	if first {
-		a.t.env.Wake()
-	}
 }
 
 // completed implements asyncRunner: finished calls wait to be handed back.
 func (a *asyncOp[K, V, O]) completed() bool { return a.hasDone.Load() }
+
+// due implements asyncRunner: finished calls wait to be handed back, the first of them for
+// asyncBatchWait at least. Waking the task for each finished call would cost a turn of the
+// poll loop per call when calls finish thousands of times a second; a turn every
+// asyncBatchWait takes them back in batches, for at most that much more latency.
+func (a *asyncOp[K, V, O]) due() bool {
+	return a.hasDone.Load() && time.Now().UnixNano()-a.doneAt.Load() >= int64(asyncBatchWait)
+}
 
 // saturated implements asyncRunner.
 func (a *asyncOp[K, V, O]) saturated() bool { return a.held.Load() >= int64(a.cfg.concurrency) }
@@ -719,6 +740,9 @@ func (a *asyncOp[K, V, O]) Close() error {
 	a.reset("task closed")
 	a.mu.Lock()
 	a.cancel()
+	if a.wakeTimer != nil {
+		a.wakeTimer.Stop()
+	}
 	a.mu.Unlock()
 	stopped := make(chan struct{})
 	go func() { a.calls.Wait(); close(stopped) }()
@@ -733,10 +757,11 @@ func (a *asyncOp[K, V, O]) Close() error {
 	return nil
 }
 
-// Completed implements runtime.Async.
+// Completed implements runtime.Async: finished calls are due to be taken back (see
+// asyncOp.due).
 func (t *task) Completed() bool {
 	for _, a := range t.asyncs {
-		if a.completed() {
+		if a.due() {
 			return true
 		}
 	}

@@ -172,8 +172,10 @@ type Task interface {
 // never pass a record whose call is unfinished, and an exactly-once transaction holds the
 // outputs of finished calls only.
 type Async interface {
-	// Completed reports whether finished calls wait to be handed back to the task. It may be
-	// called from any goroutine, also while a turn of the task runs.
+	// Completed reports whether finished calls are due to be handed back to the task (it
+	// may hold fresh ones back briefly, to take them back in batches, and then calls
+	// TaskEnv.Wake when they are due). It may be called from any goroutine, also while a
+	// turn of the task runs.
 	Completed() bool
 	// Resume hands the finished calls back to the task, which forwards their outputs (or
 	// lets the error handlers decide). It runs in a turn of the task (at its start). The
