@@ -441,7 +441,7 @@ type asyncOp[K, V, O any] struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// hasDone mirrors len(done) > 0, read from any goroutine; doneAt is when done got its
-	// first entry (unix ns); wakeTimer wakes the task asyncBatchWait after that (finish).
+	// first entry (ns since asyncEpoch); wakeTimer wakes the task asyncBatchWait after that (finish).
 	hasDone   atomic.Bool
 	doneAt    atomic.Int64
 	wakeTimer *time.Timer
@@ -594,7 +594,7 @@ func (a *asyncOp[K, V, O]) finish(e *asyncEntry[K, V, O], ctx context.Context) {
 	if !a.hasDone.Swap(true) {
 		// The first finished call since the task last took them back: the task is woken
 		// asyncBatchWait from now, with what finished by then (see due).
-		a.doneAt.Store(time.Now().UnixNano())
+		a.doneAt.Store(int64(time.Since(asyncEpoch)))
 		if a.wakeTimer == nil {
 			a.wakeTimer = time.AfterFunc(asyncBatchWait, a.t.env.Wake)
 		} else {
@@ -616,8 +616,11 @@ func (a *asyncOp[K, V, O]) completed() bool { return a.hasDone.Load() }
 // poll loop per call when calls finish thousands of times a second; a turn every
 // asyncBatchWait takes them back in batches, for at most that much more latency.
 func (a *asyncOp[K, V, O]) due() bool {
-	return a.hasDone.Load() && time.Now().UnixNano()-a.doneAt.Load() >= int64(asyncBatchWait)
+	return a.hasDone.Load() && int64(time.Since(asyncEpoch))-a.doneAt.Load() >= int64(asyncBatchWait)
 }
+
+// asyncEpoch is the origin of asyncOp.doneAt, so that it is read on the monotonic clock.
+var asyncEpoch = time.Now()
 
 // saturated implements asyncRunner.
 func (a *asyncOp[K, V, O]) saturated() bool { return a.held.Load() >= int64(a.cfg.concurrency) }
