@@ -23,11 +23,12 @@ import (
 // turn of its own, never from the call's goroutine, so everything downstream runs on the
 // task's goroutine as usual.
 //
-// Commits: before a task's offsets are committed (PreCommit), the task waits for every call
-// its processed records started and forwards their outputs, so a committed offset never
-// passes an unfinished call, and an exactly-once transaction holds exactly the outputs of
-// the records whose offsets it commits (docs/async.md says why this and not committing
-// below the oldest unfinished call).
+// Commits: a committed offset never passes an unfinished call. Under exactly-once (and at
+// a revocation or shutdown) the task waits in PreCommit for every call its processed
+// records started and forwards their outputs, so that a transaction holds exactly the
+// outputs of the records whose offsets it commits; a periodic at-least-once commit does
+// not wait, and commits each partition's offset of its first record still in hand
+// (runtime.Async.HeldOffsets). docs/async.md says why exactly-once cannot do the latter.
 
 // Defaults of the async operators' options.
 const (
@@ -223,11 +224,14 @@ func (e *AsyncError) Unwrap() error { return e.Err }
 // application, [Continue] skips the record, [DeadLetter] writes it to the dead-letter
 // topic).
 //
-// Commits: a task's offsets are committed only once every call of the records they cover
-// has finished and its outputs have been forwarded; a commit waits for the calls in flight
-// (under exactly-once, the transaction holds exactly their outputs). A commit, a rebalance
-// and a shutdown so wait for the slowest call at most (bounded by [Config.CloseTimeout];
-// under exactly-once keep calls well below [Config.TransactionTimeout]).
+// Commits: a committed offset never passes a record whose call has not finished and whose
+// outputs have not been forwarded (and acknowledged). Under at-least-once a periodic commit
+// does not wait for the calls: each partition's offset stays at its first record still in
+// hand. Under exactly-once, and at a revocation or shutdown, the commit waits for the
+// calls in flight, so that a transaction holds exactly the outputs of the records whose
+// offsets it commits; it so waits for the slowest call at most (bounded by
+// [Config.CloseTimeout]; under exactly-once keep calls well below
+// [Config.TransactionTimeout]).
 //
 // State: fn runs off the task's goroutine and must not touch the task's state stores, nor
 // anything else of the topology; it gets the key and value only. Put what it needs in the
@@ -389,10 +393,14 @@ type asyncRunner interface {
 	due() bool
 	resume()
 	saturated() bool
-	// drain waits for every record the operator holds and forwards its outputs; an error is
-	// ctx's.
-	drain(ctx context.Context) error
-	holding() bool
+	// drain waits for the records the operator holds (all, or only those without an input
+	// record) and forwards their outputs; an error is ctx's.
+	drain(ctx context.Context, all bool) error
+	// holding reports whether the operator holds records (all, or only those without an
+	// input record).
+	holding(all bool) bool
+	// heldOffsets calls fn with the input offset of each record held.
+	heldOffsets(fn func(topic string, partition int32, offset int64))
 }
 
 // asyncEntry is one record admitted to an async operator.
@@ -430,8 +438,11 @@ type asyncOp[K, V, O any] struct {
 	// order are the records not forwarded yet in input order (PartitionOrder only).
 	order []*asyncEntry[K, V, O]
 	// held counts the records admitted and not forwarded yet; read by Saturated from the
-	// loop while the task is at rest.
-	held atomic.Int64
+	// loop while the task is at rest. unanchored counts those of them without an input
+	// record (forwarded by a punctuator or a record cache's flush), whose offsets no commit
+	// can hold back: every commit waits for them.
+	held       atomic.Int64
+	unanchored int
 
 	// Shared with the calls' goroutines, under mu: done are the finished calls to hand
 	// back, ctx the generation's context (cancelled by reset and Close).
@@ -483,6 +494,9 @@ func (a *asyncOp[K, V, O]) admit(r Record[K, V]) {
 		a.order = append(a.order, e)
 	}
 	a.held.Add(1)
+	if e.raw == nil {
+		a.unanchored++
+	}
 	if a.stats != nil {
 		a.stats.held.Add(1)
 	}
@@ -626,7 +640,32 @@ var asyncEpoch = time.Now()
 func (a *asyncOp[K, V, O]) saturated() bool { return a.held.Load() >= int64(a.cfg.concurrency) }
 
 // holding implements asyncRunner: records are in hand.
-func (a *asyncOp[K, V, O]) holding() bool { return a.held.Load() > 0 }
+func (a *asyncOp[K, V, O]) holding(all bool) bool {
+	if all {
+		return a.held.Load() > 0
+	}
+	return a.unanchored > 0
+}
+
+// heldOffsets implements asyncRunner.
+func (a *asyncOp[K, V, O]) heldOffsets(fn func(topic string, partition int32, offset int64)) {
+	each := func(e *asyncEntry[K, V, O]) {
+		if e.raw != nil {
+			fn(e.raw.Topic, e.raw.Partition, e.raw.Offset)
+		}
+	}
+	if a.cfg.order == PartitionOrder {
+		for _, e := range a.order { // every record not forwarded yet
+			each(e)
+		}
+		return
+	}
+	for _, q := range a.keys {
+		for _, e := range q {
+			each(e)
+		}
+	}
+}
 
 // resume implements asyncRunner: the finished calls are taken back, the next record of each
 // of their keys is called, and the outputs that may leave are forwarded.
@@ -672,6 +711,9 @@ func (a *asyncOp[K, V, O]) resume() {
 func (a *asyncOp[K, V, O]) emit(e *asyncEntry[K, V, O]) {
 	t := a.t
 	a.held.Add(-1)
+	if e.raw == nil {
+		a.unanchored--
+	}
 	if a.stats != nil {
 		a.stats.held.Add(-1)
 	}
@@ -692,8 +734,8 @@ func (a *asyncOp[K, V, O]) emit(e *asyncEntry[K, V, O]) {
 
 // drain implements asyncRunner: it waits for every call and forwards every output, for a
 // commit. Cut short by ctx, the records stay in hand.
-func (a *asyncOp[K, V, O]) drain(ctx context.Context) error {
-	for a.held.Load() > 0 && a.t.fatal == nil {
+func (a *asyncOp[K, V, O]) drain(ctx context.Context, all bool) error {
+	for a.holding(all) && a.t.fatal == nil {
 		if a.completed() {
 			a.resume()
 			continue
@@ -728,6 +770,7 @@ func (a *asyncOp[K, V, O]) reset(why string) {
 	clear(a.keys)
 	a.order = nil
 	a.held.Store(0)
+	a.unanchored = 0
 }
 
 // committed implements txnHook: a commit drained the operator first (PreCommit).
@@ -797,14 +840,16 @@ func (t *task) Saturated() bool {
 
 // drainAsync waits for every async call of the task and forwards the outputs, flushing the
 // record caches between (a cache may feed an async operator, and one may feed a cache),
-// until neither holds anything. It runs in PreCommit.
+// until neither holds anything. It runs in PreCommit. With all false (a periodic
+// at-least-once commit, runtime.PeriodicCommit) it waits only for the records without an
+// input record: the commit holds the offsets back below the others (HeldOffsets).
 //
 // The wait takes three quarters of ctx's time at most, leaving the rest to the commit
 // itself and, at shutdown, to leaving the group (a shutdown's whole bound is
 // Config.CloseTimeout): calls that do not finish in time are cancelled when the task
 // closes, and their records processed again from the last commit.
-func (t *task) drainAsync(ctx context.Context) error {
-	if dl, ok := ctx.Deadline(); ok && t.holdsAsync() {
+func (t *task) drainAsync(ctx context.Context, all bool) error {
+	if dl, ok := ctx.Deadline(); ok && t.holdsAsync(all) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)*3/4))
 		defer cancel()
@@ -815,11 +860,11 @@ func (t *task) drainAsync(ctx context.Context) error {
 		}
 		more := false
 		for _, a := range t.asyncs {
-			if !a.holding() {
+			if !a.holding(all) {
 				continue
 			}
 			more = true
-			if err := a.drain(ctx); err != nil {
+			if err := a.drain(ctx, all); err != nil {
 				return err
 			}
 			if t.fatal != nil {
@@ -832,14 +877,22 @@ func (t *task) drainAsync(ctx context.Context) error {
 	}
 }
 
-// holdsAsync reports whether an async operator of t holds records.
-func (t *task) holdsAsync() bool {
+// holdsAsync reports whether an async operator of t holds records (all, or only those
+// without an input record).
+func (t *task) holdsAsync(all bool) bool {
 	for _, a := range t.asyncs {
-		if a.holding() {
+		if a.holding(all) {
 			return true
 		}
 	}
 	return false
+}
+
+// HeldOffsets implements runtime.Async.
+func (t *task) HeldOffsets(fn func(topic string, partition int32, offset int64)) {
+	for _, a := range t.asyncs {
+		a.heldOffsets(fn)
+	}
 }
 
 var _ runtime.Async = (*task)(nil)

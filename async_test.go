@@ -319,3 +319,58 @@ func TestAsyncMaxInFlight(t *testing.T) {
 		t.Fatalf("peak of %d calls at once, want 2 to 5", p)
 	}
 }
+
+// At-least-once: periodic commits do not wait for the calls; a partition's committed offset
+// stays at its first record whose call runs (here one that hangs), while the records after
+// it are processed and output, and moves on once the call finishes.
+func TestAsyncCommitHoldsBackOnBroker(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	release := make(chan struct{})
+	b := kstream.NewBuilder()
+	kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+		if k == "slow" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		return "out-" + v, nil
+	}, kstream.WithConcurrency(100)).To(out, nil, nil)
+	cfg := testConfig(t)
+	cfg.CommitInterval = 50 * time.Millisecond
+	app := newApp(t, b, cfg)
+	start(t, app)
+	var recs []*kgo.Record
+	for i := range 50 {
+		k := "k" + strconv.Itoa(i)
+		if i == 10 {
+			k = "slow"
+		}
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte(k), Value: []byte(k + "-0")})
+	}
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	committed := func() int64 {
+		offs, err := adm.FetchOffsets(context.Background(), cfg.ApplicationID)
+		if err != nil {
+			return -1
+		}
+		if o, ok := offs.Lookup(in, 0); ok {
+			return o.At
+		}
+		return -1
+	}
+	kafkatest.Consume(t, out, 49, 30*time.Second) // every record but the slow one's
+	commits := app.Stats().Commits
+	kafkatest.Eventually(t, 30*time.Second, "the offset of the slow record committed", func() bool { return committed() == 10 })
+	kafkatest.Eventually(t, 30*time.Second, "more commits", func() bool { return app.Stats().Commits > commits+2 })
+	if c := committed(); c != 10 {
+		t.Fatalf("committed offset %d with the call of offset 10 unfinished", c)
+	}
+	close(release)
+	kafkatest.Eventually(t, 30*time.Second, "every offset committed", func() bool { return committed() == 50 })
+	kafkatest.Consume(t, out, 50, 30*time.Second)
+}

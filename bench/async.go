@@ -23,8 +23,8 @@ import (
 //   - N=1: MapValuesAsync with WithConcurrency(1), over asyncSerialRecords records: one call
 //     at a time per task, as a synchronous operator would (today's behaviour);
 //   - N=256: WithConcurrency(256), over asyncRecords records;
-//   - sync: a synchronous MapValues whose function does not sleep, over asyncRecords
-//     records: what the same records cost without the calls.
+//   - sync: a synchronous MapValues whose function does not sleep, over -records records
+//     (at least asyncRecords): what records cost without the calls.
 //
 // The figures are the rate from the first output record seen to the last (the group join
 // left out), the ratio N=256 / N=1 (target >= 100), and the process's CPU per output record
@@ -62,7 +62,9 @@ func runAsyncEnrich(k *kafka, o options, env *runEnv, run int) error {
 	if err != nil {
 		return fmt.Errorf("N=%d: %w", asyncWide, err)
 	}
-	sync, err := asyncApp(k, o, env, "sync", asyncRecords, 0)
+	// The synchronous app is fast: -records (1,000,000 by default) of them, so that its span
+	// is long enough to measure.
+	sync, err := asyncApp(k, o, env, "sync", max(o.records, asyncRecords), 0)
 	if err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}

@@ -22,6 +22,18 @@ func (r *Runtime) Context() context.Context {
 // the application goes on.
 var ErrUnfinished = errors.New("kstream: work the commit must cover did not finish in time")
 
+// periodicKey marks the context of the loop's periodic at-least-once commits.
+type periodicKey struct{}
+
+// PeriodicCommit reports whether ctx, given to Task.PreCommit, is that of a periodic
+// at-least-once commit (every CommitInterval), not of a revocation's, a shutdown's or an
+// exactly-once one. A task with async operators need not finish its calls for it: the
+// commit holds the offsets back below them (Async.HeldOffsets).
+func PeriodicCommit(ctx context.Context) bool {
+	v, _ := ctx.Value(periodicKey{}).(bool)
+	return v
+}
+
 // Wake implements TaskEnv: a task has finished async calls to take back (Async), so the
 // loop's poll is cut short and the loop launches a turn of the task (processLocked).
 func (r *Runtime) Wake() { r.kick.kick() }

@@ -838,6 +838,9 @@ func (r *Runtime) loop(ctx context.Context) error {
 			// not one interval plus two.
 			started := time.Now()
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+			if r.sess == nil {
+				cctx = context.WithValue(cctx, periodicKey{}, true) // see PeriodicCommit
+			}
 			var err error
 			if r.sess == nil && !r.cfg.BlockingCommits {
 				err = r.commitAsyncLocked(cctx)
@@ -1278,8 +1281,8 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		return r.commitTxnLocked(ctx)
 	}
 	began := time.Now()
-	offsets, dirty := r.dirtyOffsetsLocked()
-	if len(dirty) == 0 && !r.punctuatedLocked() {
+	offsets, _ := r.dirtyOffsetsLocked()
+	if len(offsets) == 0 && !r.punctuatedLocked() {
 		return nil
 	}
 	// Work the offsets must cover that the tasks still hold (a batch sink's pending
@@ -1287,6 +1290,8 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	if err := r.preCommitLocked(ctx); err != nil {
 		return err
 	}
+	// The pre-commit step may have finished work that held offsets back (Async).
+	offsets, dirty := r.dirtyOffsetsLocked()
 	stores := r.storesLocked()
 	_ = eachStore(stores, func(ls *loggedStore) error { ls.logPending(); return nil })
 	if err := r.flush(ctx); err != nil {

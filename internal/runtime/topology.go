@@ -167,10 +167,13 @@ type Task interface {
 // friends): the runtime then gives the task a turn when results are waiting even if no
 // record arrived, and holds its input back while it takes none.
 //
-// Commits need nothing more: the task finishes every call its processed records started in
-// PreCommit (it waits for them and forwards their outputs), so the offsets a commit covers
-// never pass a record whose call is unfinished, and an exactly-once transaction holds the
-// outputs of finished calls only.
+// Commits: under exactly-once, and at a revocation or shutdown, the task finishes every call
+// its processed records started in PreCommit (it waits for them and forwards their
+// outputs), so an exactly-once transaction holds the outputs of finished calls only and
+// the offsets of their records. A periodic at-least-once commit (PeriodicCommit) does not
+// wait: the task reports the records it still holds (HeldOffsets), and the commit's offset
+// of their partition stays at the first of them. Either way no committed offset passes a
+// record whose call is unfinished.
 type Async interface {
 	// Completed reports whether finished calls are due to be handed back to the task (it
 	// may hold fresh ones back briefly, to take them back in batches, and then calls
@@ -187,6 +190,10 @@ type Async interface {
 	// flowControlLocked) until Resume has freed room. It is called in a turn of the task or
 	// while the task is at rest.
 	Saturated() bool
+	// HeldOffsets calls fn, for each input partition of which the task holds a record whose
+	// async work is not finished (or whose outputs have not been forwarded), with the offset
+	// of the first such record. The task is at rest.
+	HeldOffsets(fn func(topic string, partition int32, offset int64))
 }
 
 // TaskEnv is what a task may ask of the runtime. It is safe for concurrent use.
