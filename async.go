@@ -452,10 +452,11 @@ type asyncOp[K, V, O any] struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// hasDone mirrors len(done) > 0, read from any goroutine; doneAt is when done got its
-	// first entry (ns since asyncEpoch); wakeTimer wakes the task asyncBatchWait after that (finish).
-	hasDone   atomic.Bool
-	doneAt    atomic.Int64
-	wakeTimer *time.Timer
+	// first entry (ns since asyncEpoch); waker is the instance's, which wakes the tasks
+	// asyncBatchWait after that (see due).
+	hasDone atomic.Bool
+	doneAt  atomic.Int64
+	waker   *asyncWaker
 	// signal gets a token whenever a call finishes (drain waits on it).
 	signal chan struct{}
 	calls  sync.WaitGroup
@@ -467,6 +468,9 @@ func newAsyncOp[K, V, O any](t *task, n *node, cfg asyncConfig, call func(contex
 	if t.h.async != nil {
 		a.sem = t.h.async.sem
 		a.stats = t.h.async.operator(n.name)
+		a.waker = t.h.async.wakerFor(t.env)
+	} else {
+		a.waker = newAsyncWaker(t.env.Wake)
 	}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	return a
@@ -605,17 +609,16 @@ func (a *asyncOp[K, V, O]) finish(e *asyncEntry[K, V, O], ctx context.Context) {
 		return
 	}
 	a.done = append(a.done, e)
-	if !a.hasDone.Swap(true) {
-		// The first finished call since the task last took them back: the task is woken
-		// asyncBatchWait from now, with what finished by then (see due).
+	first := !a.hasDone.Swap(true)
+	if first {
+		// The first finished call since the task last took them back: the instance's
+		// waker wakes the tasks within asyncBatchWait, with what finished by then (see due).
 		a.doneAt.Store(int64(time.Since(asyncEpoch)))
-		if a.wakeTimer == nil {
-			a.wakeTimer = time.AfterFunc(asyncBatchWait, a.t.env.Wake)
-		} else {
-			a.wakeTimer.Reset(asyncBatchWait)
-		}
 	}
 	a.mu.Unlock()
+	if first {
+		a.waker.arm()
+	}
 	select {
 	case a.signal <- struct{}{}:
 	default:
@@ -625,12 +628,54 @@ func (a *asyncOp[K, V, O]) finish(e *asyncEntry[K, V, O], ctx context.Context) {
 // completed implements asyncRunner: finished calls wait to be handed back.
 func (a *asyncOp[K, V, O]) completed() bool { return a.hasDone.Load() }
 
-// due implements asyncRunner: finished calls wait to be handed back, the first of them for
-// asyncBatchWait at least. Waking the task for each finished call would cost a turn of the
-// poll loop per call when calls finish thousands of times a second; a turn every
-// asyncBatchWait takes them back in batches, for at most that much more latency.
+// due implements asyncRunner: finished calls wait to be handed back, and the instance's
+// waker fired since the first of them finished. Waking the task for each finished call
+// would cost a turn of the poll loop per call when calls finish thousands of times a
+// second; the waker fires asyncBatchWait after the first call of the instance that finished
+// since its last firing, and the tasks then take their calls back in batches, all in one
+// turn of the loop, for at most that much more latency.
 func (a *asyncOp[K, V, O]) due() bool {
-	return a.hasDone.Load() && int64(time.Since(asyncEpoch))-a.doneAt.Load() >= int64(asyncBatchWait)
+	return a.hasDone.Load() && a.doneAt.Load() <= a.waker.fired.Load()
+}
+
+// asyncWaker wakes the tasks of an instance whose async calls finished, at most once per
+// asyncBatchWait (see asyncOp.due).
+type asyncWaker struct {
+	mu    sync.Mutex
+	timer *time.Timer
+	armed bool
+	wake  func() // the runtime's TaskEnv.Wake
+	// fired is when the waker last fired (ns since asyncEpoch).
+	fired atomic.Int64
+}
+
+func newAsyncWaker(wake func()) *asyncWaker {
+	w := &asyncWaker{wake: wake}
+	w.fired.Store(-1)
+	return w
+}
+
+// arm makes the waker fire asyncBatchWait from now, unless it is to fire sooner.
+func (w *asyncWaker) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.armed {
+		return
+	}
+	w.armed = true
+	if w.timer == nil {
+		w.timer = time.AfterFunc(asyncBatchWait, w.fire)
+	} else {
+		w.timer.Reset(asyncBatchWait)
+	}
+}
+
+func (w *asyncWaker) fire() {
+	w.mu.Lock()
+	w.armed = false
+	w.fired.Store(int64(time.Since(asyncEpoch)))
+	w.mu.Unlock()
+	w.wake()
 }
 
 // asyncEpoch is the origin of asyncOp.doneAt, so that it is read on the monotonic clock.
@@ -786,9 +831,6 @@ func (a *asyncOp[K, V, O]) Close() error {
 	a.reset("task closed")
 	a.mu.Lock()
 	a.cancel()
-	if a.wakeTimer != nil {
-		a.wakeTimer.Stop()
-	}
 	a.mu.Unlock()
 	stopped := make(chan struct{})
 	go func() { a.calls.Wait(); close(stopped) }()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,6 +18,19 @@ type asyncShared struct {
 	sem chan struct{} // nil without a cap
 	mu  sync.Mutex
 	ops map[string]*asyncStats
+	// waker wakes the instance's tasks whose calls finished (async.go), made with the
+	// first task's environment (every task of an instance has the same).
+	waker *asyncWaker
+}
+
+// wakerFor returns the instance's waker, made on first use with env.
+func (s *asyncShared) wakerFor(env runtime.TaskEnv) *asyncWaker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waker == nil {
+		s.waker = newAsyncWaker(env.Wake)
+	}
+	return s.waker
 }
 
 func newAsyncShared(maxInFlight int) *asyncShared {
