@@ -119,6 +119,10 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	}
 	h.async = newAsyncShared(cfg.AsyncMaxInFlight)
 	topo.async = h.async
+	h.txnTimeout = cfg.TransactionTimeout
+	if h.txnTimeout <= 0 {
+		h.txnTimeout = 10 * time.Second // the runtime's default
+	}
 	caches := runtime.NewCacheBudget(cfg.StoreCacheBytes, cfg.cacheMaxBytes())
 	if n := cfg.cacheMaxBytes(); n > 0 {
 		h.cache = &cacheBudget{max: n, shared: caches}

@@ -192,6 +192,7 @@ type AsyncError struct {
 	Err      error
 }
 
+// Error names the operator, the attempts and the last error.
 func (e *AsyncError) Error() string {
 	s := "s"
 	if e.Attempts == 1 {
@@ -229,9 +230,9 @@ func (e *AsyncError) Unwrap() error { return e.Err }
 // does not wait for the calls: each partition's offset stays at its first record still in
 // hand. Under exactly-once, and at a revocation or shutdown, the commit waits for the
 // calls in flight, so that a transaction holds exactly the outputs of the records whose
-// offsets it commits; it so waits for the slowest call at most (bounded by
-// [Config.CloseTimeout]; under exactly-once keep calls well below
-// [Config.TransactionTimeout]).
+// offsets it commits; it so waits for the slowest call at most (three quarters of
+// [Config.CloseTimeout], and under exactly-once half of [Config.TransactionTimeout]: keep
+// calls well below it, with [WithCallTimeout]).
 //
 // State: fn runs off the task's goroutine and must not touch the task's state stores, nor
 // anything else of the topology; it gets the key and value only. Put what it needs in the
@@ -888,12 +889,18 @@ func (t *task) Saturated() bool {
 //
 // The wait takes three quarters of ctx's time at most, leaving the rest to the commit
 // itself and, at shutdown, to leaving the group (a shutdown's whole bound is
-// Config.CloseTimeout): calls that do not finish in time are cancelled when the task
-// closes, and their records processed again from the last commit.
+// Config.CloseTimeout), and under exactly-once half the transaction timeout at most: calls
+// that do not finish in time are cancelled when the task closes (or the transaction
+// aborts), and their records processed again from the last commit.
 func (t *task) drainAsync(ctx context.Context, all bool) error {
 	if dl, ok := ctx.Deadline(); ok && t.holdsAsync(all) {
+		wait := time.Until(dl) * 3 / 4
+		if t.h.eos && t.h.txnTimeout > 0 {
+			// The transaction must end before the broker aborts it.
+			wait = min(wait, t.h.txnTimeout/2)
+		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)*3/4))
+		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 	}
 	for {

@@ -35,6 +35,9 @@ type handlers struct {
 	cache *cacheBudget
 	// async is what the async operators of the instance share (async_metrics.go).
 	async *asyncShared
+	// txnTimeout is Config.TransactionTimeout (its default when zero), which bounds an
+	// exactly-once commit's wait for async calls.
+	txnTimeout time.Duration
 }
 
 // task is the typed processing state of one task: the instantiated operators of its
