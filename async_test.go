@@ -374,3 +374,45 @@ func TestAsyncCommitHoldsBackOnBroker(t *testing.T) {
 	kafkatest.Eventually(t, 30*time.Second, "every offset committed", func() bool { return committed() == 50 })
 	kafkatest.Consume(t, out, 50, 30*time.Second)
 }
+
+// Exactly-once: a call that outlives the commit's bound (half the transaction timeout)
+// makes the transaction abort; the operator cancels its calls, the records are processed
+// again, and each input's output is committed exactly once.
+func TestAsyncExactlyOnceAbortsOnSlowCall(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 1, nil)
+	out := kafkatest.CreateTopic(t, "out", 1, nil)
+	var slowCalls, cancelled atomic.Int64
+	b := kstream.NewBuilder()
+	kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+		if k == "k3" && slowCalls.Add(1) == 1 {
+			<-ctx.Done() // the first call hangs until the abort cancels it
+			cancelled.Add(1)
+			return "", ctx.Err()
+		}
+		return "out-" + v, nil
+	}, kstream.WithConcurrency(16)).To(out, nil, nil)
+	cfg := testConfig(t)
+	cfg.Guarantee = kstream.ExactlyOnce
+	cfg.CommitInterval = 100 * time.Millisecond
+	cfg.TransactionTimeout = 2 * time.Second // the commit waits 1 s for the calls
+	app := newApp(t, b, cfg)
+	start(t, app)
+	var recs []*kgo.Record
+	want := map[string]int{}
+	for i := range 10 {
+		k := "k" + strconv.Itoa(i)
+		recs = append(recs, &kgo.Record{Topic: in, Key: []byte(k), Value: []byte(k + "-0")})
+		want[k] = 1
+	}
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	got := kafkatest.Consume(t, out, 10, 60*time.Second, readCommitted)
+	got = append(got, kafkatest.Drain(t, out, time.Second, 10*time.Second, readCommitted)[len(got):]...)
+	checkAsyncOutputs(t, got, want)
+	if cancelled.Load() != 1 || slowCalls.Load() < 2 {
+		t.Fatalf("slow calls %d, cancelled %d: want the first cancelled by the abort and the record called again", slowCalls.Load(), cancelled.Load())
+	}
+	if st := app.Stats(); st.TransactionsAborted == 0 {
+		t.Fatalf("no transaction aborted: %+v", st)
+	}
+}

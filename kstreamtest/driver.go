@@ -342,8 +342,9 @@ func (d *Driver) Err() error { return d.fatal }
 
 // Commit does what a commit does in an application, task by task in the order of their
 // ids: each task first finishes the work its commit must cover (a
-// [kstream.KStream.ForeachBatch] sink hands over its pending batch), then takes what it did
-// as committed; records that this writes to topics the topology reads are then processed.
+// [kstream.KStream.ForeachBatch] sink hands over its pending batch; an async operator such as
+// [kstream.MapValuesAsync] waits for every call in flight and forwards its outputs, as an
+// exactly-once commit does), then takes what it did as committed; records that this writes to topics the topology reads are then processed.
 // A failure that the error handler does not absorb is returned, and stops the driver as a
 // record's would.
 func (d *Driver) Commit() error {
