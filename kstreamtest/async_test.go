@@ -398,3 +398,39 @@ func TestAsyncKeys(t *testing.T) {
 		t.Fatalf("losses %+v", l)
 	}
 }
+
+// TestAsyncCallTimeout: a call that outlives WithCallTimeout has its context done and is
+// retried like a Retriable error (synctest's clock: the waits take no real time).
+func TestAsyncCallTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		b := kstream.NewBuilder()
+		in := kstream.Stream(b, "in", serde.String(), serde.String())
+		kstream.MapValuesAsync(in, func(ctx context.Context, k, v string) (string, error) {
+			if calls.Add(1) == 1 {
+				<-ctx.Done() // the first call hangs: its timeout ends it
+				return "", ctx.Err()
+			}
+			return v + "!", nil
+		}, kstream.WithCallTimeout(3*time.Second), kstream.WithAsyncRetry(kstream.AsyncRetry{InitialBackoff: time.Second})).To("out", nil, nil)
+		d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "async-timeout"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if err := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String()).Pipe("k", "v"); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		if err := d.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(began); took != 4*time.Second {
+			t.Errorf("the commit waited %s, want 4s (the 3s timeout, then a 1s backoff)", took)
+		}
+		vals, _ := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String()).ReadValues()
+		if fmt.Sprint(vals) != "[v!]" || calls.Load() != 2 {
+			t.Errorf("outputs %v after %d calls", vals, calls.Load())
+		}
+	})
+}
