@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// asyncInputs produces n records over keys keys to topic, each value "<key>-<seq>" with the
-// key's sequence number, and returns how many each key got.
+// asyncInputs produces n records over keys keys to topic (partitioned by key), each value
+// "<key>-<seq>" with the key's sequence number, and returns how many each key got.
 func asyncInputs(t *testing.T, topic string, n, keys int) map[string]int {
 	t.Helper()
 	next := map[string]int{}
@@ -33,7 +33,7 @@ func asyncInputs(t *testing.T, topic string, n, keys int) map[string]int {
 		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(k + "-" + strconv.Itoa(next[k]))})
 		next[k]++
 	}
-	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	kafkatest.Produce(t, kafkatest.Client(t), recs...) // partitioned by key
 	return next
 }
 
@@ -239,21 +239,20 @@ func TestAsyncRevocationDrains(t *testing.T) {
 
 func init() { kafkatest.RegisterChild("async-app", runAsyncChild) }
 
-// runAsyncChild runs in -> MapValuesAsync (random 0-4 ms calls, 32 per task) -> out under
-// exactly-once in a child process until it is killed. Configured by APP_ID, STATE_DIR, IN,
-// OUT.
+// runAsyncChild runs in -> MapValuesAsync (random 10-30 ms calls, 4 per task) -> out in a
+// child process until it is killed, under exactly-once if GUARANTEE=eos. Configured by
+// APP_ID, STATE_DIR, IN, OUT, GUARANTEE.
 func runAsyncChild() error {
 	cfg := childConfig()
-	cfg.Guarantee = kstream.ExactlyOnce
 	b := kstream.NewBuilder()
 	kstream.MapValuesAsync(kstream.Stream(b, os.Getenv("IN"), serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
 		select {
-		case <-time.After(time.Duration(rand.IntN(4000)) * time.Microsecond):
+		case <-time.After(time.Duration(10+rand.IntN(20)) * time.Millisecond):
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
 		return "out-" + v, nil
-	}, kstream.WithConcurrency(32)).To(os.Getenv("OUT"), nil, nil)
+	}, kstream.WithConcurrency(4)).To(os.Getenv("OUT"), nil, nil)
 	app, err := kstream.New(b, cfg)
 	if err != nil {
 		return err
@@ -261,32 +260,119 @@ func runAsyncChild() error {
 	return app.Run(context.Background())
 }
 
+// asyncFeed produces records of keys keys to topic in phases, partitioned by key, each value
+// "<key>-<seq>" with the key's sequence number; want counts each key's records, byOffset
+// maps each record's partition and offset to its value.
+type asyncFeed struct {
+	topic    string
+	keys     int
+	want     map[string]int
+	byOffset map[[2]int64]string
+}
+
+func (f *asyncFeed) produce(t *testing.T, n int) {
+	t.Helper()
+	recs := make([]*kgo.Record, 0, n)
+	for range n {
+		k := "k" + strconv.Itoa(rand.IntN(f.keys))
+		recs = append(recs, &kgo.Record{Topic: f.topic, Key: []byte(k), Value: []byte(k + "-" + strconv.Itoa(f.want[k]))})
+		f.want[k]++
+	}
+	kafkatest.Produce(t, kafkatest.Client(t), recs...)
+	for _, r := range recs {
+		f.byOffset[[2]int64{int64(r.Partition), r.Offset}] = string(r.Value)
+	}
+}
+
+// asyncCrashRun runs the async child over three phases of input, killing it with SIGKILL in
+// the middle of each of the first kills phases (calls in flight), then lets a last child
+// finish. After each kill, check gets the feed, the application id and the output topic.
+// It returns every output (read_committed under exactly-once).
+func asyncCrashRun(t *testing.T, guarantee string, kills int, check func(f *asyncFeed, app, out string)) (*asyncFeed, []*kgo.Record) {
+	const partitions, perPhase = 3, 1000
+	in := kafkatest.CreateTopic(t, "in", partitions, nil)
+	out := kafkatest.CreateTopic(t, "out", partitions, nil)
+	f := &asyncFeed{topic: in, keys: 300, want: map[string]int{}, byOffset: map[[2]int64]string{}}
+	var opts []kgo.Opt
+	if guarantee == "eos" {
+		opts = append(opts, readCommitted)
+	}
+	app := kafkatest.Name(t, "app")
+	env := []string{"APP_ID=" + app, "STATE_DIR=" + t.TempDir(), "IN=" + in, "OUT=" + out, "GUARANTEE=" + guarantee}
+	outputs := func() int { return len(kafkatest.ConsumeAtMost(t, out, 1<<20, 300*time.Millisecond, opts...)) }
+	for i := range kills {
+		before := outputs()
+		f.produce(t, perPhase)
+		ch := kafkatest.StartChild(t, "async-app", env...)
+		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d outputs", i), func() bool { return outputs() >= before+200 })
+		ch.Kill(t)
+		t.Logf("after kill %d: %d inputs, %d outputs", i+1, len(f.byOffset), outputs())
+		check(f, app, out)
+	}
+	f.produce(t, perPhase)
+	n := len(f.byOffset)
+	ch := kafkatest.StartChild(t, "async-app", env...)
+	recs := kafkatest.Consume(t, out, n, 120*time.Second, opts...)
+	recs = append(recs, kafkatest.Drain(t, out, 2*time.Second, 30*time.Second, opts...)[len(recs):]...)
+	ch.Kill(t)
+	return f, recs
+}
+
 // Exactly-once across crashes: the async pipeline's process is killed with SIGKILL while
 // calls are in flight, twice, and restarted. In the committed output every input has
 // exactly one output, every key's in input order.
 func TestAsyncExactlyOnceSurvivesKills(t *testing.T) {
 	t.Parallel()
-	const partitions, n, keys, kills = 3, 6000, 300, 2
-	in := kafkatest.CreateTopic(t, "in", partitions, nil)
-	out := kafkatest.CreateTopic(t, "out", partitions, nil)
-	want := asyncInputs(t, in, n, keys)
-	app := kafkatest.Name(t, "app")
-	env := []string{"APP_ID=" + app, "STATE_DIR=" + t.TempDir(), "IN=" + in, "OUT=" + out}
-	outputs := func() int {
-		return len(kafkatest.ConsumeAtMost(t, out, n, 500*time.Millisecond, readCommitted))
+	f, recs := asyncCrashRun(t, "eos", 2, func(*asyncFeed, string, string) {})
+	checkAsyncOutputs(t, recs, f.want)
+}
+
+// At-least-once across a crash: after a SIGKILL with calls in flight, every input below the
+// group's committed offsets has its output (a periodic commit holds a partition's offset
+// back at its first unfinished call); at the end every input has an output, and each key's
+// outputs are in input order once the replays after the crash are left out.
+func TestAsyncAtLeastOnceSurvivesKill(t *testing.T) {
+	t.Parallel()
+	adm := kadm.NewClient(kafkatest.Client(t))
+	f, recs := asyncCrashRun(t, "alos", 1, func(f *asyncFeed, app, out string) {
+		offs, err := adm.FetchOffsets(context.Background(), app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, r := range kafkatest.Drain(t, out, time.Second, 30*time.Second) {
+			got[string(r.Value)] = true
+		}
+		below := 0
+		for po, v := range f.byOffset {
+			o, ok := offs.Lookup(f.topic, int32(po[0]))
+			if !ok || po[1] >= o.At {
+				continue
+			}
+			below++
+			if !got["out-"+v] {
+				t.Fatalf("partition %d offset %d (%s) is below the committed offset %d but has no output", po[0], po[1], v, o.At)
+			}
+		}
+		t.Logf("after the kill: %d inputs below the committed offsets, each with its output", below)
+	})
+	seen, next := map[string]bool{}, map[string]int{}
+	for _, r := range recs {
+		k, v := string(r.Key), string(r.Value)
+		if seen[v] {
+			continue // a replay after the crash
+		}
+		seen[v] = true
+		if exp := fmt.Sprintf("out-%s-%d", k, next[k]); v != exp {
+			t.Fatalf("key %s: output %q, want %q", k, v, exp)
+		}
+		next[k]++
 	}
-	for i := range kills {
-		before := outputs()
-		ch := kafkatest.StartChild(t, "async-app", env...)
-		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d outputs", i), func() bool { return outputs() >= before+500 })
-		ch.Kill(t)
-		t.Logf("after kill %d: %d committed outputs", i+1, outputs())
+	for k, n := range f.want {
+		if next[k] != n {
+			t.Fatalf("key %s: %d distinct outputs, want %d", k, next[k], n)
+		}
 	}
-	ch := kafkatest.StartChild(t, "async-app", env...)
-	recs := kafkatest.Consume(t, out, n, 120*time.Second, readCommitted)
-	recs = append(recs, kafkatest.Drain(t, out, 2*time.Second, 30*time.Second, readCommitted)[len(recs):]...)
-	ch.Kill(t)
-	checkAsyncOutputs(t, recs, want)
 }
 
 // The async options in a real application: Config.AsyncMaxInFlight caps the calls of the
