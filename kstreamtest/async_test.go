@@ -434,3 +434,52 @@ func TestAsyncCallTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestAsyncChained: two async operators one after the other, the second in partition
+// order: every record goes through both, each key's outputs in order.
+func TestAsyncChained(t *testing.T) {
+	b := kstream.NewBuilder()
+	in := kstream.Stream(b, "in", serde.String(), serde.String())
+	jitter := func(ctx context.Context) {
+		select {
+		case <-time.After(time.Duration(rand.IntN(200)) * time.Microsecond):
+		case <-ctx.Done():
+		}
+	}
+	first := kstream.MapValuesAsync(in, func(ctx context.Context, k, v string) (string, error) {
+		jitter(ctx)
+		return v, nil
+	}, kstream.WithConcurrency(16))
+	kstream.FlatMapValuesAsync(first, func(ctx context.Context, k, v string) ([]string, error) {
+		jitter(ctx)
+		return []string{"out-" + v}, nil
+	}, kstream.WithConcurrency(8), kstream.WithOutputOrder(kstream.PartitionOrder)).To("out", nil, nil)
+	d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "async-chained"}, kstreamtest.Partitions(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	input := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
+	next := map[string]int{}
+	for range 2000 {
+		k := "k" + strconv.Itoa(rand.IntN(50))
+		if err := input.Pipe(k, k+"-"+strconv.Itoa(next[k])); err != nil {
+			t.Fatal(err)
+		}
+		next[k]++
+	}
+	if err := d.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := kstreamtest.CreateOutputTopic(d, "out", serde.String(), serde.String()).ReadRecords()
+	seen := map[string]int{}
+	for _, r := range recs {
+		if exp := fmt.Sprintf("out-%s-%d", r.Key, seen[r.Key]); r.Value != exp {
+			t.Fatalf("key %s: %q, want %q", r.Key, r.Value, exp)
+		}
+		seen[r.Key]++
+	}
+	if len(recs) != 2000 {
+		t.Fatalf("%d outputs", len(recs))
+	}
+}
