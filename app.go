@@ -114,6 +114,15 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	h.profileOps = cfg.ProfileOperators
 	h.counts = runtime.NewOperatorCounts()
 	h.align = cfg.EventTimeAlignment
+	if cfg.AsyncMaxInFlight < 0 {
+		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.AsyncMaxInFlight is %d; it must not be negative (0: no cap)", cfg.AsyncMaxInFlight)
+	}
+	h.async = newAsyncShared(cfg.AsyncMaxInFlight)
+	topo.async = h.async
+	h.txnTimeout = cfg.TransactionTimeout
+	if h.txnTimeout <= 0 {
+		h.txnTimeout = 10 * time.Second // the runtime's default
+	}
 	caches := runtime.NewCacheBudget(cfg.StoreCacheBytes, cfg.cacheMaxBytes())
 	if n := cfg.cacheMaxBytes(); n > 0 {
 		h.cache = &cacheBudget{max: n, shared: caches}
@@ -128,6 +137,9 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	}
 	rc := cfg.runtimeConfig()
 	rc.OperatorCounts = h.counts
+	if cfg.Metrics != nil {
+		rc.Collectors = append(rc.Collectors, newAsyncCollector(h.async))
+	}
 	rc.Caches = caches
 	for _, dh := range []struct {
 		name string
@@ -286,6 +298,7 @@ func (a *App) Stats() Stats { return a.statsOf(a.rt.Stats()) }
 func (a *App) statsOf(rs runtime.Stats) Stats {
 	s := statsOf(rs)
 	s.Losses = lossesOf(a.counts)
+	s.Async = a.topo.async.stats()
 	for _, l := range s.Losses {
 		if l.LostResults {
 			s.LostResults += l.Count

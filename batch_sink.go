@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -207,12 +208,19 @@ type flusher interface {
 	due() time.Time
 }
 
-// PreCommit implements runtime.Task: each record cache forwards what it holds, and each
-// batch sink hands over its pending batch.
+// PreCommit implements runtime.Task: each record cache forwards what it holds, each async
+// operator waits for its calls and forwards their outputs, and each batch sink hands over
+// its pending batch.
 func (t *task) PreCommit(ctx context.Context) error {
 	t.fatal = nil
-	// The record caches first: what they forward may reach a batch sink.
-	if t.flushCaches(); t.fatal != nil {
+	// The record caches first: what they forward may reach a batch sink. Async operators
+	// with them: every call of a record the commit covers must have finished, and its
+	// outputs been forwarded; a periodic at-least-once commit holds its offsets back below
+	// the calls still running instead (async.go).
+	if err := t.drainAsync(ctx, !runtime.PeriodicCommit(ctx)); err != nil {
+		return fmt.Errorf("kstream: task %s: %w", t.id, err)
+	}
+	if t.fatal != nil {
 		return t.fatal
 	}
 	for _, f := range t.flushers {

@@ -169,6 +169,9 @@ type Topology struct {
 	internal []runtime.InternalTopic
 	copart   [][]string
 	nodes    []*node
+	// async is what the async operators of the application built from it share (set by
+	// compile).
+	async *asyncShared
 }
 
 // Build checks the topology and cuts it into sub-topologies. It returns every problem found

@@ -126,6 +126,11 @@ type Config struct {
 	// StoreCacheBytes. Kafka Streams' statestore.cache.max.bytes is likewise one budget
 	// for the entries read and the updates held back (docs/caching.md).
 	StoreCacheBytes int
+	// AsyncMaxInFlight caps the calls of the async operators ([MapValuesAsync],
+	// [FlatMapValuesAsync]) running at once in the instance, over all its tasks (each task
+	// has its own cap, [WithConcurrency]); a call beyond it waits for one to finish. 0 (the
+	// default) sets no cap beyond the tasks'.
+	AsyncMaxInFlight int
 	// CacheMaxBytes is the budget of the record caches, Kafka Streams'
 	// statestore.cache.max.bytes, overriding the default [DefaultCacheMaxBytes] (10 MiB,
 	// Kafka Streams' default); negative disables the caches, so that every update is
@@ -506,6 +511,9 @@ type Stats struct {
 	// (not in DroppedRecords); records dropped before they reached an operator (a negative
 	// timestamp) are not.
 	Losses []OperatorLoss
+	// Async are the counters of the async operators ([MapValuesAsync],
+	// [FlatMapValuesAsync]), by operator, sorted by name; none without one.
+	Async []AsyncOperatorStats
 }
 
 // The values above are the runtime's, so that conversions keep their meaning: each line

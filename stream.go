@@ -134,6 +134,7 @@ type opConfig struct {
 	// serdeOnly says that the operation takes a Materialized without a store name (a
 	// serde only), as Filter and TableMapValues do.
 	serdeOnly bool
+	async     asyncOpts // the async operators' options (async.go)
 }
 
 type optFunc struct {

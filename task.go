@@ -33,6 +33,11 @@ type handlers struct {
 	align time.Duration
 	// cache is the record caches' budget (Config.CacheMaxBytes); nil without caches.
 	cache *cacheBudget
+	// async is what the async operators of the instance share (async_metrics.go).
+	async *asyncShared
+	// txnTimeout is Config.TransactionTimeout (its default when zero), which bounds an
+	// exactly-once commit's wait for async calls.
+	txnTimeout time.Duration
 }
 
 // task is the typed processing state of one task: the instantiated operators of its
@@ -71,6 +76,7 @@ type task struct {
 	txnHooks                    []txnHook     // operators' state that follows commits and aborts
 	flushers                    []flusher     // operators that hold work a commit must cover (batch_sink.go)
 	caches                      []recordCache // record caches of the task's stores, in topological order (recordcache.go)
+	asyncs                      []asyncRunner // async operators (async.go)
 	schedSeq                    int
 	met                         *runtime.TaskMetrics    // Config.Metrics (metrics.go); nil without
 	losses                      map[lossKey]lossCounter // the operators' loss counters (losses.go)

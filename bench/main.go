@@ -197,6 +197,7 @@ var scenarios = []scenario{
 	{name: "gets-pebble", gets: true},
 	batchScenarios[0], batchScenarios[1], // batch.go
 	{name: "slow-task", own: runSlowTask},
+	{name: "async-enrich", own: runAsyncEnrich}, // async.go
 	{name: "window-align", own: runWindowAlign},
 	{name: "baseline-1000p", keep: keepAll, run: runBaseline, partitions: scalePartitions}, // scale.go
 	{name: "passthrough-1000p", keep: keepAll, run: runPassthrough, partitions: scalePartitions},

@@ -129,6 +129,8 @@ type Driver struct {
 	// heldParts are the partitions held back of the topics held back by partition
 	// (holdBackPartition); a topic without an entry is held back whole.
 	heldParts map[string]map[int32]bool
+	// woken gets a token when an async call of a task finishes (taskEnv.Wake).
+	woken chan struct{}
 }
 
 // task is one task of the topology and the buffer of its input partitions.
@@ -182,6 +184,7 @@ func New(b *kstream.Builder, cfg kstream.Config, opts ...Option) (*Driver, error
 		topics: map[string][]*kgo.Record{},
 		wall:   o.wall,
 		db:     memory.New(),
+		woken:  make(chan struct{}, 1),
 	}
 	for _, st := range topo.SubTopologies {
 		for _, src := range st.Sources {
@@ -339,8 +342,9 @@ func (d *Driver) Err() error { return d.fatal }
 
 // Commit does what a commit does in an application, task by task in the order of their
 // ids: each task first finishes the work its commit must cover (a
-// [kstream.KStream.ForeachBatch] sink hands over its pending batch), then takes what it did
-// as committed; records that this writes to topics the topology reads are then processed.
+// [kstream.KStream.ForeachBatch] sink hands over its pending batch; an async operator such as
+// [kstream.MapValuesAsync] waits for every call in flight and forwards its outputs, as an
+// exactly-once commit does), then takes what it did as committed; records that this writes to topics the topology reads are then processed.
 // A failure that the error handler does not absorb is returned, and stops the driver as a
 // record's would.
 func (d *Driver) Commit() error {
@@ -467,7 +471,16 @@ func (d *Driver) nextSlot() int {
 // (kstream.Config.CacheMaxBytes), as TopologyTestDriver commits after each record it
 // processes: a cached table forwards every input's update, but one update per key for the
 // several updates that one input record makes.
+//
+// A task with async operators ([kstream.MapValuesAsync]) first hands back the calls that
+// finished, and waits for one to finish while it takes no record (its operator holds
+// [kstream.WithConcurrency] records); after the record, the calls that finished meanwhile
+// are handed back. Outputs of calls still running come later: at a later step, or at
+// [Driver.Commit] (or Close), which waits for every call.
 func (d *Driver) step(t *task) error {
+	if err := d.resumeAsync(t, true); err != nil {
+		return err
+	}
 	r, ts, err := t.group.Next()
 	if err != nil || r == nil {
 		return err
@@ -475,10 +488,42 @@ func (d *Driver) step(t *task) error {
 	if err := t.t.Process(r, ts); err != nil {
 		return err
 	}
+	if err := d.resumeAsync(t, false); err != nil {
+		return err
+	}
 	if c, ok := t.t.(interface{ FlushCaches() error }); ok {
 		return c.FlushCaches()
 	}
 	return nil
+}
+
+// resumeAsync hands the finished async calls of t back to it; with room, while t takes
+// no record, it waits for calls to finish until it does.
+func (d *Driver) resumeAsync(t *task, room bool) error {
+	a, ok := t.t.(runtime.Async)
+	if !ok {
+		return nil
+	}
+	for {
+		if a.Completed() {
+			if err := a.Resume(); err != nil {
+				return err
+			}
+			continue
+		}
+		if !room || !a.Saturated() {
+			return nil
+		}
+		<-d.woken // a call finishes (the task holds records, so calls run)
+	}
+}
+
+// Wake implements the runtime's task environment: an async call finished.
+func (d *taskEnv) Wake() {
+	select {
+	case d.woken <- struct{}{}:
+	default:
+	}
 }
 
 // reads reports whether the topology reads topic, as a source or a global table.

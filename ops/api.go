@@ -118,6 +118,26 @@ type Status struct {
 	// Losses are the records the operators dropped and the final results they lost, by
 	// operator and reason (kstream.Stats.Losses), since the instance started.
 	Losses []Loss `json:"losses"`
+	// Async are the async operators' counters (kstream.Stats.Async), all tasks of the
+	// instance together.
+	Async []AsyncOperator `json:"async"`
+}
+
+// AsyncOperator is what an async operator (kstream.MapValuesAsync, FlatMapValuesAsync) of
+// the instance does (see kstream.AsyncOperatorStats): the calls running now, the records
+// it holds, the calls, retries and failures since start, and the call latency and queue
+// wait (time from a record's arrival to its first call) in milliseconds.
+type AsyncOperator struct {
+	Operator       string  `json:"operator"`
+	InFlight       int64   `json:"in_flight"`
+	Held           int64   `json:"held"`
+	Calls          int64   `json:"calls"`
+	Retries        int64   `json:"retries"`
+	Failures       int64   `json:"failures"`
+	CallLatencyAvg float64 `json:"call_latency_avg_ms"`
+	CallLatencyP99 float64 `json:"call_latency_p99_ms"`
+	QueueWaitAvg   float64 `json:"queue_wait_avg_ms"`
+	QueueWaitP99   float64 `json:"queue_wait_p99_ms"`
 }
 
 // Loss is what one operator lost for one reason (see kstream.OperatorLoss): Kind is
@@ -297,6 +317,12 @@ func StatusOf(app *kstream.App) Status {
 			LostResults: s.Stats.LostResults,
 		},
 		Losses: []Loss{},
+		Async:  []AsyncOperator{},
+	}
+	for _, a := range s.Stats.Async {
+		out.Async = append(out.Async, AsyncOperator{Operator: a.Operator, InFlight: a.InFlight, Held: a.Held, Calls: a.Calls,
+			Retries: a.Retries, Failures: a.Failures, CallLatencyAvg: ms(a.CallLatencyAvg), CallLatencyP99: ms(a.CallLatencyP99),
+			QueueWaitAvg: ms(a.QueueWaitAvg), QueueWaitP99: ms(a.QueueWaitP99)})
 	}
 	for _, l := range s.Stats.Losses {
 		kind := "dropped_records"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -420,4 +421,64 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// An instance with an async operator whose calls fail once (retriable) then succeed:
+// /api/status, the page and the Prometheus metrics show its calls, retries and latency.
+func TestAsyncShown(t *testing.T) {
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "orders", 2, nil)
+	out := kafkatest.CreateTopic(t, "enriched", 2, nil)
+	appID := kafkatest.Name(t, "app")
+	var calls sync.Map
+	b := kstream.NewBuilder()
+	kstream.MapValuesAsync(kstream.Stream(b, in, serde.String(), serde.String()), func(ctx context.Context, k, v string) (string, error) {
+		if _, again := calls.LoadOrStore(k, true); !again {
+			return "", kstream.Retriable(errors.New("busy"))
+		}
+		return v + "!", nil
+	}, kstream.Named("enrich"), kstream.WithAsyncRetry(kstream.AsyncRetry{InitialBackoff: time.Millisecond})).To(out, nil, nil)
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")})
+	}
+	kafkatest.Produce(t, kafkatest.ManualProducer(t), recs...)
+	reg := prometheus.NewRegistry()
+	inst := startInstance(t, appID, b, func(c *kstream.Config) { c.Metrics = reg })
+	kafkatest.Consume(t, out, 10, 60*time.Second)
+	var ss ops.Status
+	if code := getJSON(t, inst.srv.URL+"/ops/api/status", &ss); code != http.StatusOK {
+		t.Fatalf("status: HTTP %d", code)
+	}
+	if len(ss.Async) != 1 || ss.Async[0].Operator != "enrich" || ss.Async[0].Calls != 20 || ss.Async[0].Retries != 10 || ss.Async[0].Failures != 0 || ss.Async[0].Held != 0 {
+		t.Errorf("/api/status: async %+v", ss.Async)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		if !strings.HasPrefix(f.GetName(), "kstream_async_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			got[f.GetName()] += v
+		}
+	}
+	want := map[string]float64{"kstream_async_calls_total": 20, "kstream_async_retries_total": 10, "kstream_async_failures_total": 0,
+		"kstream_async_in_flight_calls": 0, "kstream_async_held_records": 0, "kstream_async_call_latency_seconds": 20, "kstream_async_queue_wait_seconds": 10}
+	if !maps.Equal(got, want) {
+		t.Errorf("metrics %v, want %v", got, want)
+	}
+	resp, err := http.Get(inst.srv.URL + "/ops/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `id="async-section"`) {
+		t.Errorf("the page has no async section")
+	}
 }

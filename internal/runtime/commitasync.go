@@ -188,13 +188,15 @@ func (r *Runtime) commitAsyncLocked(ctx context.Context) error {
 		r.endCommitLocked()
 	}
 	began := time.Now()
-	offsets, dirty := r.dirtyOffsetsLocked()
-	if len(dirty) == 0 && !r.punctuatedLocked() {
+	offsets, _ := r.dirtyOffsetsLocked()
+	if len(offsets) == 0 && !r.punctuatedLocked() {
 		return nil
 	}
 	if err := r.preCommitLocked(ctx); err != nil {
 		return err
 	}
+	// The pre-commit step may have finished work that held offsets back (Async).
+	offsets, dirty := r.dirtyOffsetsLocked()
 	stores := r.storesLocked()
 	_ = eachStore(stores, func(ls *loggedStore) error { ls.logPending(); return nil })
 	if err := r.fatal(); err != nil {
@@ -293,11 +295,32 @@ func (r *Runtime) commitTail(ctx context.Context, c *inflightCommit, acks *ackGr
 	return r.stores.sync()
 }
 
-// dirtyOffsetsLocked returns the processed positions not committed yet, as offsets to
-// commit, and the positions themselves. The tasks must be at rest.
+// dirtyOffsetsLocked returns the offsets to commit, those of the partitions processed
+// since the last commit (and of those held back before), and the positions it commits in
+// full.
+//
+// Under at-least-once a task with async operators (Async.HeldOffsets) may still hold
+// records of a partition whose calls have not finished: the partition's offset is then
+// that of the first such record, not its processed position, so that no committed offset
+// passes an unfinished call; the partition stays dirty (it is left out of the positions
+// returned), and the next commit goes on from there. The tasks are at rest.
 func (r *Runtime) dirtyOffsetsLocked() (map[string]map[int32]kgo.EpochOffset, []*partPos) {
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	var dirty []*partPos
+	var held map[topicPartition]int64
+	for _, t := range r.tasks {
+		if a, ok := t.task.(Async); ok {
+			a.HeldOffsets(func(topic string, partition int32, offset int64) {
+				if held == nil {
+					held = map[topicPartition]int64{}
+				}
+				tp := topicPartition{topic, partition}
+				if o, ok := held[tp]; !ok || offset < o {
+					held[tp] = offset
+				}
+			})
+		}
+	}
 	for tp, t := range r.parts {
 		pos := t.parts[tp]
 		if !pos.dirty {
@@ -306,7 +329,12 @@ func (r *Runtime) dirtyOffsetsLocked() (map[string]map[int32]kgo.EpochOffset, []
 		if offsets[tp.topic] == nil {
 			offsets[tp.topic] = map[int32]kgo.EpochOffset{}
 		}
-		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next}
+		next := pos.next
+		if h, ok := held[tp]; ok && h < next {
+			offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: h}
+			continue
+		}
+		offsets[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: pos.epoch, Offset: next}
 		dirty = append(dirty, pos)
 	}
 	return offsets, dirty

@@ -191,6 +191,7 @@ func newMetrics(r *Runtime, reg prometheus.Registerer) *metrics {
 // register registers the metrics; unregister undoes it.
 func (m *metrics) register() error {
 	cs := []prometheus.Collector{m, m.processLatency, m.pollLatency, m.punctLatency, m.e2e, m.storeLatency}
+	cs = append(cs, m.r.cfg.Collectors...)
 	for _, c := range cs {
 		if err := m.reg.Register(c); err != nil {
 			m.unregister()

@@ -838,6 +838,9 @@ func (r *Runtime) loop(ctx context.Context) error {
 			// not one interval plus two.
 			started := time.Now()
 			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+			if r.sess == nil {
+				cctx = context.WithValue(cctx, periodicKey{}, true) // see PeriodicCommit
+			}
 			var err error
 			if r.sess == nil && !r.cfg.BlockingCommits {
 				err = r.commitAsyncLocked(cctx)
@@ -992,8 +995,8 @@ func (r *Runtime) processLocked(fetches kgo.Fetches, launch bool) {
 			continue
 		}
 		r.drainInboxLocked(t)
-		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
-		if launch && (t.ready || due(t.task.NextPunctuation(), now)) {
+		t.ready, t.idleWake, t.lagWait = t.groupReady(now)
+		if launch && (t.ready || due(t.task.NextPunctuation(), now) || t.asyncCompleted()) {
 			batch = append(batch, t)
 		}
 	}
@@ -1047,6 +1050,11 @@ func (r *Runtime) turnBudget() time.Duration {
 func (t *taskRun) run(now time.Time, budget time.Duration, preempt *atomic.Bool) error {
 	pprof.SetGoroutineLabels(t.labels)
 	defer pprof.SetGoroutineLabels(t.base)
+	// Finished async calls first: handing them back frees the room that lets the task take
+	// records again (Async).
+	if err := t.resumeAsync(now); err != nil {
+		return err
+	}
 	for n := 1; t.ready; n++ {
 		if preempt.Load() {
 			return t.maybeFlush()
@@ -1071,7 +1079,7 @@ func (t *taskRun) run(now time.Time, budget time.Duration, preempt *atomic.Bool)
 			pos.met.pos.Store(pos.next)
 		}
 		t.processed++
-		t.ready, t.idleWake, t.lagWait = t.group.Ready(now)
+		t.ready, t.idleWake, t.lagWait = t.groupReady(now)
 	}
 	if due(t.task.NextPunctuation(), now) && !preempt.Load() {
 		var began time.Time
@@ -1161,8 +1169,8 @@ func (r *Runtime) wakeLocked(now time.Time) time.Time {
 		if t.task == nil || t.busy.Load() {
 			continue // a turn that ends kicks the loop (turns.go)
 		}
-		if t.ready {
-			earlier(now) // its turn ended with records left to process (turnBudget)
+		if t.ready || t.asyncCompleted() {
+			earlier(now) // its turn ended with records left to process (turnBudget), or async results wait
 		}
 		earlier(t.task.NextPunctuation())
 		earlier(t.idleWake)
@@ -1171,6 +1179,40 @@ func (r *Runtime) wakeLocked(now time.Time) time.Time {
 		}
 	}
 	return wake
+}
+
+// groupReady is the task's partition group's Ready at now, except that a task whose async
+// operators take no record now (Async.Saturated) is not ready: its records stay buffered
+// until a finished call frees room (the call's completion wakes the loop, see
+// Runtime.Wake), and its partitions pause once the buffer is full (flowControlLocked).
+func (t *taskRun) groupReady(now time.Time) (ready bool, idleWake time.Time, lagWait bool) {
+	ready, idleWake, lagWait = t.group.Ready(now)
+	if ready {
+		if a, ok := t.task.(Async); ok && a.Saturated() {
+			ready = false
+		}
+	}
+	return ready, idleWake, lagWait
+}
+
+// asyncCompleted reports whether the task has finished async calls to take back (Async).
+func (t *taskRun) asyncCompleted() bool {
+	a, ok := t.task.(Async)
+	return ok && a.Completed()
+}
+
+// resumeAsync hands the task's finished async calls back to it (Async.Resume), in its turn,
+// and then asks its group again whether it may process.
+func (t *taskRun) resumeAsync(now time.Time) error {
+	a, ok := t.task.(Async)
+	if !ok || !a.Completed() {
+		return nil
+	}
+	if err := a.Resume(); err != nil {
+		return err
+	}
+	t.ready, t.idleWake, t.lagWait = t.groupReady(now)
+	return nil
 }
 
 // maybeFlush writes large buffered store changes to the engine early.
@@ -1239,8 +1281,8 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 		return r.commitTxnLocked(ctx)
 	}
 	began := time.Now()
-	offsets, dirty := r.dirtyOffsetsLocked()
-	if len(dirty) == 0 && !r.punctuatedLocked() {
+	offsets, _ := r.dirtyOffsetsLocked()
+	if len(offsets) == 0 && !r.punctuatedLocked() {
 		return nil
 	}
 	// Work the offsets must cover that the tasks still hold (a batch sink's pending
@@ -1248,6 +1290,8 @@ func (r *Runtime) commitLocked(ctx context.Context) error {
 	if err := r.preCommitLocked(ctx); err != nil {
 		return err
 	}
+	// The pre-commit step may have finished work that held offsets back (Async).
+	offsets, dirty := r.dirtyOffsetsLocked()
 	stores := r.storesLocked()
 	_ = eachStore(stores, func(ls *loggedStore) error { ls.logPending(); return nil })
 	if err := r.flush(ctx); err != nil {

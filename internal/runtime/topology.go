@@ -153,12 +153,47 @@ type Task interface {
 	// and that the task still holds: a batch sink hands over its pending records. It runs
 	// on the loop's goroutine, never while the task processes. ctx bounds it (the commit's
 	// deadline). A non-nil error means the commit must not happen: when it is ctx's error
-	// (errors.Is(err, ctx.Err()), the work did not finish in time) the commit is skipped
+	// (errors.Is(err, ctx.Err()), the work did not finish in time; or ErrUnfinished, the
+	// same within a shorter bound of the task's) the commit is skipped
 	// (an exactly-once transaction aborts) and the records are processed again; any other
 	// error stops the application, as Process's.
 	PreCommit(ctx context.Context) error
 	// Close releases the task's resources when the task is revoked or the app stops.
 	Close() error
+}
+
+// Async is implemented by a task whose operators hand work to goroutines of their own and
+// take the results back later (the async operators of package kstream, MapValuesAsync and
+// friends): the runtime then gives the task a turn when results are waiting even if no
+// record arrived, and holds its input back while it takes none.
+//
+// Commits: under exactly-once, and at a revocation or shutdown, the task finishes every call
+// its processed records started in PreCommit (it waits for them and forwards their
+// outputs), so an exactly-once transaction holds the outputs of finished calls only and
+// the offsets of their records. A periodic at-least-once commit (PeriodicCommit) does not
+// wait: the task reports the records it still holds (HeldOffsets), and the commit's offset
+// of their partition stays at the first of them. Either way no committed offset passes a
+// record whose call is unfinished.
+type Async interface {
+	// Completed reports whether finished calls are due to be handed back to the task (it
+	// may hold fresh ones back briefly, to take them back in batches, and then calls
+	// TaskEnv.Wake when they are due). It may be called from any goroutine, also while a
+	// turn of the task runs.
+	Completed() bool
+	// Resume hands the finished calls back to the task, which forwards their outputs (or
+	// lets the error handlers decide). It runs in a turn of the task (at its start). The
+	// error is as Process's.
+	Resume() error
+	// Saturated reports that the task takes no record now: one of its operators has as
+	// many calls unfinished as it allows. The runtime then processes none of its records
+	// (they stay buffered, and its partitions pause once the buffer is full, see
+	// flowControlLocked) until Resume has freed room. It is called in a turn of the task or
+	// while the task is at rest.
+	Saturated() bool
+	// HeldOffsets calls fn, for each input partition of which the task holds a record whose
+	// async work is not finished (or whose outputs have not been forwarded), with the offset
+	// of the first such record. The task is at rest.
+	HeldOffsets(fn func(topic string, partition int32, offset int64))
 }
 
 // TaskEnv is what a task may ask of the runtime. It is safe for concurrent use.
@@ -191,6 +226,10 @@ type TaskEnv interface {
 	// partitioner: known at start for the topics of the topology, asked of the cluster
 	// (once) for another topic, which blocks until the answer or ctx is done.
 	PartitionCount(ctx context.Context, topic string) (int32, error)
+	// Wake tells the runtime that a task has work for a turn although no record arrived for
+	// it: an async call finished (see Async). It may be called from any goroutine; the
+	// runtime then looks at the tasks (Async.Completed) at once.
+	Wake()
 	// Context is done when the instance shuts down: it bounds the work a task does outside
 	// Kafka while processing (a batch sink's calls and its waits between retries), so that
 	// a shutdown does not wait for it. Work cut short by it is finished in PreCommit.
@@ -357,6 +396,9 @@ type Config struct {
 	StallTimeout time.Duration
 	// Metrics, if set, receives the instance's metrics (metrics.go).
 	Metrics prometheus.Registerer
+	// Collectors are more metrics of the instance, registered and unregistered with the
+	// runtime's under Metrics (the async operators' of package kstream).
+	Collectors []prometheus.Collector
 	// Tracer, if set, starts a span per processed record (tracing.go); Propagator then
 	// carries the span's context into the headers of the records produced.
 	Tracer     *kotel.Tracer

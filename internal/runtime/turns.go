@@ -139,7 +139,7 @@ func (r *Runtime) turn(t *taskRun, now time.Time, budget time.Duration) {
 	// punctuation, an idle or lag wait, which the loop's wait left out while the turn
 	// ran): the loop looks at the task again at once. Otherwise the next fetch wakes
 	// the loop.
-	more := t.ready || t.inboxed.Load() || paused || t.lagWait || !t.idleWake.IsZero() || !t.task.NextPunctuation().IsZero()
+	more := t.ready || t.inboxed.Load() || paused || t.lagWait || !t.idleWake.IsZero() || !t.task.NextPunctuation().IsZero() || t.asyncCompleted()
 	t.busy.Store(false)
 	if more {
 		r.kick.kick()
