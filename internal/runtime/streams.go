@@ -111,6 +111,7 @@ type streamsMembership struct {
 
 	coordinator int32 // the group coordinator's node id, -1 if unknown
 	maxVersion  int16 // the cluster's highest StreamsGroupHeartbeat version
+	txnV2       bool  // the cluster runs transaction version 2 (streams_eos.go)
 	// offsetEvery is how often the broker wants the tasks' changelog offsets (v1,
 	// TaskOffsetIntervalMillis; 0: never), offsetsAt when they were last sent.
 	offsetEvery   time.Duration
@@ -129,6 +130,7 @@ func newStreamsMembership(r *Runtime) *streamsMembership {
 // check implements membership: the cluster must offer StreamsGroupHeartbeat.
 func (m *streamsMembership) check(ctx context.Context, cl *kgo.Client) error {
 	var keys []kmsg.ApiVersionsResponseApiKey
+	var features []kmsg.ApiVersionsResponseFinalizedFeature
 	err := m.r.retry(ctx, "asking the cluster for its API versions", func(ctx context.Context) error {
 		resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
 		if err != nil {
@@ -137,12 +139,20 @@ func (m *streamsMembership) check(ctx context.Context, cl *kgo.Client) error {
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 			return fmt.Errorf("kstream: asking the cluster for its API versions: %w", err)
 		}
-		keys = resp.ApiKeys
+		keys, features = resp.ApiKeys, resp.FinalizedFeatures
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	// Transaction version 2 (KIP-890 part 2) with TxnOffsetCommit v5: the transaction's
+	// offset commit adds the group by itself, without AddOffsetsToTxn (streams_eos.go).
+	txnOffsetV5 := slices.ContainsFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool {
+		return k.ApiKey == int16(kmsg.TxnOffsetCommit) && k.MaxVersion >= 5
+	})
+	m.txnV2 = txnOffsetV5 && slices.ContainsFunc(features, func(f kmsg.ApiVersionsResponseFinalizedFeature) bool {
+		return f.Name == "transaction.version" && f.MaxVersionLevel >= 2
+	})
 	i := slices.IndexFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == streamsHeartbeatKey })
 	if i >= 0 {
 		m.maxVersion = keys[i].MaxVersion
@@ -171,9 +181,14 @@ func (m *streamsMembership) groupOpts() []kgo.Opt {
 	return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{})}
 }
 
-// start implements membership: it starts the heartbeat goroutine.
+// start implements membership: it starts the heartbeat goroutine. After a fence
+// (fence.go: the member left, and the runtime dropped every task) it starts again as a new
+// member, with the same member id.
 func (m *streamsMembership) start() {
 	m.topology = streamsTopology(m.r.topo, m.r.sources().counts, m.r.cfg.ReplicationFactor)
+	m.owned, m.target, m.haveTgt, m.applied, m.sent = TaskSet{}, TaskSet{}, false, false, false
+	m.joinedAt, m.coordinator, m.offsetsAt = time.Time{}, -1, time.Time{}
+	m.setEpoch(0)
 	ctx, cancel := context.WithCancel(m.r.prodCtx)
 	m.stop, m.done = cancel, make(chan struct{})
 	go m.run(ctx)
@@ -575,9 +590,28 @@ func (m *streamsMembership) fetchOffsets(ctx context.Context, parts map[string][
 		g.Topics = append(g.Topics, t)
 	}
 	req.Groups = append(req.Groups, g)
-	resp, err := req.RequestWith(ctx, r.consumer)
-	if err != nil {
-		return nil, fmt.Errorf("kstream: streams group %q: fetching committed offsets: %w", r.cfg.ApplicationID, err)
+	// Under exactly-once, offsets that a transaction committed but has not ended yet are
+	// not read (KIP-447's require_stable: the broker answers UNSTABLE_OFFSET_COMMIT until
+	// it ends): a task moved here goes on from where that transaction leaves it.
+	req.RequireStable = r.cfg.ExactlyOnce
+	var resp *kmsg.OffsetFetchResponse
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		var err error
+		resp, err = req.RequestWith(ctx, r.consumer)
+		if err != nil {
+			return nil, fmt.Errorf("kstream: streams group %q: fetching committed offsets: %w", r.cfg.ApplicationID, err)
+		}
+		if !unstableOffsets(resp) {
+			break
+		}
+		r.warnEvery("streams unstable offsets", "kstream: a transaction that committed offsets of tasks assigned here has not ended yet; waiting for it", "group", r.cfg.ApplicationID)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kstream: streams group %q: fetching committed offsets: %w", r.cfg.ApplicationID, ctx.Err())
+		case <-time.After(wait):
+		}
+		g.MemberEpoch = m.currentEpoch()
+		req.Groups[0] = g
 	}
 	out := map[string]map[int32]kgo.Offset{}
 	for topic, ps := range parts {
@@ -603,6 +637,23 @@ func (m *streamsMembership) fetchOffsets(ctx context.Context, parts map[string][
 		}
 	}
 	return out, nil
+}
+
+// unstableOffsets reports whether resp holds UNSTABLE_OFFSET_COMMIT for a partition.
+func unstableOffsets(resp *kmsg.OffsetFetchResponse) bool {
+	for _, g := range resp.Groups {
+		if g.ErrorCode == kerr.UnstableOffsetCommit.Code {
+			return true
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // resetOffset is where a partition of topic with no committed offset is consumed from: its
