@@ -1,6 +1,8 @@
 package kstream_test
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,36 +15,27 @@ import (
 // files of the classic ones), with a 6 s session and 500 ms heartbeats, as the classic
 // tests' members have.
 
-// protocols are the group protocols a crash test runs under: classic everywhere, and
-// streams too on a real Apache Kafka broker (the in-process broker does not speak it).
-func protocols() []kstream.GroupProtocol {
-	if kafkatest.Tier() == "kafka" {
-		return []kstream.GroupProtocol{kstream.GroupProtocolClassic, kstream.GroupProtocolStreams}
-	}
-	return []kstream.GroupProtocol{kstream.GroupProtocolClassic}
-}
-
-// protocolName names a protocol in a subtest's name.
-func protocolName(p kstream.GroupProtocol) string {
-	if p == kstream.GroupProtocolStreams {
-		return "streams"
-	}
-	return "classic"
-}
-
-// useProtocol makes cfg (and the children started with env) members of a group of protocol
-// p: under streams, the group's session timeout and heartbeat interval are set on the
-// broker (6 s, 500 ms) and env gets GROUP_PROTOCOL=streams.
-func useProtocol(t *testing.T, p kstream.GroupProtocol, cfg *kstream.Config, env []string) []string {
+// useProtocol makes application app of protocol p: under streams, the group's session
+// timeout and heartbeat interval are set on the broker (6 s, 500 ms), cfg (if not nil) gets
+// the protocol, and the environment returned, for the children, GROUP_PROTOCOL=streams.
+func useProtocol(t *testing.T, p kstream.GroupProtocol, app string, cfg *kstream.Config) []string {
 	t.Helper()
 	if p != kstream.GroupProtocolStreams {
-		return env
+		return nil
 	}
 	if cfg != nil {
 		cfg.GroupProtocol = kstream.GroupProtocolStreams
 	}
-	streamsGroupTimeouts(t, cfg.ApplicationID)
-	return append(env, "GROUP_PROTOCOL=streams")
+	streamsGroupTimeouts(t, app)
+	return []string{"GROUP_PROTOCOL=streams"}
+}
+
+// needStreamsBroker skips a streams-protocol test off a real Apache Kafka broker.
+func needStreamsBroker(t *testing.T) {
+	t.Helper()
+	if kafkatest.Tier() != "kafka" {
+		t.Skip("needs a real Apache Kafka 4.2+ broker (KSTREAM_TEST_BROKERS)")
+	}
 }
 
 // streamsGroupTimeouts gives the streams group app a 6 s session and 500 ms heartbeats.
@@ -63,7 +56,7 @@ func TestStreamsProtocolExactlyOnceCountsOnKafka(t *testing.T) {
 	out := kafkatest.CreateTopic(t, "out", 4, nil)
 	cfg := testConfig(t)
 	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 0
-	useProtocol(t, kstream.GroupProtocolStreams, &cfg, nil)
+	useProtocol(t, kstream.GroupProtocolStreams, cfg.ApplicationID, &cfg)
 	cfg2 := cfg
 	cfg2.StateDir = t.TempDir()
 	app1, app2 := newApp(t, countTopology(in, out), cfg), newApp(t, countTopology(in, out), cfg2)
@@ -85,4 +78,24 @@ func TestStreamsProtocolExactlyOnceCountsOnKafka(t *testing.T) {
 		}
 	}
 	t.Logf("stats: %+v / %+v", app1.Stats(), app2.Stats())
+}
+
+// activeRe matches a streams member's log line of an assignment with active tasks.
+var activeRe = regexp.MustCompile(`msg="kstream: streams group assignment".* active="?\[\d`)
+
+// childRunning reports whether a child's output (its info log) shows it running. A classic
+// member is RUNNING once it holds its assignment, which a restart after a kill gets only
+// when the dead member has left (a rebalance waits for it). A streams member joins at
+// once and is RUNNING with no task while the broker waits out the dead member's session
+// (its tasks are not free until then): it is running once RUNNING after an assignment with
+// active tasks.
+func childRunning(out string, p kstream.GroupProtocol) bool {
+	if p != kstream.GroupProtocolStreams {
+		return strings.Contains(out, "to=RUNNING")
+	}
+	locs := activeRe.FindAllStringIndex(out, -1)
+	if len(locs) == 0 {
+		return false
+	}
+	return strings.Contains(out[locs[len(locs)-1][1]:], "to=RUNNING")
 }
