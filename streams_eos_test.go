@@ -87,15 +87,21 @@ var activeRe = regexp.MustCompile(`msg="kstream: streams group assignment".* act
 // member is RUNNING once it holds its assignment, which a restart after a kill gets only
 // when the dead member has left (a rebalance waits for it). A streams member joins at
 // once and is RUNNING with no task while the broker waits out the dead member's session
-// (its tasks are not free until then): it is running once RUNNING after an assignment with
-// active tasks.
+// (its tasks are not free until then): it is running once it was given active tasks and
+// its last state is RUNNING.
 func childRunning(out string, p kstream.GroupProtocol) bool {
 	if p != kstream.GroupProtocolStreams {
 		return strings.Contains(out, "to=RUNNING")
 	}
-	locs := activeRe.FindAllStringIndex(out, -1)
-	if len(locs) == 0 {
-		return false
-	}
-	return strings.Contains(out[locs[len(locs)-1][1]:], "to=RUNNING")
+	return activeRe.MatchString(out) && lastStateRunning(out)
+}
+
+// stateRe matches a kstream state change log line.
+var stateRe = regexp.MustCompile(`msg="kstream: state change" .* to=([A-Z_]+)`)
+
+// lastStateRunning reports whether a child's last state change (its info log) is to
+// RUNNING.
+func lastStateRunning(out string) bool {
+	m := stateRe.FindAllStringSubmatch(out, -1)
+	return len(m) > 0 && m[len(m)-1][1] == "RUNNING"
 }

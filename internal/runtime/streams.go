@@ -185,7 +185,7 @@ func (m *streamsMembership) groupOpts() []kgo.Opt {
 // (fence.go: the member left, and the runtime dropped every task) it starts again as a new
 // member, with the same member id.
 func (m *streamsMembership) start() {
-	m.topology = streamsTopology(m.r.topo, m.r.sources().counts, m.r.cfg.ReplicationFactor)
+	m.topology = streamsTopology(m.r.topo, m.r.cfg.ReplicationFactor)
 	m.owned, m.target, m.haveTgt, m.applied, m.sent = TaskSet{}, TaskSet{}, false, false, false
 	m.joinedAt, m.coordinator, m.offsetsAt = time.Time{}, -1, time.Time{}
 	m.setEpoch(0)
@@ -394,6 +394,9 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 	}
 	if m.haveTgt && (!sameTasks(m.target, m.owned) || (!m.applied && groupReady(resp.Status))) {
 		if err := m.reconcile(ctx); err != nil {
+			if errors.Is(err, errOffsetsPending) {
+				return !m.sent, nil // acknowledge what was revoked; try the new tasks again at the next heartbeat
+			}
 			return false, err
 		}
 		return true, nil
@@ -528,6 +531,10 @@ func (m *streamsMembership) reconcile(ctx context.Context) error {
 	if len(added) > 0 {
 		var err error
 		if offsets, err = m.fetchOffsets(ctx, parts); err != nil {
+			if errors.Is(err, errOffsetsPending) {
+				r.warnEvery("streams unstable offsets", "kstream: a transaction that committed offsets of tasks assigned here has not ended yet; taking them once it has",
+					"group", r.cfg.ApplicationID, "tasks", taskStrings(added))
+			}
 			return err
 		}
 	}
@@ -594,24 +601,12 @@ func (m *streamsMembership) fetchOffsets(ctx context.Context, parts map[string][
 	// not read (KIP-447's require_stable: the broker answers UNSTABLE_OFFSET_COMMIT until
 	// it ends): a task moved here goes on from where that transaction leaves it.
 	req.RequireStable = r.cfg.ExactlyOnce
-	var resp *kmsg.OffsetFetchResponse
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		var err error
-		resp, err = req.RequestWith(ctx, r.consumer)
-		if err != nil {
-			return nil, fmt.Errorf("kstream: streams group %q: fetching committed offsets: %w", r.cfg.ApplicationID, err)
-		}
-		if !unstableOffsets(resp) {
-			break
-		}
-		r.warnEvery("streams unstable offsets", "kstream: a transaction that committed offsets of tasks assigned here has not ended yet; waiting for it", "group", r.cfg.ApplicationID)
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("kstream: streams group %q: fetching committed offsets: %w", r.cfg.ApplicationID, ctx.Err())
-		case <-time.After(wait):
-		}
-		g.MemberEpoch = m.currentEpoch()
-		req.Groups[0] = g
+	resp, err := req.RequestWith(ctx, r.consumer)
+	if err != nil {
+		return nil, fmt.Errorf("kstream: streams group %q: fetching committed offsets: %w", r.cfg.ApplicationID, err)
+	}
+	if unstableOffsets(resp) {
+		return nil, errOffsetsPending
 	}
 	out := map[string]map[int32]kgo.Offset{}
 	for topic, ps := range parts {
@@ -638,6 +633,13 @@ func (m *streamsMembership) fetchOffsets(ctx context.Context, parts map[string][
 	}
 	return out, nil
 }
+
+// errOffsetsPending says that a transaction which committed offsets of tasks being
+// assigned has not ended yet (UNSTABLE_OFFSET_COMMIT): typically the open transaction of an
+// instance that was killed, which its transaction timeout (or a restart with its
+// transactional id) ends. The member takes those tasks at a later heartbeat; it does not
+// wait for them, or its heartbeats would stop and the group fence it.
+var errOffsetsPending = errors.New("a transaction that committed offsets of the tasks assigned has not ended yet")
 
 // unstableOffsets reports whether resp holds UNSTABLE_OFFSET_COMMIT for a partition.
 func unstableOffsets(resp *kmsg.OffsetFetchResponse) bool {
@@ -857,24 +859,40 @@ func (m *streamsMembership) hosts(eps []kmsg.StreamsGroupHeartbeatResponsePartit
 
 // streamsTopology is the topology declaration of a joining heartbeat, as Kafka Streams 4.4
 // builds it (StreamsGroupHeartbeatRequestManager): global sub-topologies (no sources) are left
-// out; counts are the partition counts prepare resolved.
-func streamsTopology(topo *Topology, counts map[string]int32, replication int16) *kmsg.StreamsGroupHeartbeatRequestTopology {
+// out; internal topics carry a partition count only where the topology fixes one, and Java's
+// default configs where kstream sets none (a streams group refuses a second instance whose
+// declaration differs in any byte).
+func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartbeatRequestTopology {
 	internal := map[string]*InternalTopic{}
 	for i := range topo.InternalTopics {
 		internal[topo.InternalTopics[i].Name] = &topo.InternalTopics[i]
 	}
-	if replication < 0 {
-		replication = 0 // the broker's default
+	if replication <= 0 {
+		replication = -1 // the broker's default, as Kafka Streams' replication.factor -1
 	}
-	info := func(it *InternalTopic, partitions int32) kmsg.TopicInfo {
+	// The topic configs Kafka Streams 4.4 declares that kstream does not set itself
+	// (InternalTopicConfig's defaults): a streams group keeps the first topology it was
+	// given and refuses any other, so a Java and a Go instance of one application must
+	// declare the same bytes (docs/streams-protocol.md, mixed Java and Go instances).
+	javaDefaults := func(repartition bool) map[string]string {
+		d := map[string]string{"message.timestamp.type": "CreateTime"}
+		if repartition {
+			d["segment.bytes"] = "52428800"
+		}
+		return d
+	}
+	info := func(it *InternalTopic, partitions int32, repartition bool) kmsg.TopicInfo {
 		ti := kmsg.NewTopicInfo()
 		ti.Topic, ti.NumPartitions, ti.ReplicationFactor = it.Name, partitions, replication
+		configs := javaDefaults(repartition)
 		for k, v := range it.Configs {
-			if v == nil {
-				continue
+			if v != nil {
+				configs[k] = *v
 			}
+		}
+		for k, v := range configs {
 			c := kmsg.NewTopicInfoConfig()
-			c.Key, c.Value = k, *v
+			c.Key, c.Value = k, v
 			ti.Configs = append(ti.Configs, c)
 		}
 		slices.SortFunc(ti.Configs, func(a, b kmsg.TopicInfoConfig) int { return strings.Compare(a.Key, b.Key) })
@@ -895,14 +913,16 @@ func streamsTopology(topo *Topology, counts map[string]int32, replication int16)
 		s.SubtopologyID = strconv.Itoa(st.ID)
 		for _, src := range st.Sources {
 			if it := internal[src.Topic]; it != nil {
-				s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, info(it, counts[it.Name]))
+				// A partition count only where the topology fixes one (Repartition with a
+				// count): otherwise 0, and the broker derives it, as Java declares it.
+				s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, info(it, max(it.Partitions, 0), true))
 			} else {
 				s.SourceTopics = append(s.SourceTopics, src.Topic)
 			}
 		}
 		for _, spec := range st.Stores {
 			if it := internal[spec.Changelog]; it != nil && !spec.SourceTopic {
-				s.StateChangelogTopics = append(s.StateChangelogTopics, info(it, 0))
+				s.StateChangelogTopics = append(s.StateChangelogTopics, info(it, 0, false))
 			}
 		}
 		for i := range topo.InternalTopics {

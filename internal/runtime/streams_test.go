@@ -31,13 +31,17 @@ func streamsTestTopology() *Topology {
 }
 
 // The topology declaration is Kafka Streams 4.4's: global sub-topologies left out, ids as
-// strings, external and repartition sources apart, repartition sinks of the writer, changelogs
-// with configs and no partition count, co-partition groups as indexes, all sorted.
+// strings, external and repartition sources apart, repartition sinks of the writer,
+// repartition topics without a partition count (none is fixed here) and changelogs without
+// one, Java's default configs (message.timestamp.type CreateTime; segment.bytes of
+// repartition topics), replication factor -1, co-partition groups as indexes, all sorted:
+// what a Kafka Streams 4.4 instance of the same topology declares, byte for byte (the
+// mixed Java and Go tests, mixed_java_test.go, check that the broker takes both).
 func TestStreamsTopologyDeclaration(t *testing.T) {
-	got := streamsTopology(streamsTestTopology(), map[string]int32{"in": 3, "tbl": 3, "app-rep": 3}, -1)
+	got := streamsTopology(streamsTestTopology(), -1)
 	info := func(name string, partitions int32, kv ...string) kmsg.TopicInfo {
 		ti := kmsg.NewTopicInfo()
-		ti.Topic, ti.NumPartitions = name, partitions
+		ti.Topic, ti.NumPartitions, ti.ReplicationFactor = name, partitions, -1
 		for i := 0; i < len(kv); i += 2 {
 			c := kmsg.NewTopicInfoConfig()
 			c.Key, c.Value = kv[i], kv[i+1]
@@ -50,8 +54,8 @@ func TestStreamsTopologyDeclaration(t *testing.T) {
 	s0.SubtopologyID, s0.SourceTopics, s0.RepartitionSinkTopics = "0", []string{"in"}, []string{"app-rep"}
 	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 	s1.SubtopologyID, s1.SourceTopics = "1", []string{"tbl"}
-	s1.RepartitionSourceTopics = []kmsg.TopicInfo{info("app-rep", 3, "cleanup.policy", "delete", "segment.bytes", "52428800")}
-	s1.StateChangelogTopics = []kmsg.TopicInfo{info("app-store-changelog", 0, "cleanup.policy", "compact")}
+	s1.RepartitionSourceTopics = []kmsg.TopicInfo{info("app-rep", 0, "cleanup.policy", "delete", "message.timestamp.type", "CreateTime", "segment.bytes", "52428800")}
+	s1.StateChangelogTopics = []kmsg.TopicInfo{info("app-store-changelog", 0, "cleanup.policy", "compact", "message.timestamp.type", "CreateTime")}
 	s1.CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0}, RepartitionSourceTopics: []int16{0}}}
 	want.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{s0, s1}
 	if !reflect.DeepEqual(*got, want) {
@@ -66,7 +70,7 @@ func TestStreamsHeartbeatRequest(t *testing.T) {
 	r := &Runtime{cfg: Config{ApplicationID: "app", ApplicationServer: "10.0.0.1:8080", InstanceID: "pod-0", RebalanceTimeout: 30 * time.Second}, topo: streamsTestTopology()}
 	m := newStreamsMembership(r)
 	m.memberID, m.processID = "member-1", "process-1"
-	m.topology = streamsTopology(r.topo, map[string]int32{"in": 3, "tbl": 3, "app-rep": 3}, 0)
+	m.topology = streamsTopology(r.topo, 0)
 	wire := func(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbeatRequest {
 		t.Helper()
 		req.Version = 1

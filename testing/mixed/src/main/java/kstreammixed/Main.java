@@ -13,6 +13,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.ThreadMetadata;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -34,7 +35,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * (groupByKey, 10 s tumbling windows without grace, count "wcounts", output key
  * {@code <key>@<window start ms>}), {@code join} (stream IN inner-joined with the table TABLE
  * materialized as "tbl", value {@code <stream value>+<table value>});</li>
- * <li>GUARANTEE: {@code eos} for exactly_once_v2.</li>
+ * <li>GUARANTEE: {@code eos} for exactly_once_v2;</li>
+ * <li>OPTIMIZE: topology.optimization, e.g. {@code reuse.ktable.source.topics} (the table's
+ * source topic is its changelog, as kstream's tables have it).</li>
  * </ul>
  * It prints "STATE old->new" on every state change and "TASKS [0_0, 1_0, ...]" (its active
  * tasks) whenever they change, and the stack of a fatal error; it runs until killed or its
@@ -55,6 +58,10 @@ public final class Main {
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         if ("eos".equals(System.getenv("GUARANTEE"))) {
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        }
+        String optimize = System.getenv("OPTIMIZE");
+        if (optimize != null && !optimize.isEmpty()) {
+            props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, optimize);
         }
 
         StreamsBuilder b = new StreamsBuilder();
@@ -87,7 +94,8 @@ public final class Main {
                 throw new IllegalArgumentException("unknown TOPOLOGY " + topology);
         }
 
-        KafkaStreams streams = new KafkaStreams(b.build(), props);
+        Topology built = b.build(props);
+        KafkaStreams streams = new KafkaStreams(built, props);
         CountDownLatch done = new CountDownLatch(1);
         streams.setUncaughtExceptionHandler(e -> {
             System.out.println("FATAL " + e);
@@ -102,7 +110,7 @@ public final class Main {
                 done.countDown();
             }
         });
-        System.out.println("DESCRIBE " + b.build().describe().toString().replace('\n', '|'));
+        System.out.println("DESCRIBE " + built.describe().toString().replace('\n', '|'));
         streams.start();
         // Standard input closed (the test ended): close.
         Thread stdin = new Thread(() -> {
