@@ -217,7 +217,6 @@ func mixedTopology(name, in, out, table string) *kstream.Builder {
 	return b
 }
 
-
 // goTasksRe matches a streams member's log line of an assignment, with its active tasks.
 var goTasksRe = regexp.MustCompile(`msg="kstream: streams group assignment".* active="?\[([^\]]*)\]`)
 
