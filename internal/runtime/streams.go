@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -363,6 +365,9 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 		return false, nil // a leave's answer
 	}
 	if epoch == 0 {
+		if r.log.Enabled(ctx, slog.LevelDebug) {
+			r.log.Debug("kstream: the topology declared to the streams group", "group", r.cfg.ApplicationID, "topology", fmt.Sprintf("%+v", *req.Topology))
+		}
 		m.joinedAt = time.Now()
 		r.log.Info("kstream: joined the streams group", "group", r.cfg.ApplicationID, "member", m.memberID, "epoch", resp.MemberEpoch,
 			"heartbeat_interval_ms", resp.HeartbeatIntervalMillis, "task_offset_interval_ms", resp.TaskOffsetIntervalMillis, "acceptable_recovery_lag", resp.AcceptableRecoveryLag)
@@ -920,9 +925,21 @@ func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartb
 				s.SourceTopics = append(s.SourceTopics, src.Topic)
 			}
 		}
+		declared := map[string]bool{}
 		for _, spec := range st.Stores {
-			if it := internal[spec.Changelog]; it != nil && !spec.SourceTopic {
+			switch it := internal[spec.Changelog]; {
+			case declared[spec.Changelog]:
+			case it != nil && !spec.SourceTopic:
 				s.StateChangelogTopics = append(s.StateChangelogTopics, info(it, 0, false))
+				declared[spec.Changelog] = true
+			case spec.SourceTopic && spec.Changelog != "":
+				// A source table's topic is its changelog: Kafka Streams with
+				// reuse.ktable.source.topics (what kstream always does) declares it so,
+				// with a key-value changelog's configs.
+				compact := "compact"
+				src := InternalTopic{Name: spec.Changelog, Configs: map[string]*string{"cleanup.policy": &compact}}
+				s.StateChangelogTopics = append(s.StateChangelogTopics, info(&src, 0, false))
+				declared[spec.Changelog] = true
 			}
 		}
 		for i := range topo.InternalTopics {
@@ -938,7 +955,9 @@ func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartb
 		for _, group := range topo.CopartitionGroups {
 			var cg kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup
 			all := true
-			for _, t := range group {
+			// The indexes in the order Kafka Streams lists them: its copartition group is a
+			// java.util.HashSet of the topic names, iterated as is (not sorted).
+			for _, t := range javaHashSetOrder(group) {
 				if i := slices.Index(s.SourceTopics, t); i >= 0 {
 					cg.SourceTopics = append(cg.SourceTopics, int16(i))
 				} else if i := slices.IndexFunc(s.RepartitionSourceTopics, func(ti kmsg.TopicInfo) bool { return ti.Topic == t }); i >= 0 {
@@ -948,8 +967,6 @@ func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartb
 				}
 			}
 			if all && len(group) > 0 {
-				slices.Sort(cg.SourceTopics)
-				slices.Sort(cg.RepartitionSourceTopics)
 				s.CopartitionGroups = append(s.CopartitionGroups, cg)
 			}
 		}
@@ -959,6 +976,29 @@ func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartb
 		return strings.Compare(a.SubtopologyID, b.SubtopologyID)
 	})
 	return &out
+}
+
+// javaHashSetOrder returns topics in the order a java.util.HashSet holding them (default
+// capacity 16, doubled whenever it is more than three quarters full) iterates them: by the
+// bucket of each name's String.hashCode (spread as HashMap.hash spreads it), those of one
+// bucket in the order given. A streams group compares declarations byte for byte, and
+// Kafka Streams declares a co-partition group's topic indexes in that order.
+func javaHashSetOrder(topics []string) []string {
+	capacity := 16
+	for len(topics) > capacity*3/4 {
+		capacity *= 2
+	}
+	bucket := func(s string) int {
+		var h int32
+		for _, c := range utf16.Encode([]rune(s)) {
+			h = 31*h + int32(c)
+		}
+		u := uint32(h)
+		return int((u ^ u>>16) & uint32(capacity-1))
+	}
+	out := slices.Clone(topics)
+	slices.SortStableFunc(out, func(a, b string) int { return bucket(a) - bucket(b) })
+	return out
 }
 
 // userEndpoint parses Config.ApplicationServer ("host:port") for the heartbeat; nil if unset

@@ -55,7 +55,9 @@ func TestStreamsTopologyDeclaration(t *testing.T) {
 	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 	s1.SubtopologyID, s1.SourceTopics = "1", []string{"tbl"}
 	s1.RepartitionSourceTopics = []kmsg.TopicInfo{info("app-rep", 0, "cleanup.policy", "delete", "message.timestamp.type", "CreateTime", "segment.bytes", "52428800")}
-	s1.StateChangelogTopics = []kmsg.TopicInfo{info("app-store-changelog", 0, "cleanup.policy", "compact", "message.timestamp.type", "CreateTime")}
+	// The source table's topic is its changelog (Java's reuse.ktable.source.topics).
+	s1.StateChangelogTopics = []kmsg.TopicInfo{info("app-store-changelog", 0, "cleanup.policy", "compact", "message.timestamp.type", "CreateTime"),
+		info("tbl", 0, "cleanup.policy", "compact", "message.timestamp.type", "CreateTime")}
 	s1.CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0}, RepartitionSourceTopics: []int16{0}}}
 	want.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{s0, s1}
 	if !reflect.DeepEqual(*got, want) {
@@ -208,5 +210,15 @@ func TestStreamsStatuses(t *testing.T) {
 	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0.Add(2*missingSourceTimeout+time.Second))
 	if err := r.fatal(); err == nil || !strings.Contains(err.Error(), "Source topics in are missing.") {
 		t.Errorf("missing source topics for %s: fatal %v, want the broker's detail", missingSourceTimeout, err)
+	}
+}
+
+// javaHashSetOrder iterates as Java's HashSet does: the expected order is what jshell
+// printed for new HashSet<String>() with these names added in this order (Java 17).
+func TestJavaHashSetOrder(t *testing.T) {
+	in := []string{"orders", "customers", "app-KSTREAM-JOIN-repartition", "in-1", "table-3", "a", "b"}
+	want := []string{"app-KSTREAM-JOIN-repartition", "a", "b", "table-3", "in-1", "orders", "customers"}
+	if got := javaHashSetOrder(in); !reflect.DeepEqual(got, want) {
+		t.Errorf("javaHashSetOrder(%v) = %v, want %v", in, got, want)
 	}
 }
