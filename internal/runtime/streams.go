@@ -37,6 +37,15 @@ import (
 //     counts and configs) and changelog topics (configs only: the broker sizes them as the
 //     sub-topology's sources) are sorted by name; a co-partition group holds indexes into the
 //     sub-topology's SourceTopics and RepartitionSourceTopics arrays.
+//   - Kafka 4.4 compares a joining member's topology with the group's with
+//     StreamsTopology.equals (every field) and refuses any difference. To share a group with
+//     Kafka Streams 4.4 instances, the declaration is Java's to the byte: replication factor
+//     -1 by default, a repartition topic's partition count only where the topology fixes it
+//     (else 0), Java's default configs (message.timestamp.type=CreateTime; segment.bytes=
+//     52428800 for repartition topics), a source table's topic declared as its store's
+//     changelog (Java with reuse.ktable.source.topics), and co-partition indexes in the
+//     iteration order of Java's HashSet of the topic names (not sorted). Checked against a
+//     Java instance: mixed_java_test.go.
 //   - A task (sub-topology s, partition p) consumes partition p of every source and
 //     repartition source topic of s. The response's three task lists are all null (no new
 //     target assignment) or all set (the complete target); the broker hands out a task only
