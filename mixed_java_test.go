@@ -500,3 +500,32 @@ func TestMixedJavaGoJoinOnKafka(t *testing.T) {
 	t.Parallel()
 	runMixed(t, mixedCases["join"], "OPTIMIZE=reuse.ktable.source.topics")
 }
+
+// Kafka Streams' default for a table read from a topic is a changelog topic of its own
+// (<application id>-tbl-changelog), which kstream never has (it reads the source topic
+// instead): the streams group, created by the Java instance, refuses the kstream instance's
+// topology, and Run says why. (With reuse.ktable.source.topics, TestMixedJavaGoJoinOnKafka.)
+func TestMixedJavaGoJoinWithoutReuseRefusedOnKafka(t *testing.T) {
+	java, cp := mixedJava(t)
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 4, nil)
+	out := kafkatest.CreateTopic(t, "out", 4, nil)
+	table := kafkatest.CreateTopic(t, "table", 4, nil)
+	cfg := testConfig(t)
+	cfg.GroupProtocol = kstream.GroupProtocolStreams
+	j := startJava(t, java, cp, "APP_ID="+cfg.ApplicationID, "TOPOLOGY=join", "IN="+in, "OUT="+out, "TABLE="+table)
+	kafkatest.Eventually(t, 120*time.Second, "the Java instance runs every task", func() bool { return len(j.Tasks()) == 4 && j.Running() })
+	g := describeGroup(t, cfg.ApplicationID)
+	if len(g.Topology.Subtopologies) != 1 || len(g.Topology.Subtopologies[0].StateChangelogTopics) != 1 ||
+		g.Topology.Subtopologies[0].StateChangelogTopics[0].Topic != cfg.ApplicationID+"-tbl-changelog" {
+		t.Fatalf("the Java instance declared %+v, want one sub-topology with the changelog %s-tbl-changelog", g.Topology, cfg.ApplicationID)
+	}
+	app := newApp(t, mixedTopology("join", in, out, table), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := app.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "Topology updates are not supported yet") {
+		t.Fatalf("Run returned %v, want the broker's refusal of another topology", err)
+	}
+	t.Logf("refused as expected: %v", err)
+}
