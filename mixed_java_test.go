@@ -116,7 +116,7 @@ func (j *javaInstance) Output() string {
 	return j.out.String()
 }
 
-var javaTasksRe = regexp.MustCompile(`(?m)^TASKS \[(.*)\]$`)
+var javaTasksRe = regexp.MustCompile(`(?m)^TASKS \[(.*?)\]( STANDBY \[(.*)\])?$`)
 
 // Tasks are the instance's active tasks as it last printed them ("0_1", ...).
 func (j *javaInstance) Tasks() []string {
@@ -125,6 +125,15 @@ func (j *javaInstance) Tasks() []string {
 		return nil
 	}
 	return strings.Split(m[len(m)-1][1], ", ")
+}
+
+// Standbys are the instance's standby tasks as it last printed them.
+func (j *javaInstance) Standbys() []string {
+	m := javaTasksRe.FindAllStringSubmatch(j.Output(), -1)
+	if len(m) == 0 || m[len(m)-1][3] == "" {
+		return nil
+	}
+	return strings.Split(m[len(m)-1][3], ", ")
 }
 
 // Running reports whether the instance's last state is RUNNING.
@@ -394,12 +403,26 @@ func lastOf(s []string) []string { return s[max(0, len(s)-6):] }
 // every task, restoring what Java wrote to the changelogs; twice. A batch of input is written
 // while each instance dies. Read read_committed, every output is there exactly once.
 func runMixed(t *testing.T, c mixedCase, javaEnv ...string) {
+	runMixedWith(t, c, nil, javaEnv...)
+}
+
+// runMixedWith is runMixed with the streams group's configs groupConfigs (name, value, ...)
+// set besides the 6 s session and 500 ms heartbeats.
+func runMixedWith(t *testing.T, c mixedCase, groupConfigs []string, javaEnv ...string) {
+	runMixedChecked(t, c, groupConfigs, nil, javaEnv...)
+}
+
+// runMixedChecked is runMixedWith; check, if not nil, is called once the tasks first split.
+func runMixedChecked(t *testing.T, c mixedCase, groupConfigs []string, check func(*javaInstance, *kafkatest.Child), javaEnv ...string) {
 	java, cp := mixedJava(t)
 	in := kafkatest.CreateTopic(t, "in", 4, nil)
 	out := kafkatest.CreateTopic(t, "out", 4, nil)
 	table := kafkatest.CreateTopic(t, "table", 4, nil)
 	app := kafkatest.Name(t, "app")
 	streamsGroupTimeouts(t, app)
+	if len(groupConfigs) > 0 {
+		setGroupConfigs(t, app, groupConfigs...)
+	}
 	if c.setup != nil {
 		c.setup(t, table)
 	}
@@ -446,6 +469,9 @@ func runMixed(t *testing.T, c mixedCase, javaEnv ...string) {
 	kafkatest.Eventually(t, 120*time.Second, "the Java instance runs every task", func() bool { return len(j.Tasks()) == c.tasks && j.Running() })
 	g := startGo()
 	split(j, g, "the tasks split between Java and Go")
+	if check != nil {
+		check(j, g)
+	}
 	feed(nil)
 	reached("the outputs of batch 1")
 	for round := 1; round <= 2; round++ {
@@ -482,6 +508,20 @@ func runMixed(t *testing.T, c mixedCase, javaEnv ...string) {
 func TestMixedJavaGoCountOnKafka(t *testing.T) {
 	t.Parallel()
 	runMixed(t, mixedCases["count"])
+}
+
+// The same with a standby replica of every stateful task (the group's
+// streams.num.standby.replicas 1): each side keeps the other's counts up to date from the
+// changelogs the other writes, and takes them over from its standbys.
+func TestMixedJavaGoCountStandbysOnKafka(t *testing.T) {
+	t.Parallel()
+	standbyRe := regexp.MustCompile(`msg="kstream: streams group assignment".* standby="?\[1_`)
+	runMixedChecked(t, mixedCases["count"], []string{"streams.num.standby.replicas", "1"}, func(j *javaInstance, g *kafkatest.Child) {
+		kafkatest.Eventually(t, 60*time.Second, "standbys of the stateful tasks on both sides", func() bool {
+			return standbyRe.MatchString(g.Output()) && slices.ContainsFunc(j.Standbys(), func(id string) bool { return strings.HasPrefix(id, "1_") })
+		})
+		t.Logf("Java's standby tasks: %v", j.Standbys())
+	})
 }
 
 // The same with a windowed count (the windowed changelog's key format, Kafka Streams'

@@ -40,7 +40,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * source topic is its changelog, as kstream's tables have it).</li>
  * </ul>
  * It prints "STATE old->new" on every state change and "TASKS [0_0, 1_0, ...]" (its active
- * tasks) whenever they change, and the stack of a fatal error; it runs until killed or its
+ * tasks, then "STANDBY [...]" and its standby tasks if it has any) whenever they change, and the stack of a fatal error; it runs until killed or its
  * standard input closes.
  */
 public final class Main {
@@ -130,13 +130,20 @@ public final class Main {
             String tasks = "";
             try {
                 TreeSet<String> ids = new TreeSet<>();
+                TreeSet<String> standbys = new TreeSet<>();
                 for (ThreadMetadata t : streams.metadataForLocalThreads()) {
                     for (TaskMetadata tm : t.activeTasks()) {
                         ids.add(tm.taskId().toString());
                     }
+                    for (TaskMetadata tm : t.standbyTasks()) {
+                        standbys.add(tm.taskId().toString());
+                    }
                 }
                 List<String> l = new ArrayList<>(ids);
                 tasks = l.toString();
+                if (!standbys.isEmpty()) {
+                    tasks += " STANDBY " + new ArrayList<>(standbys);
+                }
             } catch (Exception e) {
                 tasks = "?";
             }
