@@ -306,7 +306,8 @@ type Config struct {
 	// assigns the tasks, knows the topology, and shows the application as a streams group).
 	// Kafka Streams' group.protocol. Under GroupProtocolStreams the group's session timeout,
 	// heartbeat interval and standby replicas are the group's configs on the broker, not
-	// SessionTimeout, HeartbeatInterval and NumStandbys; ExactlyOnce is not supported yet.
+	// SessionTimeout, HeartbeatInterval and NumStandbys. Kafka Streams (Java) instances with
+	// group.protocol=streams and the same topology can share the group with kstream instances.
 	// See docs/streams-protocol.md.
 	GroupProtocol GroupProtocol
 	// AcceptableRecoveryLag is how many changelog records an instance may be behind on a

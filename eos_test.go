@@ -51,6 +51,8 @@ type crashRun struct {
 	records int // input records, written while the children run and die
 	keys    int
 	kills   int
+	// protocol is the group protocol (classic by default).
+	protocol kstream.GroupProtocol
 }
 
 // crashSize is the short form run by go test (5 kills); KSTREAM_TEST_LONG=1 (and the real-Kafka
@@ -76,8 +78,9 @@ func runCrashes(t *testing.T, c crashRun) (*outputCollector, map[string]int64, [
 	in := kafkatest.CreateTopic(t, "in", parts, nil)
 	out := kafkatest.CreateTopic(t, "out", parts, nil)
 	app := kafkatest.Name(t, "app")
+	protoEnv := useProtocol(t, c.protocol, app, nil)
 	env := func(dir string) []string {
-		e := []string{"APP_ID=" + app, "STATE_DIR=" + dir, "IN=" + in, "OUT=" + out, "COMMIT_MS=100"}
+		e := append([]string{"APP_ID=" + app, "STATE_DIR=" + dir, "IN=" + in, "OUT=" + out, "COMMIT_MS=100"}, protoEnv...)
 		if c.eos {
 			e = append(e, "GUARANTEE=eos")
 		}
@@ -140,7 +143,7 @@ func runCrashes(t *testing.T, c crashRun) (*outputCollector, map[string]int64, [
 		}
 		ch := kafkatest.StartChild(t, "count-app", env(dir)...)
 		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d running", i), func() bool {
-			return strings.Contains(ch.Output(), "to=RUNNING")
+			return childRunning(ch.Output(), c.protocol)
 		})
 		if i == c.kills {
 			<-feedDone
@@ -187,8 +190,19 @@ func txnSizes(t *testing.T, topic string) map[int32]int64 {
 // state is never wiped.
 func TestExactlyOnceSurvivesKills(t *testing.T) {
 	t.Parallel()
+	exactlyOnceSurvivesKills(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka.
+func TestExactlyOnceSurvivesKillsStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	exactlyOnceSurvivesKills(t, kstream.GroupProtocolStreams)
+}
+
+func exactlyOnceSurvivesKills(t *testing.T, p kstream.GroupProtocol) {
 	records, keys, kills := crashSize()
-	outputs, want, restored, app := runCrashes(t, crashRun{eos: true, records: records, keys: keys, kills: kills})
+	outputs, want, restored, app := runCrashes(t, crashRun{eos: true, records: records, keys: keys, kills: kills, protocol: p})
 	outputs.checkExact(t, want)
 	bound := txnSizes(t, app+"-counts-changelog")
 	var total int64
@@ -252,12 +266,24 @@ func feed(t *testing.T, topic string, n, keys int, interval time.Duration, seed 
 // every count is exact.
 func TestExactlyOnceTwoInstancesOneKilled(t *testing.T) {
 	t.Parallel()
+	exactlyOnceTwoInstancesOneKilled(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka.
+func TestExactlyOnceTwoInstancesOneKilledStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	exactlyOnceTwoInstancesOneKilled(t, kstream.GroupProtocolStreams)
+}
+
+func exactlyOnceTwoInstancesOneKilled(t *testing.T, p kstream.GroupProtocol) {
 	in := kafkatest.CreateTopic(t, "in", 4, nil)
 	out := kafkatest.CreateTopic(t, "out", 4, nil)
 	cfg := testConfig(t)
 	cfg.Guarantee, cfg.CommitInterval, cfg.StateDir = kstream.ExactlyOnce, 0, t.TempDir()
-	child := kafkatest.StartChild(t, "count-app", "APP_ID="+cfg.ApplicationID, "STATE_DIR="+t.TempDir(),
-		"IN="+in, "OUT="+out, "GUARANTEE=eos", "COMMIT_MS=100")
+	protoEnv := useProtocol(t, p, cfg.ApplicationID, &cfg)
+	child := kafkatest.StartChild(t, "count-app", append([]string{"APP_ID=" + cfg.ApplicationID, "STATE_DIR=" + t.TempDir(),
+		"IN=" + in, "OUT=" + out, "GUARANTEE=eos", "COMMIT_MS=100"}, protoEnv...)...)
 	app := newApp(t, countTopology(in, out), cfg)
 	start(t, app)
 	outputs := collect(t, out, readCommitted)
@@ -284,13 +310,27 @@ func TestExactlyOnceTwoInstancesOneKilled(t *testing.T) {
 // aborts, its partitions are lost) and rejoins.
 func TestExactlyOnceZombieIsFenced(t *testing.T) {
 	t.Parallel()
+	exactlyOnceZombieIsFenced(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka: the zombie's member is removed
+// from the streams group; its TxnOffsetCommit is refused (its member is unknown or its
+// epoch fenced), so its transaction aborts.
+func TestExactlyOnceZombieIsFencedStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	exactlyOnceZombieIsFenced(t, kstream.GroupProtocolStreams)
+}
+
+func exactlyOnceZombieIsFenced(t *testing.T, p kstream.GroupProtocol) {
 	in := kafkatest.CreateTopic(t, "in", 4, nil)
 	out := kafkatest.CreateTopic(t, "out", 4, nil)
 	cfg := testConfig(t)
 	cfg.Guarantee, cfg.CommitInterval, cfg.StateDir = kstream.ExactlyOnce, 0, t.TempDir()
+	protoEnv := useProtocol(t, p, cfg.ApplicationID, &cfg)
 	// A long commit interval in the zombie keeps its transaction open when it freezes.
-	zombie := kafkatest.StartChild(t, "count-app", "APP_ID="+cfg.ApplicationID, "STATE_DIR="+t.TempDir(),
-		"IN="+in, "OUT="+out, "GUARANTEE=eos", "COMMIT_MS=1500")
+	zombie := kafkatest.StartChild(t, "count-app", append([]string{"APP_ID=" + cfg.ApplicationID, "STATE_DIR=" + t.TempDir(),
+		"IN=" + in, "OUT=" + out, "GUARANTEE=eos", "COMMIT_MS=1500"}, protoEnv...)...)
 	app := newApp(t, countTopology(in, out), cfg)
 	start(t, app)
 	outputs := collect(t, out, readCommitted)

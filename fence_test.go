@@ -24,7 +24,20 @@ import (
 // stay exactly 1..n per key and Run never returns.
 func TestExactlyOnceFencedProducerRejoins(t *testing.T) {
 	t.Parallel()
+	fencedProducerRejoins(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka: after each fence the member leaves
+// the streams group and joins again (the same member id, a new producer).
+func TestExactlyOnceFencedProducerRejoinsStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	fencedProducerRejoins(t, kstream.GroupProtocolStreams)
+}
+
+func fencedProducerRejoins(t *testing.T, p kstream.GroupProtocol) {
 	in, out, cfg := eosSetup(t)
+	useProtocol(t, p, cfg.ApplicationID, &cfg)
 	app := newApp(t, countTopology(in, out), cfg)
 	r := start(t, app)
 	outputs := collect(t, out, readCommitted)

@@ -133,6 +133,17 @@ func fkJoinInput(orders, customers string, nOrders, nCustomers int, seed uint64)
 // customers' count and the response topic orders'.
 func TestFKJoinExactlyOnceTwoInstancesOneKilled(t *testing.T) {
 	t.Parallel()
+	fkJoinExactlyOnceTwoInstancesOneKilled(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka.
+func TestFKJoinExactlyOnceTwoInstancesOneKilledStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	fkJoinExactlyOnceTwoInstancesOneKilled(t, kstream.GroupProtocolStreams)
+}
+
+func fkJoinExactlyOnceTwoInstancesOneKilled(t *testing.T, p kstream.GroupProtocol) {
 	nOrders, nCustomers := 2000, 200 // KSTREAM_TEST_LONG=1: the 10k orders over 1k customers
 	if os.Getenv("KSTREAM_TEST_LONG") != "" {
 		nOrders, nCustomers = 10_000, 1000
@@ -142,8 +153,9 @@ func TestFKJoinExactlyOnceTwoInstancesOneKilled(t *testing.T) {
 	out := kafkatest.CreateTopic(t, "out", 4, nil)
 	cfg := testConfig(t)
 	cfg.Guarantee, cfg.CommitInterval, cfg.StateDir = kstream.ExactlyOnce, 100*time.Millisecond, t.TempDir()
-	child := kafkatest.StartChild(t, "fkjoin-app", "APP_ID="+cfg.ApplicationID, "STATE_DIR="+t.TempDir(),
-		"ORDERS="+orders, "CUSTOMERS="+customers, "OUT="+out)
+	protoEnv := useProtocol(t, p, cfg.ApplicationID, &cfg)
+	child := kafkatest.StartChild(t, "fkjoin-app", append([]string{"APP_ID=" + cfg.ApplicationID, "STATE_DIR=" + t.TempDir(),
+		"ORDERS=" + orders, "CUSTOMERS=" + customers, "OUT=" + out}, protoEnv...)...)
 	app := newApp(t, fkJoinTopology(orders, customers, out), cfg)
 	start(t, app)
 

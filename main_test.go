@@ -148,5 +148,8 @@ func childConfig() kstream.Config {
 	if os.Getenv("GUARANTEE") == "eos" {
 		cfg.Guarantee = kstream.ExactlyOnce
 	}
+	if os.Getenv("GROUP_PROTOCOL") == "streams" {
+		cfg.GroupProtocol = kstream.GroupProtocolStreams
+	}
 	return cfg
 }

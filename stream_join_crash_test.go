@@ -53,6 +53,17 @@ func runStreamJoinChild() error {
 // the non-match emitted after its window closed.
 func TestStreamLeftJoinSurvivesKillsExactlyOnce(t *testing.T) {
 	t.Parallel()
+	streamLeftJoinSurvivesKills(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka.
+func TestStreamLeftJoinSurvivesKillsExactlyOnceStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	streamLeftJoinSurvivesKills(t, kstream.GroupProtocolStreams)
+}
+
+func streamLeftJoinSurvivesKills(t *testing.T, p kstream.GroupProtocol) {
 	const parts, keys, stepMs = 3, 1000, 2
 	records, kills := 6_000, 2 // KSTREAM_TEST_LONG=1 runs more
 	// finish bounds the wait of the last child for every result: the long form on a real
@@ -66,8 +77,9 @@ func TestStreamLeftJoinSurvivesKillsExactlyOnce(t *testing.T) {
 	right := kafkatest.CreateTopic(t, "right", parts, nil)
 	out := kafkatest.CreateTopic(t, "out", parts, nil)
 	app := kafkatest.Name(t, "app")
+	protoEnv := useProtocol(t, p, app, nil)
 	env := func(dir string) []string {
-		return []string{"APP_ID=" + app, "STATE_DIR=" + dir, "LEFT=" + left, "RIGHT=" + right, "OUT=" + out}
+		return append([]string{"APP_ID=" + app, "STATE_DIR=" + dir, "LEFT=" + left, "RIGHT=" + right, "OUT=" + out}, protoEnv...)
 	}
 
 	var mu sync.Mutex
@@ -162,7 +174,7 @@ func TestStreamLeftJoinSurvivesKillsExactlyOnce(t *testing.T) {
 		ch := kafkatest.StartChild(t, "sjoin-app", env(dir)...)
 		last = ch
 		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d running", i), func() bool {
-			return strings.Contains(ch.Output(), "to=RUNNING")
+			return childRunning(ch.Output(), p)
 		})
 		if i == kills {
 			<-feedDone

@@ -48,23 +48,6 @@ func TestStreamsProtocolNeedsKafka42(t *testing.T) {
 	}
 }
 
-// Exactly-once is not supported under the streams protocol yet: New says so.
-func TestStreamsProtocolExactlyOnceRefused(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.GroupProtocol = kstream.GroupProtocolStreams
-	cfg.Guarantee = kstream.ExactlyOnce
-	app, err := kstream.New(countTopology("in", "out"), cfg)
-	if err == nil {
-		// New may only validate; then Run must refuse before connecting anything.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err = app.Run(ctx)
-	}
-	if err == nil || !strings.Contains(err.Error(), "exactly-once") || !strings.Contains(err.Error(), "streams") {
-		t.Fatalf("got %v, want an error refusing exactly-once under the streams protocol", err)
-	}
-}
-
 // On Apache Kafka (4.2 or later), two instances of a count after a re-key in one streams
 // group: the broker splits the tasks between them, the group is a streams group with the
 // topology kstream declared, the counts are exact, and when one instance stops the other

@@ -46,13 +46,25 @@ func runVersionedJoinChild() error {
 // the price valid at the order's time, although the table runs ahead of the orders.
 func TestVersionedJoinSurvivesKillsExactlyOnce(t *testing.T) {
 	t.Parallel()
+	versionedJoinSurvivesKills(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka.
+func TestVersionedJoinSurvivesKillsExactlyOnceStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	versionedJoinSurvivesKills(t, kstream.GroupProtocolStreams)
+}
+
+func versionedJoinSurvivesKills(t *testing.T, p kstream.GroupProtocol) {
 	const parts, keys, versions, orders, stepMs, kills = 3, 20, 60, 3000, 20, 2
 	prices := kafkatest.CreateTopic(t, "vc-prices", parts, nil)
 	ordersTopic := kafkatest.CreateTopic(t, "vc-orders", parts, nil)
 	out := kafkatest.CreateTopic(t, "vc-out", parts, nil)
 	app := kafkatest.Name(t, "app")
+	protoEnv := useProtocol(t, p, app, nil)
 	env := func(dir string) []string {
-		return []string{"APP_ID=" + app, "STATE_DIR=" + dir, "PRICES=" + prices, "ORDERS=" + ordersTopic, "OUT=" + out}
+		return append([]string{"APP_ID=" + app, "STATE_DIR=" + dir, "PRICES=" + prices, "ORDERS=" + ordersTopic, "OUT=" + out}, protoEnv...)
 	}
 	key := func(i int) string { return fmt.Sprintf("k%02d", i%keys) }
 	base := time.Now().Add(-time.Hour).UnixMilli() / 1000 * 1000
@@ -132,7 +144,7 @@ func TestVersionedJoinSurvivesKillsExactlyOnce(t *testing.T) {
 		}
 		ch := kafkatest.StartChild(t, "versioned-join-app", env(dir)...)
 		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d running", i), func() bool {
-			return strings.Contains(ch.Output(), "to=RUNNING")
+			return childRunning(ch.Output(), p)
 		})
 		if i == kills {
 			<-feedDone

@@ -53,6 +53,11 @@ func runWindowChild() error {
 // the future close every window. It returns every final result per "<key>@<start>" and
 // the true counts.
 func windowCrash(t *testing.T, eos bool, emit string) (got map[string][]int64, want map[string]int64) {
+	return windowCrashAs(t, kstream.GroupProtocolClassic, eos, emit)
+}
+
+// windowCrashAs is windowCrash with the group protocol p.
+func windowCrashAs(t *testing.T, p kstream.GroupProtocol, eos bool, emit string) (got map[string][]int64, want map[string]int64) {
 	const parts, keys, stepMs = 3, 200, 2
 	records, kills := 12_000, 2 // the short form; KSTREAM_TEST_LONG=1 (and CI's real-Kafka tier) runs more
 	if os.Getenv("KSTREAM_TEST_LONG") != "" {
@@ -61,8 +66,9 @@ func windowCrash(t *testing.T, eos bool, emit string) (got map[string][]int64, w
 	in := kafkatest.CreateTopic(t, "in", parts, nil)
 	out := kafkatest.CreateTopic(t, "out", parts, nil)
 	app := kafkatest.Name(t, "app")
+	protoEnv := useProtocol(t, p, app, nil)
 	env := func(dir string) []string {
-		e := []string{"APP_ID=" + app, "STATE_DIR=" + dir, "IN=" + in, "OUT=" + out, "EMIT=" + emit}
+		e := append([]string{"APP_ID=" + app, "STATE_DIR=" + dir, "IN=" + in, "OUT=" + out, "EMIT=" + emit}, protoEnv...)
 		if eos {
 			e = append(e, "GUARANTEE=eos")
 		}
@@ -150,7 +156,7 @@ func windowCrash(t *testing.T, eos bool, emit string) (got map[string][]int64, w
 		}
 		ch := kafkatest.StartChild(t, "window-app", env(dir)...)
 		kafkatest.Eventually(t, 90*time.Second, fmt.Sprintf("child %d running", i), func() bool {
-			return strings.Contains(ch.Output(), "to=RUNNING")
+			return childRunning(ch.Output(), p)
 		})
 		if i == kills {
 			<-feedDone
@@ -238,6 +244,14 @@ func TestWindowFinalResultsSurviveKillsExactlyOnce(t *testing.T) {
 	checkFinals(t, true, true, got, want)
 }
 
+// The same as a streams group (KIP-1071) on Apache Kafka.
+func TestWindowFinalResultsSurviveKillsExactlyOnceStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	got, want := windowCrashAs(t, kstream.GroupProtocolStreams, true, "close")
+	checkFinals(t, true, true, got, want)
+}
+
 // The same under at-least-once: no window loses its final result.
 func TestWindowFinalResultsSurviveKillsAtLeastOnce(t *testing.T) {
 	t.Parallel()
@@ -250,6 +264,14 @@ func TestWindowFinalResultsSurviveKillsAtLeastOnce(t *testing.T) {
 func TestSuppressSurvivesKillsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	got, want := windowCrash(t, true, "suppress")
+	checkFinals(t, true, true, got, want)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka.
+func TestSuppressSurvivesKillsExactlyOnceStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	got, want := windowCrashAs(t, kstream.GroupProtocolStreams, true, "suppress")
 	checkFinals(t, true, true, got, want)
 }
 

@@ -203,6 +203,7 @@ var scenarios = []scenario{
 	{name: "passthrough-1000p", keep: keepAll, run: runPassthrough, partitions: scalePartitions},
 	{name: "scale-rebalance", own: runScaleRebalance},
 	{name: "scale-rebalance-eos", own: runScaleRebalanceEOS},
+	{name: "scale-rebalance-protocols", own: runScaleRebalanceProtocols},
 	{name: "scale-out", own: runScaleOut}, // elastic.go
 	{name: "scale-out-nowarmup", own: runScaleOutNoWarmup},
 	{name: "rolling-restart", own: runRollingRestart},

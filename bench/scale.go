@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // The scale scenarios (issue 15, item 7).
@@ -113,15 +115,95 @@ func (g *gapRecorder) close(now time.Time) [rebalancePartitions]time.Duration {
 
 // runScaleRebalance runs the scenario once (see the comment at the top of the file).
 func runScaleRebalance(k *kafka, o options, env *runEnv, run int) error {
-	return scaleRebalance(k, o, env, run, "scale-rebalance", kstream.AtLeastOnce)
+	return scaleRebalance(k, o, env, run, "scale-rebalance", kstream.AtLeastOnce, kstream.GroupProtocolClassic, 0)
 }
 
 // runScaleRebalanceEOS is runScaleRebalance under exactly-once.
 func runScaleRebalanceEOS(k *kafka, o options, env *runEnv, run int) error {
-	return scaleRebalance(k, o, env, run, "scale-rebalance-eos", kstream.ExactlyOnce)
+	return scaleRebalance(k, o, env, run, "scale-rebalance-eos", kstream.ExactlyOnce, kstream.GroupProtocolClassic, 0)
 }
 
-func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g kstream.Guarantee) (err error) {
+// runScaleRebalanceProtocols is runScaleRebalance under the classic protocol and then, on
+// topics and a group of its own each, under the streams protocol (KIP-1071, issue 29),
+// first with the groups' default timings: kstream's classic member heartbeats every 3 s
+// (kgo's default), a streams member at the interval the broker names
+// (group.streams.heartbeat.interval.ms, 5 s by default); then both with 500 ms heartbeats. On a cluster without the streams
+// protocol (the embedded broker) the streams half is skipped. A third run has the streams
+// group heartbeat every 500 ms (its config streams.heartbeat.interval.ms; the broker must
+// allow it: group.streams.min.heartbeat.interval.ms is 5 s by default, and the run is then
+// skipped with the broker's answer).
+func runScaleRebalanceProtocols(k *kafka, o options, env *runEnv, run int) error {
+	if err := scaleRebalance(k, o, env, run, "classic", kstream.AtLeastOnce, kstream.GroupProtocolClassic, 0); err != nil {
+		return err
+	}
+	cenv := *env
+	cenv.in, cenv.out, cenv.group = env.in+"-classic500", env.out+"-classic500", env.group+"-classic500"
+	if err := scaleRebalance(k, o, &cenv, run, "classic, 500ms beats", kstream.AtLeastOnce, kstream.GroupProtocolClassic, 500*time.Millisecond); err != nil {
+		return err
+	}
+	ok, err := k.speaksStreamsProtocol()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Printf("  %-21s run %d: skipped: the cluster does not speak the streams protocol (KIP-1071: Apache Kafka 4.2 or later; run with -brokers)\n", "streams", run)
+		return nil
+	}
+	senv := *env
+	senv.in, senv.out, senv.group = env.in+"-streams", env.out+"-streams", env.group+"-streams"
+	if err := scaleRebalance(k, o, &senv, run, "streams", kstream.AtLeastOnce, kstream.GroupProtocolStreams, 0); err != nil {
+		return err
+	}
+	fenv := *env
+	fenv.in, fenv.out, fenv.group = env.in+"-streams500", env.out+"-streams500", env.group+"-streams500"
+	if err := k.setGroupConfig(fenv.group, "streams.heartbeat.interval.ms", "500"); err != nil {
+		fmt.Printf("  %-21s run %d: skipped: %v\n", "streams, 500ms beats", run, err)
+		return nil
+	}
+	return scaleRebalance(k, o, &fenv, run, "streams, 500ms beats", kstream.AtLeastOnce, kstream.GroupProtocolStreams, 0)
+}
+
+// setGroupConfig sets a config of group (a streams group's streams.* configs).
+func (k *kafka) setGroupConfig(group, name, value string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = name, kmsg.StringPtr(value)
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, k.cl)
+	if err != nil {
+		return fmt.Errorf("setting %s=%s on group %s: %w", name, value, group, err)
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			msg := ""
+			if r.ErrorMessage != nil {
+				msg = ": " + *r.ErrorMessage
+			}
+			return fmt.Errorf("setting %s=%s on group %s%s: %w", name, value, group, msg, err)
+		}
+	}
+	return nil
+}
+
+// speaksStreamsProtocol reports whether the cluster offers StreamsGroupHeartbeat.
+func (k *kafka) speaksStreamsProtocol() (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, k.cl)
+	if err != nil {
+		return false, fmt.Errorf("asking the cluster for its API versions: %w", err)
+	}
+	return slices.ContainsFunc(resp.ApiKeys, func(a kmsg.ApiVersionsResponseApiKey) bool { return a.ApiKey == 88 }), nil
+}
+
+// scaleRebalance runs the scenario once as name, under guarantee g and group protocol proto;
+// beat, if not zero, is a classic member's Config.HeartbeatInterval.
+func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g kstream.Guarantee, proto kstream.GroupProtocol, beat time.Duration) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioCap)
 	defer cancel()
 	if err := k.createTopics(ctx, rebalancePartitions, env.in, env.out); err != nil {
@@ -159,6 +241,9 @@ func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g ks
 			Logger:         env.logger,
 			StateDir:       dir,
 			Guarantee:      g,
+			GroupProtocol:  proto,
+			// 0: kgo's default, 3 s.
+			HeartbeatInterval: beat,
 		})
 		if err != nil {
 			os.RemoveAll(dir)
@@ -290,7 +375,21 @@ func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g ks
 	}); err != nil {
 		return err
 	}
-	settled := time.Since(joined)
+	settledAt := time.Now()
+	settled := settledAt.Sub(joined)
+	// Every task processing on its new (or old) instance: each partition has a record
+	// processed since the group settled.
+	if err := waitFor("every task processing after the rebalance", func() bool {
+		for p := range rebalancePartitions {
+			if gaps.last[p].Load() < settledAt.UnixNano() {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	processing := time.Since(joined)
 	time.Sleep(time.Second)
 	during := gaps.close(time.Now())
 
@@ -316,8 +415,8 @@ func scaleRebalance(k *kafka, o options, env *runEnv, run int, name string, g ks
 	for _, m := range members {
 		aborted += m.app.Stats().TransactionsAborted
 	}
-	line := fmt.Sprintf("%d tasks, %d moved, %d stayed; the group settled %v after the third instance started; longest pause of a staying task %v (steady state before, over %v: %v); moved tasks paused up to %v",
-		rebalancePartitions, moved, stayed, settled.Round(time.Millisecond), stayMax.Round(time.Millisecond),
+	line := fmt.Sprintf("%d tasks, %d moved, %d stayed; the group settled %v after the third instance started, every task processing after %v; longest pause of a staying task %v (steady state before, over %v: %v); moved tasks paused up to %v",
+		rebalancePartitions, moved, stayed, settled.Round(time.Millisecond), processing.Round(time.Millisecond), stayMax.Round(time.Millisecond),
 		steadyLen.Round(time.Second), steadyMax.Round(time.Millisecond), movedMax.Round(time.Millisecond))
 	if g == kstream.ExactlyOnce {
 		line += fmt.Sprintf("; %d transactions aborted", aborted)

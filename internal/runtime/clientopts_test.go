@@ -65,7 +65,7 @@ func TestClientMemoryBoundsExactlyOnce(t *testing.T) {
 	if err := r.openConsumer(); err != nil {
 		t.Fatal(err)
 	}
-	defer r.sess.Close()
+	defer r.sess.Client().Close()
 	if got := r.consumer.OptValue(kgo.MaxBufferedRecords); got != int64(20000) {
 		t.Errorf("MaxBufferedRecords = %v, want 20000", got)
 	}

@@ -29,6 +29,41 @@ import (
 // Rebalances are let through only between transactions (after a commit), so the open
 // transaction is always committed before partitions are given up.
 
+// txnSession is the transactional client of exactly-once: it consumes read_committed and
+// produces transactionally, and its End commits the input offsets in the transaction. Under
+// the classic protocol it is kgo's GroupTransactSession; under the streams protocol, whose
+// group kgo does not speak, a streamsTxnSession (streams_eos.go).
+type txnSession interface {
+	// Client is the client that consumes and produces.
+	Client() *kgo.Client
+	// Begin begins a transaction.
+	Begin() error
+	// End flushes (or, with TryAbort, aborts) the records and ends the transaction; with
+	// TryCommit it first commits the offsets that the context's pre-commit function
+	// (cutBeforeCommit) sets. It reports whether the transaction committed.
+	End(ctx context.Context, try kgo.TransactionEndTry) (bool, error)
+}
+
+// newTxnSession creates the transactional session of exactly-once with the consumer and
+// producer options opts.
+func (r *Runtime) newTxnSession(opts []kgo.Opt) (txnSession, error) {
+	if m, ok := r.member.(*streamsMembership); ok {
+		return newStreamsTxnSession(r, m, opts)
+	}
+	return kgo.NewGroupTransactSession(opts...)
+}
+
+// preCommitKey holds, in a commit's context, the function that sets the offsets of the
+// transaction's TxnOffsetCommit (cutBeforeCommit): kgo's session finds it through
+// kgo.PreTxnCommitFnContext, the streams session through this key.
+type preCommitKey struct{}
+
+// preCommitFn returns the pre-commit function of ctx, nil if none.
+func preCommitFn(ctx context.Context) func(*kmsg.TxnOffsetCommitRequest) error {
+	fn, _ := ctx.Value(preCommitKey{}).(func(*kmsg.TxnOffsetCommitRequest) error)
+	return fn
+}
+
 // Stats are figures about commits.
 type Stats struct {
 	Commits               int64         // commits (transactions committed, under exactly-once)
@@ -206,7 +241,7 @@ func (r *Runtime) cutBeforeCommit(ctx context.Context, offsets map[string]map[in
 	ctx, cancel := context.WithCancel(ctx)
 	var mu sync.Mutex
 	sent, late := false, false
-	ctx = kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+	preCommit := func(req *kmsg.TxnOffsetCommitRequest) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if late {
@@ -215,7 +250,9 @@ func (r *Runtime) cutBeforeCommit(ctx context.Context, offsets map[string]map[in
 		setTxnOffsets(req, offsets)
 		sent = true
 		return nil
-	})
+	}
+	ctx = kgo.PreTxnCommitFnContext(ctx, preCommit)
+	ctx = context.WithValue(ctx, preCommitKey{}, preCommit)
 	began := r.txnBegan
 	timer := time.AfterFunc(time.Until(r.txnEndBy()), func() {
 		mu.Lock()

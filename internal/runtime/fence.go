@@ -159,6 +159,9 @@ func (r *Runtime) reopenConsumer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The classic membership rejoins with the new consumer by itself; the streams
+	// membership's heartbeat stopped when it left, and starts again.
+	r.member.start()
 	if err := r.fencePrevious(ctx); err != nil {
 		return err
 	}

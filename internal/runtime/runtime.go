@@ -101,7 +101,7 @@ type Runtime struct {
 
 	// Exactly-once (eos.go). sess is nil under at-least-once; inTxn and revoked are
 	// guarded by mu.
-	sess      *kgo.GroupTransactSession
+	sess      txnSession
 	txnID     string
 	inTxn     bool
 	txnBegan  time.Time // when the open transaction began
@@ -307,9 +307,6 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 	r.acks.Store(newAckGroup())
 	r.member = newClassicMembership(r)
 	if cfg.StreamsProtocol {
-		if cfg.ExactlyOnce {
-			return nil, errors.New("kstream: exactly-once under the streams rebalance protocol (Config.GroupProtocol streams) is not supported yet; use the classic protocol")
-		}
 		r.member = newStreamsMembership(r)
 	}
 	r.qindex = newQueryIndex(topo)
@@ -676,7 +673,7 @@ func (r *Runtime) openSession(consumerOpts []kgo.Opt) error {
 	)
 	opts = append(opts, r.compression()...)
 	opts = append(opts, r.cfg.ProducerOpts...)
-	sess, err := kgo.NewGroupTransactSession(opts...)
+	sess, err := r.newTxnSession(opts)
 	if err != nil {
 		return fmt.Errorf("kstream: creating the transactional consumer and producer (transactional id %s): %w", r.txnID, err)
 	}

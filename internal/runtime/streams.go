@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,6 +37,15 @@ import (
 //     counts and configs) and changelog topics (configs only: the broker sizes them as the
 //     sub-topology's sources) are sorted by name; a co-partition group holds indexes into the
 //     sub-topology's SourceTopics and RepartitionSourceTopics arrays.
+//   - Kafka 4.4 compares a joining member's topology with the group's with
+//     StreamsTopology.equals (every field) and refuses any difference. To share a group with
+//     Kafka Streams 4.4 instances, the declaration is Java's to the byte: replication factor
+//     -1 by default, a repartition topic's partition count only where the topology fixes it
+//     (else 0), Java's default configs (message.timestamp.type=CreateTime; segment.bytes=
+//     52428800 for repartition topics), a source table's topic declared as its store's
+//     changelog (Java with reuse.ktable.source.topics), and co-partition indexes in the
+//     iteration order of Java's HashSet of the topic names (not sorted). Checked against a
+//     Java instance: mixed_java_test.go.
 //   - A task (sub-topology s, partition p) consumes partition p of every source and
 //     repartition source topic of s. The response's three task lists are all null (no new
 //     target assignment) or all set (the complete target); the broker hands out a task only
@@ -111,6 +122,7 @@ type streamsMembership struct {
 
 	coordinator int32 // the group coordinator's node id, -1 if unknown
 	maxVersion  int16 // the cluster's highest StreamsGroupHeartbeat version
+	txnV2       bool  // the cluster runs transaction version 2 (streams_eos.go)
 	// offsetEvery is how often the broker wants the tasks' changelog offsets (v1,
 	// TaskOffsetIntervalMillis; 0: never), offsetsAt when they were last sent.
 	offsetEvery   time.Duration
@@ -129,6 +141,7 @@ func newStreamsMembership(r *Runtime) *streamsMembership {
 // check implements membership: the cluster must offer StreamsGroupHeartbeat.
 func (m *streamsMembership) check(ctx context.Context, cl *kgo.Client) error {
 	var keys []kmsg.ApiVersionsResponseApiKey
+	var features []kmsg.ApiVersionsResponseFinalizedFeature
 	err := m.r.retry(ctx, "asking the cluster for its API versions", func(ctx context.Context) error {
 		resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
 		if err != nil {
@@ -137,12 +150,20 @@ func (m *streamsMembership) check(ctx context.Context, cl *kgo.Client) error {
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 			return fmt.Errorf("kstream: asking the cluster for its API versions: %w", err)
 		}
-		keys = resp.ApiKeys
+		keys, features = resp.ApiKeys, resp.FinalizedFeatures
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	// Transaction version 2 (KIP-890 part 2) with TxnOffsetCommit v5: the transaction's
+	// offset commit adds the group by itself, without AddOffsetsToTxn (streams_eos.go).
+	txnOffsetV5 := slices.ContainsFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool {
+		return k.ApiKey == int16(kmsg.TxnOffsetCommit) && k.MaxVersion >= 5
+	})
+	m.txnV2 = txnOffsetV5 && slices.ContainsFunc(features, func(f kmsg.ApiVersionsResponseFinalizedFeature) bool {
+		return f.Name == "transaction.version" && f.MaxVersionLevel >= 2
+	})
 	i := slices.IndexFunc(keys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == streamsHeartbeatKey })
 	if i >= 0 {
 		m.maxVersion = keys[i].MaxVersion
@@ -171,9 +192,14 @@ func (m *streamsMembership) groupOpts() []kgo.Opt {
 	return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{})}
 }
 
-// start implements membership: it starts the heartbeat goroutine.
+// start implements membership: it starts the heartbeat goroutine. After a fence
+// (fence.go: the member left, and the runtime dropped every task) it starts again as a new
+// member, with the same member id.
 func (m *streamsMembership) start() {
-	m.topology = streamsTopology(m.r.topo, m.r.sources().counts, m.r.cfg.ReplicationFactor)
+	m.topology = streamsTopology(m.r.topo, m.r.cfg.ReplicationFactor)
+	m.owned, m.target, m.haveTgt, m.applied, m.sent = TaskSet{}, TaskSet{}, false, false, false
+	m.joinedAt, m.coordinator, m.offsetsAt = time.Time{}, -1, time.Time{}
+	m.setEpoch(0)
 	ctx, cancel := context.WithCancel(m.r.prodCtx)
 	m.stop, m.done = cancel, make(chan struct{})
 	go m.run(ctx)
@@ -348,6 +374,9 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 		return false, nil // a leave's answer
 	}
 	if epoch == 0 {
+		if r.log.Enabled(ctx, slog.LevelDebug) {
+			r.log.Debug("kstream: the topology declared to the streams group", "group", r.cfg.ApplicationID, "topology", fmt.Sprintf("%+v", *req.Topology))
+		}
 		m.joinedAt = time.Now()
 		r.log.Info("kstream: joined the streams group", "group", r.cfg.ApplicationID, "member", m.memberID, "epoch", resp.MemberEpoch,
 			"heartbeat_interval_ms", resp.HeartbeatIntervalMillis, "task_offset_interval_ms", resp.TaskOffsetIntervalMillis, "acceptable_recovery_lag", resp.AcceptableRecoveryLag)
@@ -379,6 +408,9 @@ func (m *streamsMembership) beat(ctx context.Context) (again bool, err error) {
 	}
 	if m.haveTgt && (!sameTasks(m.target, m.owned) || (!m.applied && groupReady(resp.Status))) {
 		if err := m.reconcile(ctx); err != nil {
+			if errors.Is(err, errOffsetsPending) {
+				return !m.sent, nil // acknowledge what was revoked; try the new tasks again at the next heartbeat
+			}
 			return false, err
 		}
 		return true, nil
@@ -513,6 +545,10 @@ func (m *streamsMembership) reconcile(ctx context.Context) error {
 	if len(added) > 0 {
 		var err error
 		if offsets, err = m.fetchOffsets(ctx, parts); err != nil {
+			if errors.Is(err, errOffsetsPending) {
+				r.warnEvery("streams unstable offsets", "kstream: a transaction that committed offsets of tasks assigned here has not ended yet; taking them once it has",
+					"group", r.cfg.ApplicationID, "tasks", taskStrings(added))
+			}
 			return err
 		}
 	}
@@ -575,9 +611,16 @@ func (m *streamsMembership) fetchOffsets(ctx context.Context, parts map[string][
 		g.Topics = append(g.Topics, t)
 	}
 	req.Groups = append(req.Groups, g)
+	// Under exactly-once, offsets that a transaction committed but has not ended yet are
+	// not read (KIP-447's require_stable: the broker answers UNSTABLE_OFFSET_COMMIT until
+	// it ends): a task moved here goes on from where that transaction leaves it.
+	req.RequireStable = r.cfg.ExactlyOnce
 	resp, err := req.RequestWith(ctx, r.consumer)
 	if err != nil {
 		return nil, fmt.Errorf("kstream: streams group %q: fetching committed offsets: %w", r.cfg.ApplicationID, err)
+	}
+	if unstableOffsets(resp) {
+		return nil, errOffsetsPending
 	}
 	out := map[string]map[int32]kgo.Offset{}
 	for topic, ps := range parts {
@@ -603,6 +646,30 @@ func (m *streamsMembership) fetchOffsets(ctx context.Context, parts map[string][
 		}
 	}
 	return out, nil
+}
+
+// errOffsetsPending says that a transaction which committed offsets of tasks being
+// assigned has not ended yet (UNSTABLE_OFFSET_COMMIT): typically the open transaction of an
+// instance that was killed, which its transaction timeout (or a restart with its
+// transactional id) ends. The member takes those tasks at a later heartbeat; it does not
+// wait for them, or its heartbeats would stop and the group fence it.
+var errOffsetsPending = errors.New("a transaction that committed offsets of the tasks assigned has not ended yet")
+
+// unstableOffsets reports whether resp holds UNSTABLE_OFFSET_COMMIT for a partition.
+func unstableOffsets(resp *kmsg.OffsetFetchResponse) bool {
+	for _, g := range resp.Groups {
+		if g.ErrorCode == kerr.UnstableOffsetCommit.Code {
+			return true
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // resetOffset is where a partition of topic with no committed offset is consumed from: its
@@ -806,24 +873,40 @@ func (m *streamsMembership) hosts(eps []kmsg.StreamsGroupHeartbeatResponsePartit
 
 // streamsTopology is the topology declaration of a joining heartbeat, as Kafka Streams 4.4
 // builds it (StreamsGroupHeartbeatRequestManager): global sub-topologies (no sources) are left
-// out; counts are the partition counts prepare resolved.
-func streamsTopology(topo *Topology, counts map[string]int32, replication int16) *kmsg.StreamsGroupHeartbeatRequestTopology {
+// out; internal topics carry a partition count only where the topology fixes one, and Java's
+// default configs where kstream sets none (a streams group refuses a second instance whose
+// declaration differs in any byte).
+func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartbeatRequestTopology {
 	internal := map[string]*InternalTopic{}
 	for i := range topo.InternalTopics {
 		internal[topo.InternalTopics[i].Name] = &topo.InternalTopics[i]
 	}
-	if replication < 0 {
-		replication = 0 // the broker's default
+	if replication <= 0 {
+		replication = -1 // the broker's default, as Kafka Streams' replication.factor -1
 	}
-	info := func(it *InternalTopic, partitions int32) kmsg.TopicInfo {
+	// The topic configs Kafka Streams 4.4 declares that kstream does not set itself
+	// (InternalTopicConfig's defaults): a streams group keeps the first topology it was
+	// given and refuses any other, so a Java and a Go instance of one application must
+	// declare the same bytes (docs/streams-protocol.md, mixed Java and Go instances).
+	javaDefaults := func(repartition bool) map[string]string {
+		d := map[string]string{"message.timestamp.type": "CreateTime"}
+		if repartition {
+			d["segment.bytes"] = "52428800"
+		}
+		return d
+	}
+	info := func(it *InternalTopic, partitions int32, repartition bool) kmsg.TopicInfo {
 		ti := kmsg.NewTopicInfo()
 		ti.Topic, ti.NumPartitions, ti.ReplicationFactor = it.Name, partitions, replication
+		configs := javaDefaults(repartition)
 		for k, v := range it.Configs {
-			if v == nil {
-				continue
+			if v != nil {
+				configs[k] = *v
 			}
+		}
+		for k, v := range configs {
 			c := kmsg.NewTopicInfoConfig()
-			c.Key, c.Value = k, *v
+			c.Key, c.Value = k, v
 			ti.Configs = append(ti.Configs, c)
 		}
 		slices.SortFunc(ti.Configs, func(a, b kmsg.TopicInfoConfig) int { return strings.Compare(a.Key, b.Key) })
@@ -844,14 +927,28 @@ func streamsTopology(topo *Topology, counts map[string]int32, replication int16)
 		s.SubtopologyID = strconv.Itoa(st.ID)
 		for _, src := range st.Sources {
 			if it := internal[src.Topic]; it != nil {
-				s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, info(it, counts[it.Name]))
+				// A partition count only where the topology fixes one (Repartition with a
+				// count): otherwise 0, and the broker derives it, as Java declares it.
+				s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, info(it, max(it.Partitions, 0), true))
 			} else {
 				s.SourceTopics = append(s.SourceTopics, src.Topic)
 			}
 		}
+		declared := map[string]bool{}
 		for _, spec := range st.Stores {
-			if it := internal[spec.Changelog]; it != nil && !spec.SourceTopic {
-				s.StateChangelogTopics = append(s.StateChangelogTopics, info(it, 0))
+			switch it := internal[spec.Changelog]; {
+			case declared[spec.Changelog]:
+			case it != nil && !spec.SourceTopic:
+				s.StateChangelogTopics = append(s.StateChangelogTopics, info(it, 0, false))
+				declared[spec.Changelog] = true
+			case spec.SourceTopic && spec.Changelog != "":
+				// A source table's topic is its changelog: Kafka Streams with
+				// reuse.ktable.source.topics (what kstream always does) declares it so,
+				// with a key-value changelog's configs.
+				compact := "compact"
+				src := InternalTopic{Name: spec.Changelog, Configs: map[string]*string{"cleanup.policy": &compact}}
+				s.StateChangelogTopics = append(s.StateChangelogTopics, info(&src, 0, false))
+				declared[spec.Changelog] = true
 			}
 		}
 		for i := range topo.InternalTopics {
@@ -867,7 +964,9 @@ func streamsTopology(topo *Topology, counts map[string]int32, replication int16)
 		for _, group := range topo.CopartitionGroups {
 			var cg kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup
 			all := true
-			for _, t := range group {
+			// The indexes in the order Kafka Streams lists them: its copartition group is a
+			// java.util.HashSet of the topic names, iterated as is (not sorted).
+			for _, t := range javaHashSetOrder(group) {
 				if i := slices.Index(s.SourceTopics, t); i >= 0 {
 					cg.SourceTopics = append(cg.SourceTopics, int16(i))
 				} else if i := slices.IndexFunc(s.RepartitionSourceTopics, func(ti kmsg.TopicInfo) bool { return ti.Topic == t }); i >= 0 {
@@ -877,8 +976,6 @@ func streamsTopology(topo *Topology, counts map[string]int32, replication int16)
 				}
 			}
 			if all && len(group) > 0 {
-				slices.Sort(cg.SourceTopics)
-				slices.Sort(cg.RepartitionSourceTopics)
 				s.CopartitionGroups = append(s.CopartitionGroups, cg)
 			}
 		}
@@ -888,6 +985,29 @@ func streamsTopology(topo *Topology, counts map[string]int32, replication int16)
 		return strings.Compare(a.SubtopologyID, b.SubtopologyID)
 	})
 	return &out
+}
+
+// javaHashSetOrder returns topics in the order a java.util.HashSet holding them (default
+// capacity 16, doubled whenever it is more than three quarters full) iterates them: by the
+// bucket of each name's String.hashCode (spread as HashMap.hash spreads it), those of one
+// bucket in the order given. A streams group compares declarations byte for byte, and
+// Kafka Streams declares a co-partition group's topic indexes in that order.
+func javaHashSetOrder(topics []string) []string {
+	capacity := 16
+	for len(topics) > capacity*3/4 {
+		capacity *= 2
+	}
+	bucket := func(s string) int {
+		var h int32
+		for _, c := range utf16.Encode([]rune(s)) {
+			h = 31*h + int32(c)
+		}
+		u := uint32(h)
+		return int((u ^ u>>16) & uint32(capacity-1))
+	}
+	out := slices.Clone(topics)
+	slices.SortStableFunc(out, func(a, b string) int { return bucket(a) - bucket(b) })
+	return out
 }
 
 // userEndpoint parses Config.ApplicationServer ("host:port") for the heartbeat; nil if unset

@@ -31,13 +31,17 @@ func streamsTestTopology() *Topology {
 }
 
 // The topology declaration is Kafka Streams 4.4's: global sub-topologies left out, ids as
-// strings, external and repartition sources apart, repartition sinks of the writer, changelogs
-// with configs and no partition count, co-partition groups as indexes, all sorted.
+// strings, external and repartition sources apart, repartition sinks of the writer,
+// repartition topics without a partition count (none is fixed here) and changelogs without
+// one, Java's default configs (message.timestamp.type CreateTime; segment.bytes of
+// repartition topics), replication factor -1, co-partition groups as indexes, all sorted:
+// what a Kafka Streams 4.4 instance of the same topology declares, byte for byte (the
+// mixed Java and Go tests, mixed_java_test.go, check that the broker takes both).
 func TestStreamsTopologyDeclaration(t *testing.T) {
-	got := streamsTopology(streamsTestTopology(), map[string]int32{"in": 3, "tbl": 3, "app-rep": 3}, -1)
+	got := streamsTopology(streamsTestTopology(), -1)
 	info := func(name string, partitions int32, kv ...string) kmsg.TopicInfo {
 		ti := kmsg.NewTopicInfo()
-		ti.Topic, ti.NumPartitions = name, partitions
+		ti.Topic, ti.NumPartitions, ti.ReplicationFactor = name, partitions, -1
 		for i := 0; i < len(kv); i += 2 {
 			c := kmsg.NewTopicInfoConfig()
 			c.Key, c.Value = kv[i], kv[i+1]
@@ -50,8 +54,10 @@ func TestStreamsTopologyDeclaration(t *testing.T) {
 	s0.SubtopologyID, s0.SourceTopics, s0.RepartitionSinkTopics = "0", []string{"in"}, []string{"app-rep"}
 	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 	s1.SubtopologyID, s1.SourceTopics = "1", []string{"tbl"}
-	s1.RepartitionSourceTopics = []kmsg.TopicInfo{info("app-rep", 3, "cleanup.policy", "delete", "segment.bytes", "52428800")}
-	s1.StateChangelogTopics = []kmsg.TopicInfo{info("app-store-changelog", 0, "cleanup.policy", "compact")}
+	s1.RepartitionSourceTopics = []kmsg.TopicInfo{info("app-rep", 0, "cleanup.policy", "delete", "message.timestamp.type", "CreateTime", "segment.bytes", "52428800")}
+	// The source table's topic is its changelog (Java's reuse.ktable.source.topics).
+	s1.StateChangelogTopics = []kmsg.TopicInfo{info("app-store-changelog", 0, "cleanup.policy", "compact", "message.timestamp.type", "CreateTime"),
+		info("tbl", 0, "cleanup.policy", "compact", "message.timestamp.type", "CreateTime")}
 	s1.CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0}, RepartitionSourceTopics: []int16{0}}}
 	want.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{s0, s1}
 	if !reflect.DeepEqual(*got, want) {
@@ -66,7 +72,7 @@ func TestStreamsHeartbeatRequest(t *testing.T) {
 	r := &Runtime{cfg: Config{ApplicationID: "app", ApplicationServer: "10.0.0.1:8080", InstanceID: "pod-0", RebalanceTimeout: 30 * time.Second}, topo: streamsTestTopology()}
 	m := newStreamsMembership(r)
 	m.memberID, m.processID = "member-1", "process-1"
-	m.topology = streamsTopology(r.topo, map[string]int32{"in": 3, "tbl": 3, "app-rep": 3}, 0)
+	m.topology = streamsTopology(r.topo, 0)
 	wire := func(req *kmsg.StreamsGroupHeartbeatRequest) *kmsg.StreamsGroupHeartbeatRequest {
 		t.Helper()
 		req.Version = 1
@@ -204,5 +210,15 @@ func TestStreamsStatuses(t *testing.T) {
 	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0.Add(2*missingSourceTimeout+time.Second))
 	if err := r.fatal(); err == nil || !strings.Contains(err.Error(), "Source topics in are missing.") {
 		t.Errorf("missing source topics for %s: fatal %v, want the broker's detail", missingSourceTimeout, err)
+	}
+}
+
+// javaHashSetOrder iterates as Java's HashSet does: the expected order is what jshell
+// printed for new HashSet<String>() with these names added in this order (Java 17).
+func TestJavaHashSetOrder(t *testing.T) {
+	in := []string{"orders", "customers", "app-KSTREAM-JOIN-repartition", "in-1", "table-3", "a", "b"}
+	want := []string{"app-KSTREAM-JOIN-repartition", "a", "b", "table-3", "in-1", "orders", "customers"}
+	if got := javaHashSetOrder(in); !reflect.DeepEqual(got, want) {
+		t.Errorf("javaHashSetOrder(%v) = %v, want %v", in, got, want)
 	}
 }
