@@ -267,3 +267,132 @@ func produceError(f ProduceFailure) error {
 	}
 	return fmt.Errorf("%s: %w", msg, f.Err)
 }
+
+// Produce implements TaskEnv.
+func (r *Runtime) Produce(o *OutRecord) {
+	if r.replayed(o) {
+		return
+	}
+	if r.cfg.Propagator != nil {
+		r.injectTrace(o)
+	}
+	o.ctx = r.prodCtx
+	o.Record.Context = o
+	if g := r.acks.Load(); g != nil {
+		o.acks = g
+		g.add()
+	}
+	r.producer.Produce(r.prodCtx, &o.Record, r.promise)
+}
+
+// onProduced is the produce callback of every output record.
+func (r *Runtime) onProduced(rec *kgo.Record, err error) {
+	if o, ok := rec.Context.(*OutRecord); ok && o.acks != nil {
+		defer o.acks.ack() // after a dead letter of the record is produced
+	}
+	if err == nil {
+		if o, ok := rec.Context.(*OutRecord); ok && o.DeadLetter {
+			r.noteDeadLetter(rec)
+		} else if ok && o.changelog != nil {
+			for next := rec.Offset + 1; ; {
+				cur := o.changelog.acked.Load()
+				if cur >= next || o.changelog.acked.CompareAndSwap(cur, next) {
+					break
+				}
+			}
+		}
+		return
+	}
+	f := ProduceFailure{Record: rec, Err: err}
+	if o, ok := rec.Context.(*OutRecord); ok {
+		f.Operator, f.Source = o.Operator, o.Source
+	}
+	if r.sess != nil {
+		// A failed record fails its transaction, which then aborts; its records are
+		// processed again from the committed offsets.
+		r.txnFailed.Store(true)
+		switch {
+		case fencedProducer(err):
+			r.onFenced(err)
+		case fencedError(err):
+			r.fail(fencedErr(r.txnID, r.cfg.TransactionTimeout, err))
+		case recordError(err):
+			r.failedInTxn(f)
+		default:
+			// A coordinator or leader that moved, a timeout, a transaction the broker
+			// aborted: kgo recovers when the transaction ends.
+			r.warnEvery("txn-produce", "kstream: a record of the open transaction failed; the transaction will abort and its records are processed again", "topic", rec.Topic, "partition", rec.Partition, "transactional_id", r.txnID, "err", err)
+		}
+		return
+	}
+	r.produceFailed(f)
+}
+
+func (r *Runtime) produceFailed(f ProduceFailure) {
+	if r.fatal() != nil {
+		return // already stopping; the first error is the one reported
+	}
+	err := produceError(f)
+	d := r.cfg.OnProduceError(f)
+	switch {
+	case d.DeadLetterTopic != "":
+		r.log.Warn("kstream: production error; writing to the dead-letter topic", "dead_letter_topic", d.DeadLetterTopic, "err", err)
+		r.dlqGen.Add(1)
+		if r.met != nil {
+			r.met.deadLetter("production")
+		}
+		dl := r.cfg.DeadLetter(d.DeadLetterTopic, f)
+		r.producer.TryProduce(r.prodCtx, dl, r.onDeadLetterProduced)
+	case d.Continue:
+		r.log.Warn("kstream: production error; skipping the record", "err", err)
+	default:
+		r.fail(err)
+	}
+}
+
+// partitioner places changelog records on the partition the task set (the task's own), and
+// the records of KeepPartition topics on the partition they carry, and every other record by
+// the murmur2 hash of its key, as Java producers do.
+type partitioner struct {
+	sticky, manual kgo.Partitioner
+	changelogs     map[string]bool
+
+	keep map[string]bool // topics whose records carry their partition
+}
+
+func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.changelogs[topic] || p.keep[topic] {
+		return p.manual.ForTopic(topic)
+	}
+	return chosenOrDefault{p.sticky.ForTopic(topic)}
+}
+
+// chosenOrDefault keeps the partition of a record whose stream partitioner chose it
+// (OutRecord.Partitioned), and partitions every other record as def does.
+type chosenOrDefault struct{ def kgo.TopicPartitioner }
+
+func chosen(r *kgo.Record) bool {
+	o, ok := r.Context.(*OutRecord)
+	return ok && o.Partitioned
+}
+
+// RequiresConsistency implements kgo.TopicPartitioner.
+func (c chosenOrDefault) RequiresConsistency(r *kgo.Record) bool {
+	return chosen(r) || c.def.RequiresConsistency(r)
+}
+
+// Partition implements kgo.TopicPartitioner.
+func (c chosenOrDefault) Partition(r *kgo.Record, n int) int {
+	if chosen(r) {
+		return int(r.Partition)
+	}
+	return c.def.Partition(r, n)
+}
+
+// OnNewBatch implements kgo.TopicPartitionerOnNewBatch (the sticky partitioning of
+// records with a null key).
+func (c chosenOrDefault) OnNewBatch() {
+	if nb, ok := c.def.(kgo.TopicPartitionerOnNewBatch); ok {
+		nb.OnNewBatch()
+	}
+}
