@@ -96,12 +96,6 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 	if cfg.GroupProtocol != GroupProtocolClassic && cfg.GroupProtocol != GroupProtocolStreams {
 		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.GroupProtocol is %v, not GroupProtocolClassic or GroupProtocolStreams", cfg.GroupProtocol)
 	}
-	if cfg.GroupProtocol == GroupProtocolStreams && (cfg.UncaughtErrorPolicy != StopInstance || cfg.UncaughtErrorHandler != nil) {
-		// Both restart and shutdown-application rejoin through the classic group today;
-		// the streams group's shutdown request (its heartbeat's ShutdownApplication) is not
-		// sent yet.
-		return nil, nil, runtime.Config{}, fmt.Errorf("kstream: Config.UncaughtErrorPolicy %v and Config.UncaughtErrorHandler are not supported with GroupProtocolStreams yet: use StopInstance (the default) or GroupProtocolClassic", cfg.UncaughtErrorPolicy)
-	}
 	if err := cfg.checkGoMemoryLimit(); err != nil {
 		return nil, nil, runtime.Config{}, err
 	}

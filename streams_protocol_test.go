@@ -555,16 +555,3 @@ func TestStreamsProtocolTopologyChangeRefusedOnKafka(t *testing.T) {
 	}
 }
 
-// The uncaught-error policies that rejoin (RestartProcessing, ShutdownApplication) are
-// refused under the streams protocol, by New, naming both settings.
-func TestStreamsProtocolRejoiningPoliciesRefused(t *testing.T) {
-	for _, p := range []kstream.UncaughtErrorPolicy{kstream.RestartProcessing, kstream.ShutdownApplication} {
-		cfg := testConfig(t)
-		cfg.GroupProtocol = kstream.GroupProtocolStreams
-		cfg.UncaughtErrorPolicy = p
-		_, err := kstream.New(countTopology("in", "out"), cfg)
-		if err == nil || !strings.Contains(err.Error(), "UncaughtErrorPolicy") || !strings.Contains(err.Error(), "GroupProtocolStreams") {
-			t.Errorf("policy %v: got %v, want an error naming UncaughtErrorPolicy and GroupProtocolStreams", p, err)
-		}
-	}
-}

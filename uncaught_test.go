@@ -43,10 +43,23 @@ func outValues(t *testing.T, out string, n int) []string {
 // third attempt processes the record.
 func TestUncaughtRestartProcessing(t *testing.T) {
 	t.Parallel()
+	uncaughtRestartProcessing(t, kstream.GroupProtocolClassic)
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka: the member leaves the group and
+// joins again as a new member.
+func TestUncaughtRestartProcessingStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	uncaughtRestartProcessing(t, kstream.GroupProtocolStreams)
+}
+
+func uncaughtRestartProcessing(t *testing.T, p kstream.GroupProtocol) {
 	in := kafkatest.CreateTopic(t, "in", 1, nil)
 	out := kafkatest.CreateTopic(t, "out", 1, nil)
 	var attempts atomic.Int32
 	cfg := testConfig(t)
+	cfg.GroupProtocol = p
 	cfg.UncaughtErrorPolicy = kstream.RestartProcessing
 	cfg.RestartBackoff = 50 * time.Millisecond
 	r := start(t, newApp(t, failing(in, out, func() bool { return attempts.Add(1) <= 2 }), cfg))
@@ -139,13 +152,24 @@ func TestUncaughtErrorHandler(t *testing.T) {
 // and its error. The one that asked also wraps its own error.
 func TestUncaughtShutdownApplication(t *testing.T) {
 	t.Parallel()
-	t.Run("dynamic", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, false) })
-	t.Run("static", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, true) })
+	t.Run("dynamic", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, false, kstream.GroupProtocolClassic) })
+	t.Run("static", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, true, kstream.GroupProtocolClassic) })
+}
+
+// The same as a streams group (KIP-1071) on Apache Kafka: the failing member's heartbeat
+// asks for the shutdown (ShutdownApplication), and the broker answers every member with
+// the status SHUTDOWN_APPLICATION. The others' error names the member the broker names;
+// only the one that asked knows the cause.
+func TestUncaughtShutdownApplicationStreams(t *testing.T) {
+	needStreamsBroker(t)
+	t.Parallel()
+	testUncaughtShutdownApplication(t, false, kstream.GroupProtocolStreams)
 }
 
 // testUncaughtShutdownApplication is TestUncaughtShutdownApplication with dynamic or
-// static members (Config.InstanceID: the failing member rejoins under the same id).
-func testUncaughtShutdownApplication(t *testing.T, static bool) {
+// static members (Config.InstanceID: the failing member rejoins under the same id), under
+// group protocol p.
+func testUncaughtShutdownApplication(t *testing.T, static bool, p kstream.GroupProtocol) {
 	in := kafkatest.CreateTopic(t, "in", 3, nil)
 	out := kafkatest.CreateTopic(t, "out", 3, nil)
 	appID := kafkatest.Name(t, "app")
@@ -155,6 +179,7 @@ func testUncaughtShutdownApplication(t *testing.T, static bool) {
 		cfg.ApplicationID = appID
 		cfg.ClientID = fmt.Sprintf("%s-inst-%d", appID, i)
 		cfg.UncaughtErrorPolicy = kstream.ShutdownApplication
+		cfg.GroupProtocol = p
 		if static {
 			cfg.InstanceID = fmt.Sprintf("member-%d", i)
 		}
@@ -179,12 +204,22 @@ func testUncaughtShutdownApplication(t *testing.T, static bool) {
 		if !errors.Is(err, kstream.ErrApplicationShutdown) || !errors.As(err, &se) {
 			t.Fatalf("instance %d: Run returned %v; want an ApplicationShutdownError", i, err)
 		}
-		if !strings.Contains(err.Error(), fmt.Sprintf("application %q shut down (ShutdownApplication) at the request of instance %q", appID, se.Instance[1:len(se.Instance)-1])) ||
-			!strings.Contains(se.Cause, "boom") {
-			t.Errorf("instance %d: error %q does not name the application, the instance and the cause", i, err)
-		}
 		if se.Instance != fmt.Sprintf("%q", fmt.Sprintf("%s-inst-%d", appID, i)) {
+			if p == kstream.GroupProtocolStreams {
+				// The broker names the member that asked, not its instance or its cause.
+				if !strings.Contains(err.Error(), fmt.Sprintf("application %q shut down (ShutdownApplication) at the request of instance (streams group: ", appID)) {
+					t.Errorf("instance %d: error %q does not name the application and the streams group's detail", i, err)
+				}
+				continue
+			}
+			if !strings.Contains(err.Error(), fmt.Sprintf("application %q shut down (ShutdownApplication) at the request of instance %q", appID, se.Instance[1:len(se.Instance)-1])) ||
+				!strings.Contains(se.Cause, "boom") {
+				t.Errorf("instance %d: error %q does not name the application, the instance and the cause", i, err)
+			}
 			continue
+		}
+		if !strings.Contains(se.Cause, "boom") {
+			t.Errorf("instance %d asked: cause %q does not name its error", i, se.Cause)
 		}
 		asked = i
 		var re *kstream.RecordError

@@ -270,6 +270,10 @@ func (m *streamsMembership) request(epoch int32) *kmsg.StreamsGroupHeartbeatRequ
 	req.MemberID = m.memberID
 	req.MemberEpoch = epoch
 	req.EndpointInformationEpoch = m.endpoint
+	// This instance's request to shut the application down (UncaughtShutdownApplication,
+	// uncaught.go), Kafka Streams' shutdownApplication: the broker answers every member
+	// with the status SHUTDOWN_APPLICATION.
+	req.ShutdownApplication = m.r.shutdownRequest() != nil
 	if cfg.InstanceID != "" {
 		req.InstanceID = kmsg.StringPtr(cfg.InstanceID)
 	}
@@ -491,7 +495,14 @@ func (m *streamsMembership) statuses(ss []kmsg.StreamsGroupHeartbeatResponseStat
 	for _, s := range ss {
 		switch s.StatusCode {
 		case streamsStatusShutdownApplication:
-			r.fail(fmt.Errorf("kstream: streams group %q: a member asked the whole application to shut down: %s", r.cfg.ApplicationID, s.StatusDetail))
+			// Every member stops, as on a shutdown request in a classic assignment; the
+			// broker names the member that asked in the detail, not its cause, which only
+			// that member's own error carries.
+			req := shutdownRequest{Instance: "(streams group: " + s.StatusDetail + ")", Cause: s.StatusDetail}
+			if own := r.shutdownRequest(); own != nil {
+				req = *own
+			}
+			r.shutdownRequested(req)
 		case streamsStatusIncorrectlyPartitioned:
 			r.fail(fmt.Errorf("kstream: streams group %q: topics are not partitioned as the topology needs: %s", r.cfg.ApplicationID, s.StatusDetail))
 		case streamsStatusMissingSourceTopics:
