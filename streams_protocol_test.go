@@ -554,4 +554,3 @@ func TestStreamsProtocolTopologyChangeRefusedOnKafka(t *testing.T) {
 		t.Errorf("the first instance runs %v in state %v after the refusal", got, app.State())
 	}
 }
-

@@ -152,8 +152,14 @@ func TestUncaughtErrorHandler(t *testing.T) {
 // and its error. The one that asked also wraps its own error.
 func TestUncaughtShutdownApplication(t *testing.T) {
 	t.Parallel()
-	t.Run("dynamic", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, false, kstream.GroupProtocolClassic) })
-	t.Run("static", func(t *testing.T) { t.Parallel(); testUncaughtShutdownApplication(t, true, kstream.GroupProtocolClassic) })
+	t.Run("dynamic", func(t *testing.T) {
+		t.Parallel()
+		testUncaughtShutdownApplication(t, false, kstream.GroupProtocolClassic)
+	})
+	t.Run("static", func(t *testing.T) {
+		t.Parallel()
+		testUncaughtShutdownApplication(t, true, kstream.GroupProtocolClassic)
+	})
 }
 
 // The same as a streams group (KIP-1071) on Apache Kafka: the failing member's heartbeat
