@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/kstream-go/kstream"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -399,7 +401,7 @@ func TestStreamsProtocolJavaToolOnKafka(t *testing.T) {
 	cfg.CommitInterval = 100 * time.Millisecond
 	app := newApp(t, countTopology(in, out), cfg)
 	outputs := collect(t, out)
-	start(t, app)
+	r := start(t, app)
 	kafkatest.Eventually(t, 60*time.Second, "running every task", func() bool {
 		return len(app.Tasks()) == partitions && app.State() == kstream.StateRunning
 	})
@@ -426,6 +428,28 @@ func TestStreamsProtocolJavaToolOnKafka(t *testing.T) {
 	t.Logf("--describe --state:\n%s", state)
 	if !strings.Contains(state, "Stable") && !strings.Contains(state, "STABLE") {
 		t.Errorf("--describe --state does not show a stable group")
+	}
+
+	// With the application stopped (its member left the group), the tool resets the group's
+	// input offsets to the earliest, and deletes the group.
+	if err := r.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopping: %v", err)
+	}
+	reset := tool("--reset-offsets", "--group", cfg.ApplicationID, "--input-topic", in, "--to-earliest", "--execute")
+	t.Logf("--reset-offsets --to-earliest --execute:\n%s", reset)
+	adm := kadm.NewClient(kafkatest.Client(t))
+	committed, err := adm.FetchOffsets(kafkatest.Context(t, 10*time.Second), cfg.ApplicationID)
+	if err != nil {
+		t.Fatalf("fetching the group's offsets after the reset: %v", err)
+	}
+	for p := range int32(partitions) {
+		if o, ok := committed.Lookup(in, p); !ok || o.At != 0 {
+			t.Errorf("partition %d of %s: committed %+v after --reset-offsets --to-earliest, want 0", p, in, o)
+		}
+	}
+	tool("--delete", "--group", cfg.ApplicationID)
+	if list := tool("--list"); strings.Contains(list, cfg.ApplicationID) {
+		t.Errorf("--list still names %s after --delete:\n%s", cfg.ApplicationID, list)
 	}
 }
 
