@@ -312,8 +312,24 @@ func asyncCrashRun(t *testing.T, guarantee string, kills int, check func(f *asyn
 	f.produce(t, perPhase)
 	n := len(f.byOffset)
 	ch := kafkatest.StartChild(t, "async-app", env...)
-	recs := kafkatest.Consume(t, out, n, 120*time.Second, opts...)
-	recs = append(recs, kafkatest.Drain(t, out, 2*time.Second, 30*time.Second, opts...)[len(recs):]...)
+	// Until every input has an output: at least once, the output holds replays too, so a
+	// count of records can be reached before the last inputs are done, and the child may
+	// pause longer than a quiet period (a rebalance when the killed member's session ends).
+	cl := kafkatest.Client(t, append([]kgo.Opt{kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	distinct := map[string]bool{}
+	for len(distinct) < n && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			recs = append(recs, r)
+			distinct[string(r.Value)] = true
+		})
+	}
+	if len(distinct) < n {
+		t.Fatalf("%d distinct outputs after two minutes, want one for each of the %d inputs", len(distinct), n)
+	}
+	recs = append(recs, kafkatest.ConsumeAtMost(t, out, 1<<20, time.Second, opts...)[len(recs):]...)
 	ch.Kill(t)
 	return f, recs
 }
