@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -173,7 +174,7 @@ func TestStreamsTaskOffsets(t *testing.T) {
 }
 
 // The group's statuses are handled as Kafka Streams handles them: incorrectly partitioned
-// topics and a shutdown request stop the application at once, missing source topics after
+// topics stop the instance and a shutdown request the application, at once; missing source topics after
 // missingSourceTimeout (the wait starting over once they are no longer reported), the
 // others are waited out.
 func TestStreamsStatuses(t *testing.T) {
@@ -185,12 +186,17 @@ func TestStreamsStatuses(t *testing.T) {
 		return []kmsg.StreamsGroupHeartbeatResponseStatus{{StatusCode: code, StatusDetail: detail}}
 	}
 	t0 := time.Now()
-	for _, code := range []int8{streamsStatusIncorrectlyPartitioned, streamsStatusShutdownApplication} {
-		m, r := newM()
-		m.statuses(st(code, "detail"), t0)
-		if err := r.fatal(); err == nil || !strings.Contains(err.Error(), "detail") {
-			t.Errorf("status %d: fatal %v, want an error with the broker's detail", code, err)
-		}
+	m, r := newM()
+	m.statuses(st(streamsStatusIncorrectlyPartitioned, "detail"), t0)
+	if err := r.fatal(); err == nil || !strings.Contains(err.Error(), "detail") {
+		t.Errorf("incorrectly partitioned: fatal %v, want an error with the broker's detail", err)
+	}
+	// A shutdown request stops the instance as one in a classic assignment does: Run then
+	// returns an ApplicationShutdownError quoting the broker's detail (uncaught.go).
+	m, r = newM()
+	m.statuses(st(streamsStatusShutdownApplication, "detail"), t0)
+	if e := r.unc.shutdown; e == nil || !errors.Is(e, ErrApplicationShutdown) || !strings.Contains(e.Error(), "detail") {
+		t.Errorf("shutdown application: %v, want an ApplicationShutdownError with the broker's detail", e)
 	}
 	for _, code := range []int8{streamsStatusStaleTopology, streamsStatusMissingInternalTopics, streamsStatusAssignmentDelayed} {
 		m, r := newM()
@@ -199,7 +205,7 @@ func TestStreamsStatuses(t *testing.T) {
 			t.Errorf("status %d: fatal %v, want none", code, err)
 		}
 	}
-	m, r := newM()
+	m, r = newM()
 	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0)
 	m.statuses(st(streamsStatusMissingSourceTopics, "Source topics in are missing."), t0.Add(missingSourceTimeout-time.Second))
 	m.statuses(nil, t0.Add(missingSourceTimeout)) // they exist again: the wait starts over
