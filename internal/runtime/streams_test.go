@@ -115,6 +115,17 @@ func TestStreamsHeartbeatRequest(t *testing.T) {
 		t.Errorf("ack: active tasks not grouped by sub-topology: %+v", ack.ActiveTasks)
 	}
 
+	// Warm-up tasks (none from Apache Kafka 4.4.0, whose coordinator does not compute them
+	// yet) are acknowledged in their own list, apart from the standbys.
+	m.owned.Warmup = []TaskID{{0, 1}, {1, 3}}
+	warm := wire(m.request(6))
+	if got, want := fromTaskIDs(warm.WarmupTasks), []TaskID{{0, 1}, {1, 3}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ack: warm-up %v, want %v", got, want)
+	}
+	if got := fromTaskIDs(warm.StandbyTasks); !reflect.DeepEqual(got, []TaskID{{1, 1}}) {
+		t.Errorf("ack with warm-ups: standby %v, want [1_1]", got)
+	}
+
 	m.sent = true
 	steady := wire(m.request(5))
 	if steady.ActiveTasks != nil || steady.StandbyTasks != nil || steady.WarmupTasks != nil {
