@@ -41,6 +41,9 @@ const (
 	asyncBatchWait = time.Millisecond
 	// asyncCloseWait bounds how long closing a task waits for calls it cancelled.
 	asyncCloseWait = 2 * time.Second
+	// asyncIdleWorker is how often an operator ends its idle call goroutines
+	// (asyncOp.worker).
+	asyncIdleWorker = time.Second
 )
 
 // AsyncOrder says in which order an async operator's outputs leave it.
@@ -241,17 +244,11 @@ func (e *AsyncError) Unwrap() error { return e.Err }
 // Options: [Named], [WithConcurrency], [WithCallTimeout], [WithAsyncRetry],
 // [WithOutputOrder].
 func MapValuesAsync[K, V, VR any](s KStream[K, V], fn func(ctx context.Context, k K, v V) (VR, error), opts ...Option) KStream[K, VR] {
-	var call func(context.Context, Record[K, V]) ([]VR, error)
+	var one func(context.Context, Record[K, V]) (VR, error)
 	if fn != nil {
-		call = func(ctx context.Context, r Record[K, V]) ([]VR, error) {
-			vr, err := fn(ctx, r.Key, r.Value)
-			if err != nil {
-				return nil, err
-			}
-			return []VR{vr}, nil
-		}
+		one = func(ctx context.Context, r Record[K, V]) (VR, error) { return fn(ctx, r.Key, r.Value) }
 	}
-	out := addAsync(s, "MAPVALUESASYNC", "MapValuesAsync", call, sameKey[K, V, VR], opts)
+	out := addAsync(s, "MAPVALUESASYNC", "MapValuesAsync", nil, one, sameKey[K, V, VR], opts)
 	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
 	out.n.valueChanging = true
 	return out
@@ -264,7 +261,7 @@ func FlatMapValuesAsync[K, V, VR any](s KStream[K, V], fn func(ctx context.Conte
 	if fn != nil {
 		call = func(ctx context.Context, r Record[K, V]) ([]VR, error) { return fn(ctx, r.Key, r.Value) }
 	}
-	out := addAsync(s, "FLATMAPVALUESASYNC", "FlatMapValuesAsync", call, sameKey[K, V, VR], opts)
+	out := addAsync(s, "FLATMAPVALUESASYNC", "FlatMapValuesAsync", call, nil, sameKey[K, V, VR], opts)
 	out.ks, out.vs, out.keyChanged = s.ks, carry[V, VR](s.vs), s.keyChanged
 	out.n.valueChanging = true
 	return out
@@ -279,7 +276,7 @@ func FlatMapValuesAsync[K, V, VR any](s KStream[K, V], fn func(ctx context.Conte
 // touch the task's stores. Since the key may change, a key-dependent operator downstream
 // repartitions, as after [Process]. Options: as [MapValuesAsync].
 func ProcessAsync[KIn, VIn, KOut, VOut any](s KStream[KIn, VIn], fn func(ctx context.Context, r Record[KIn, VIn]) ([]Record[KOut, VOut], error), opts ...Option) KStream[KOut, VOut] {
-	out := addAsync(s, "PROCESSASYNC", "ProcessAsync", fn, func(_ Record[KIn, VIn], o Record[KOut, VOut]) Record[KOut, VOut] { return o }, opts)
+	out := addAsync(s, "PROCESSASYNC", "ProcessAsync", fn, nil, func(_ Record[KIn, VIn], o Record[KOut, VOut]) Record[KOut, VOut] { return o }, opts)
 	out.ks, out.vs, out.keyChanged = carry[KIn, KOut](s.ks), carry[VIn, VOut](s.vs), true
 	out.n.keyChanging = true
 	return out
@@ -294,13 +291,13 @@ func sameKey[K, V, VR any](in Record[K, V], v VR) Record[K, VR] {
 var asyncAllowed = []string{"WithConcurrency", "WithCallTimeout", "WithAsyncRetry", "WithOutputOrder"}
 
 // addAsync adds an async operator under s: call makes an input record's outputs, of type O,
-// and out turns each into the record forwarded.
+// or one (set instead of call) its only output; out turns each into the record forwarded.
 func addAsync[K, V, O, KOut, VOut any](s KStream[K, V], prefix, op string, call func(context.Context, Record[K, V]) ([]O, error),
-	out func(Record[K, V], O) Record[KOut, VOut], opts []Option) KStream[KOut, VOut] {
+	one func(context.Context, Record[K, V]) (O, error), out func(Record[K, V], O) Record[KOut, VOut], opts []Option) KStream[KOut, VOut] {
 	c := s.b.options(op, opts, asyncAllowed...)
 	n := &node{kind: kindProcessor}
 	s.b.addNode(n, prefix, c.name, s.n)
-	if call == nil {
+	if call == nil && one == nil {
 		s.b.errorf("%s (operator %s): the function is nil", op, n.name)
 	}
 	cfg, err := c.async.config()
@@ -317,6 +314,7 @@ func addAsync[K, V, O, KOut, VOut any](s KStream[K, V], prefix, op string, call 
 			return nil, err
 		}
 		a := newAsyncOp(t, n, cfg, call, keyOf, func(in Record[K, V], o O) { fwd.Forward(out(in, o)) })
+		a.one = one
 		t.asyncs = append(t.asyncs, a)
 		t.txnHooks = append(t.txnHooks, a)
 		t.closers = append(t.closers, namedCloser{n.name, a})
@@ -334,6 +332,8 @@ type nullKeyID struct{}
 func asyncKeyOf[K any](ks serde.Serde[K]) (func(K) (any, error), error) {
 	tk := reflect.TypeFor[K]()
 	switch {
+	case tk == reflect.TypeFor[[]byte]():
+		return func(k K) (any, error) { return string(any(k).([]byte)), nil }, nil
 	case tk.Kind() == reflect.Slice && tk.Elem().Kind() == reflect.Uint8:
 		return func(k K) (any, error) { return string(reflect.ValueOf(k).Bytes()), nil }, nil
 	case tk.Kind() != reflect.Interface && tk.Comparable() && !holdsInterface(tk):
@@ -416,6 +416,7 @@ type asyncEntry[K, V, O any] struct {
 	admitted time.Time
 	// Set by the call's goroutine before it hands the entry back.
 	outs     []O
+	out1     [1]O // outs' array for an operator with one output per record (asyncOp.one)
 	err      error
 	attempts int
 	finished bool // handed back (task goroutine)
@@ -428,6 +429,7 @@ type asyncOp[K, V, O any] struct {
 	n     *node
 	cfg   asyncConfig
 	call  func(context.Context, Record[K, V]) ([]O, error)
+	one   func(context.Context, Record[K, V]) (O, error) // instead of call: one output per record
 	keyOf func(K) (any, error)
 	fwd   func(in Record[K, V], o O) // forwards output o of input in
 	sem   chan struct{}              // Config.AsyncMaxInFlight's tokens; nil without a cap
@@ -461,11 +463,23 @@ type asyncOp[K, V, O any] struct {
 	// signal gets a token whenever a call finishes (drain waits on it).
 	signal chan struct{}
 	calls  sync.WaitGroup
+	// work hands a call to an idle worker goroutine (asyncOp.worker), or a job without an
+	// entry that ends one (every asyncIdleWorker, at reapedAt); closing it ends them all,
+	// when the operator closes (closed).
+	work     chan asyncJob[K, V, O]
+	reapedAt time.Time
+	closed   bool
+}
+
+// asyncJob is a call for a worker: entry e, in the generation whose context is ctx.
+type asyncJob[K, V, O any] struct {
+	ctx context.Context
+	e   *asyncEntry[K, V, O]
 }
 
 func newAsyncOp[K, V, O any](t *task, n *node, cfg asyncConfig, call func(context.Context, Record[K, V]) ([]O, error), keyOf func(K) (any, error), fwd func(Record[K, V], O)) *asyncOp[K, V, O] {
 	a := &asyncOp[K, V, O]{t: t, n: n, cfg: cfg, call: call, keyOf: keyOf, fwd: fwd, keys: map[any][]*asyncEntry[K, V, O]{},
-		signal: make(chan struct{}, 1)}
+		signal: make(chan struct{}, 1), work: make(chan asyncJob[K, V, O]), reapedAt: time.Now()}
 	if t.h.async != nil {
 		a.sem = t.h.async.sem
 		a.stats = t.h.async.operator(n.name)
@@ -489,7 +503,10 @@ func (a *asyncOp[K, V, O]) admit(r Record[K, V]) {
 			return
 		}
 	}
-	e := &asyncEntry[K, V, O]{rec: r, raw: t.cur, ts: t.curTS, hasTS: t.hasTS, key: id, admitted: time.Now()}
+	e := &asyncEntry[K, V, O]{rec: r, raw: t.cur, ts: t.curTS, hasTS: t.hasTS, key: id}
+	if a.stats != nil {
+		e.admitted = time.Now() // for the queue wait
+	}
 	a.mu.Lock()
 	e.gen = a.gen
 	a.mu.Unlock()
@@ -510,16 +527,51 @@ func (a *asyncOp[K, V, O]) admit(r Record[K, V]) {
 	}
 }
 
-// start runs e's call on a goroutine of its own.
+// start runs e's call on a worker goroutine: an idle one, or a new one.
 func (a *asyncOp[K, V, O]) start(e *asyncEntry[K, V, O]) {
 	a.mu.Lock()
 	ctx, gen := a.ctx, a.gen
 	a.mu.Unlock()
-	if e.gen != gen {
+	if e.gen != gen || a.closed {
 		return // admitted before a reset: dropped
 	}
 	a.calls.Add(1)
-	go a.run(ctx, e)
+	job := asyncJob[K, V, O]{ctx, e}
+	select {
+	case a.work <- job:
+	default:
+		go a.worker(job)
+	}
+}
+
+// worker makes the call of job, then of every job handed to it while it waits, until the
+// operator reaps it (idle at a reap, see reapIdle) or closes. The operator's goroutines so
+// outlive their calls: a call costs no goroutine start, and its stack, grown by the function
+// once, stays grown. At most WithConcurrency workers run per operator, as many as its calls
+// at once.
+func (a *asyncOp[K, V, O]) worker(job asyncJob[K, V, O]) {
+	for ok := true; ok && job.e != nil; job, ok = <-a.work {
+		a.run(job.ctx, job.e)
+		job = asyncJob[K, V, O]{}
+	}
+}
+
+// reapIdle ends the workers idle now, once per asyncIdleWorker: an operator whose calls
+// thinned out does not keep their goroutines. Under load few are idle at any moment (a
+// worker waits about asyncBatchWait for its next call), and a call finding no idle worker
+// starts one.
+func (a *asyncOp[K, V, O]) reapIdle(now time.Time) {
+	if a.closed || now.Sub(a.reapedAt) < asyncIdleWorker {
+		return
+	}
+	a.reapedAt = now
+	for {
+		select {
+		case a.work <- asyncJob[K, V, O]{}:
+		default:
+			return
+		}
+	}
 }
 
 // run makes e's calls (with retries), then hands e back to the task. It runs on its own
@@ -536,16 +588,19 @@ func (a *asyncOp[K, V, O]) run(ctx context.Context, e *asyncEntry[K, V, O]) {
 		}
 	}
 	st := a.stats
-	began := time.Now()
+	var callBegan time.Time
 	if st != nil {
-		st.queueWait.observe(began.Sub(e.admitted))
+		callBegan = time.Now()
+		st.queueWait.observe(callBegan.Sub(e.admitted))
 		st.inFlight.Add(1)
 		defer st.inFlight.Add(-1)
 	}
 	backoff := a.cfg.retry.InitialBackoff
 	var timer *time.Timer
 	for e.attempts = 1; ; e.attempts++ {
-		callBegan := time.Now()
+		if st != nil && e.attempts > 1 {
+			callBegan = time.Now()
+		}
 		e.outs, e.err = a.callOnce(ctx, e)
 		if st != nil {
 			st.calls.Add(1)
@@ -598,6 +653,14 @@ func (a *asyncOp[K, V, O]) callOnce(ctx context.Context, e *asyncEntry[K, V, O])
 			outs, err = nil, fmt.Errorf("in the async function: %w", &panicError{p, debug.Stack()})
 		}
 	}()
+	if a.one != nil {
+		o, err := a.one(ctx, e.rec)
+		if err != nil {
+			return nil, err
+		}
+		e.out1[0] = o
+		return e.out1[:], nil
+	}
 	return a.call(ctx, e.rec)
 }
 
@@ -716,6 +779,7 @@ func (a *asyncOp[K, V, O]) heldOffsets(fn func(topic string, partition int32, of
 // resume implements asyncRunner: the finished calls are taken back, the next record of each
 // of their keys is called, and the outputs that may leave are forwarded.
 func (a *asyncOp[K, V, O]) resume() {
+	a.reapIdle(time.Now())
 	a.mu.Lock()
 	done := a.done
 	a.done = nil
@@ -833,6 +897,10 @@ func (a *asyncOp[K, V, O]) Close() error {
 	a.mu.Lock()
 	a.cancel()
 	a.mu.Unlock()
+	if !a.closed {
+		a.closed = true
+		close(a.work) // the idle workers end
+	}
 	stopped := make(chan struct{})
 	go func() { a.calls.Wait(); close(stopped) }()
 	timer := time.NewTimer(asyncCloseWait)
