@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sync/atomic"
 	"unsafe"
@@ -128,6 +129,17 @@ type Buffer struct {
 	// hidden are entries of frozen that range deletions made since the freeze detached from
 	// their slots, so that Discard can put them back.
 	hidden []*entry
+
+	// epoch counts the range deletions made with the read cache on; dead are the latest of
+	// them, oldest first, whose keys the cached values taken before them (the slots of a
+	// lower epoch) must not answer for.
+	epoch uint32
+	dead  []deadRange
+
+	// fresh are the prefixes whose written keys the Buffer records (see TrackFresh), hashed
+	// with freshSeed.
+	fresh     []*freshPrefix
+	freshSeed maphash.Seed
 }
 
 // slot is the Buffer's state of one key: its pending entry and its cached underlying value.
@@ -138,9 +150,12 @@ type slot struct {
 	// p is the pending entry of the key, or nil.
 	p *entry
 	// cost is the heap accounted to the read cache for the slot: 0 unless known.
-	cost int
+	cost int32
 	// cgen is the generation of the map holding the slot (Buffer.cgen for m).
 	cgen uint32
+	// epoch is the Buffer's range deletion count (Buffer.epoch) when the cached value was
+	// taken: the range deletions made since may have deleted it (see Buffer.dead).
+	epoch uint32
 	// known: the read cache knows the underlying value (val), or its absence (absent).
 	known, absent bool
 }
@@ -245,6 +260,9 @@ type viewGetter interface {
 
 // view is Get returning the Buffer's own storage when it can (owned false).
 func (b *Buffer) view(key []byte) (v []byte, ok, owned bool, err error) {
+	if len(b.fresh) > 0 && b.freshAbsent(key) {
+		return nil, false, false, nil // never written, nor cached but as absent
+	}
 	s := b.find(key)
 	if s != nil && s.p != nil {
 		if s.p.del {
@@ -254,6 +272,10 @@ func (b *Buffer) view(key []byte) (v []byte, ok, owned bool, err error) {
 	}
 	if b.rangeCovers(key) {
 		return nil, false, false, nil
+	}
+	if s != nil && s.known && len(b.dead) > 0 && s.epoch != b.epoch && b.stale(s) {
+		b.remove(s) // no pending entry
+		s = nil
 	}
 	if s != nil && s.known {
 		if s.absent {
@@ -314,16 +336,16 @@ func (b *Buffer) newSlot(key []byte) *slot {
 // not fit in m.
 func (b *Buffer) promote(s *slot) {
 	delete(b.old, s.key)
-	b.oldSize -= s.cost
+	b.oldSize -= int(s.cost)
 	if s.p != nil {
 		b.pendOld--
 	}
-	if s.cost > 0 && b.cleanSize+s.cost > b.bound()/2 {
+	if s.cost > 0 && b.cleanSize+int(s.cost) > b.bound()/2 {
 		b.rotate()
 	}
 	s.cgen = b.cgen
 	b.m[s.key] = s
-	b.cleanSize += s.cost
+	b.cleanSize += int(s.cost)
 	if s.p != nil {
 		b.pendCur++
 	}
@@ -368,9 +390,9 @@ func (b *Buffer) remove(s *slot) {
 // uncache forgets the cached value of s.
 func (b *Buffer) uncache(s *slot) {
 	if s.cgen == b.cgen {
-		b.cleanSize -= s.cost
+		b.cleanSize -= int(s.cost)
 	} else {
-		b.oldSize -= s.cost
+		b.oldSize -= int(s.cost)
 	}
 	s.val, s.cost, s.known, s.absent = nil, 0, false, false
 }
@@ -382,7 +404,7 @@ func (b *Buffer) setCached(s *slot, v []byte, absent, own bool) (kept bool) {
 	if s.cgen != b.cgen {
 		b.promote(s) // a slot written or read again moves to the new generation
 	}
-	b.cleanSize -= s.cost
+	b.cleanSize -= int(s.cost)
 	s.cost = 0
 	switch {
 	case absent:
@@ -392,10 +414,10 @@ func (b *Buffer) setCached(s *slot, v []byte, absent, own bool) (kept bool) {
 	default:
 		s.val = append(s.val[:0], v...) // reuses the cached value's storage when it fits
 	}
-	s.known, s.absent = true, absent
+	s.known, s.absent, s.epoch = true, absent, b.epoch
 	cost := slotCost(s.key, s.val)
 	half := b.bound() / 2
-	if cost > half {
+	if cost > half || cost > math.MaxInt32 {
 		s.val, s.known, s.absent = nil, false, false
 		if s.p == nil {
 			b.remove(s)
@@ -406,7 +428,7 @@ func (b *Buffer) setCached(s *slot, v []byte, absent, own bool) (kept bool) {
 		b.rotate() // s moves to old with m
 		b.promote(s)
 	}
-	s.cost = cost
+	s.cost = int32(cost)
 	b.cleanSize += cost
 	return kept
 }
@@ -540,19 +562,78 @@ func (b *Buffer) deleteRange(from, to []byte) {
 	if b.frozen != nil {
 		b.hideFrozen(r)
 	}
+	if len(b.fresh) > 0 {
+		b.dropFresh(r.from, r.to)
+	}
 	b.ranges = append(b.ranges, r)
-	// The read cache must not answer for the keys the range deletes. Range deletions are
-	// rare (a window store makes one per expired segment), so a pass over the cache is
-	// affordable.
+	// The read cache must not answer for the keys the range deletes: a cached value taken
+	// before it that it covers is stale (see stale), and leaves when read or when
+	// maxDeadRanges pile up, in one pass over the cache, rather than at each deletion.
 	if b.cacheMax > 0 {
-		for _, mp := range [2]map[string]*slot{b.m, b.old} {
-			for k, s := range mp {
-				if s.known && r.coversString(k) {
-					b.remove(s) // no pending entry: those in the range were dropped
-				}
+		if b.epoch == math.MaxUint32 {
+			b.renumberEpochs()
+		}
+		b.epoch++
+		b.dead = append(b.dead, deadRange{keyRange: r, epoch: b.epoch})
+		if len(b.dead) > maxDeadRanges {
+			b.dropDead()
+		}
+	}
+	b.last = nil
+}
+
+// deadRange is a range deletion that may have deleted values the read cache took before
+// it: those of the slots whose epoch is below the range's.
+type deadRange struct {
+	keyRange
+	epoch uint32
+}
+
+// maxDeadRanges is the number of range deletions the read cache checks its values against
+// when they are read; beyond it, dropDead drops the values they made stale.
+const maxDeadRanges = 8
+
+// stale reports whether the cached value of s may have been deleted by a range deletion
+// made after the cache took it.
+func (b *Buffer) stale(s *slot) bool {
+	for i := len(b.dead) - 1; i >= 0 && b.dead[i].epoch > s.epoch; i-- {
+		if b.dead[i].coversString(s.key) {
+			return true
+		}
+	}
+	return false
+}
+
+// renumberEpochs starts the range deletions' count again from 0 once it reached its
+// largest value: the stale values go, and every slot's epoch becomes 0.
+func (b *Buffer) renumberEpochs() {
+	b.dropDead()
+	for _, mp := range [2]map[string]*slot{b.m, b.old} {
+		for _, s := range mp {
+			s.epoch = 0
+		}
+	}
+	b.epoch = 0
+}
+
+// dropDead drops from the read cache the values that the range deletions of b.dead made
+// stale, and forgets those ranges: one pass over the cache. A slot with a pending entry
+// keeps its entry and forgets its cached value.
+func (b *Buffer) dropDead() {
+	for _, mp := range [2]map[string]*slot{b.m, b.old} {
+		for _, s := range mp {
+			if !s.known || s.epoch == b.epoch || !b.stale(s) {
+				continue
+			}
+			if s.p == nil {
+				b.remove(s)
+			} else {
+				b.uncache(s)
 			}
 		}
 	}
+	clear(b.dead)
+	b.dead = b.dead[:0]
 	b.last = nil
 }
 
@@ -590,6 +671,9 @@ func rangesIn(rs []keyRange, from, to []byte) []keyRange {
 // room for the value, none for the key if it is pending or cached.
 func (b *Buffer) write(key, value []byte, del bool) {
 	b.snap = nil
+	if len(b.fresh) > 0 {
+		b.noteFresh(key)
+	}
 	s := b.find(key)
 	if s == nil {
 		s = b.newSlot(key)
@@ -932,6 +1016,10 @@ func (b *Buffer) Pending(fn func(key, value []byte, deleted bool)) {
 // generation (Freeze), it drops the writes made since the freeze: the frozen ones stay
 // pending, for their Frozen to release or unfreeze.
 func (b *Buffer) Discard() {
+	// A discarded range deletion uncovers the keys it hid, which a recorded prefix may
+	// have taken for absent.
+	clear(b.fresh)
+	b.fresh = b.fresh[:0]
 	if b.frozen != nil {
 		b.discardSinceFreeze()
 		return
@@ -1055,11 +1143,20 @@ func (bt *bufferBatch) Commit() error {
 		key := bt.data[op.off : op.off+op.klen]
 		if op.rng {
 			from, to := key, bt.data[op.off+op.klen:op.off+op.klen+op.vlen]
-			if op.fromNil {
+			// A bound is nil (unbounded) only if it was given so: an empty bound sliced
+			// from a batch whose data is still nil is nil too, and an empty upper bound
+			// means an empty range, not an unbounded one.
+			switch {
+			case op.fromNil:
 				from = nil
+			case from == nil:
+				from = []byte{}
 			}
-			if op.toNil {
+			switch {
+			case op.toNil:
 				to = nil
+			case to == nil:
+				to = []byte{}
 			}
 			b.deleteRange(from, to)
 			continue

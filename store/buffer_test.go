@@ -1144,8 +1144,24 @@ func testBufferRandomModel(t *testing.T, cache int, freeze bool) {
 		if testing.Short() {
 			steps = 1000
 		}
+		tracked := 0 // prefixes TrackFresh took
 		for step := range steps {
 			var op string
+			if r.IntN(100) < 3 {
+				// Record a prefix's writes (refused unless it holds no key): the Gets
+				// after each step check its "absent" answers.
+				prefix := []byte(randKey())[:1]
+				if r.IntN(2) == 0 {
+					prefix = []byte(randKey() + randKey())[:2]
+				}
+				ok, err := buf.TrackFresh(prefix)
+				if err != nil {
+					t.Fatalf("step %d: TrackFresh(%x): %v", step, prefix, err)
+				}
+				if ok {
+					tracked++
+				}
+			}
 			if freeze && r.IntN(100) < 12 {
 				switch {
 				case fz == nil:
@@ -1301,7 +1317,7 @@ func testBufferRandomModel(t *testing.T, cache int, freeze bool) {
 			if err := buf.CheckInvariants(); err != nil {
 				t.Fatalf("step %d (%s): %v", step, op, err)
 			}
-			for range 8 {
+			for range 16 {
 				k := randKey()
 				v, ok, err := buf.Get([]byte(k))
 				mv, mok := view[k]
@@ -1335,6 +1351,9 @@ func testBufferRandomModel(t *testing.T, cache int, freeze bool) {
 			if t.Failed() {
 				t.FailNow()
 			}
+		}
+		if tracked == 0 {
+			t.Error("TrackFresh never took a prefix")
 		}
 		for _, o := range iters {
 			wantPairs(t, "at the end: "+o.what+" opened earlier", drain(t, o.it, nil), o.want)
@@ -1499,4 +1518,108 @@ type countingBackend struct {
 func (c *countingBackend) Get(k []byte) ([]byte, bool, error) {
 	c.gets++
 	return c.Backend.Get(k)
+}
+
+// An empty upper bound of a batch's range deletion is an empty range, not an unbounded one,
+// even as the batch's first write (when the batch holds no bytes yet).
+func TestBufferBatchRangeDeletionWithEmptyBound(t *testing.T) {
+	buf := store.NewBuffer(newCountingBackend(t))
+	mustSet(t, buf, "b", "1")
+	bt := buf.NewBatch()
+	bt.DeleteRange([]byte{}, []byte{})
+	bt.DeleteRange([]byte("a"), []byte{})
+	if err := bt.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantGet(t, buf, "b", "1")
+}
+
+// A prefix that holds no key is recorded (TrackFresh): a Get of a key under it that was
+// never written answers without reading the underlying backend, one that was written (and
+// flushed) reads it as before; a prefix that holds a key is refused; Discard and a range
+// deletion of the whole prefix end the recording.
+func TestBufferTrackFresh(t *testing.T) {
+	under := newCountingBackend(t)
+	buf := store.NewBuffer(under).WithReadCache(1 << 20)
+	mustSet(t, buf, "a1", "x")
+	if ok, err := buf.TrackFresh([]byte("a")); ok || err != nil {
+		t.Fatalf("TrackFresh of a prefix holding a key = %v, %v; want false", ok, err)
+	}
+	if ok, err := buf.TrackFresh([]byte("b")); !ok || err != nil {
+		t.Fatalf("TrackFresh(b) = %v, %v; want true", ok, err)
+	}
+	mustSet(t, buf, "b1", "y")
+	mustFlush(t, buf, -1)
+	under.gets = 0
+	wantAbsent(t, buf, "b2")
+	wantAbsent(t, buf, "b3")
+	if under.gets != 0 {
+		t.Fatalf("Gets of never written keys read the backend %d times", under.gets)
+	}
+	wantGet(t, buf, "b1", "y")
+	wantAbsent(t, buf, "c1")
+	if under.gets != 1 {
+		t.Fatalf("Get of a key outside the prefix: %d backend reads; want 1", under.gets)
+	}
+	buf.Discard()
+	under.gets = 0
+	wantAbsent(t, buf, "b2")
+	if under.gets != 1 {
+		t.Fatalf("after Discard: %d backend reads; want 1", under.gets)
+	}
+	if ok, err := buf.TrackFresh([]byte("d")); !ok || err != nil {
+		t.Fatalf("TrackFresh(d) = %v, %v; want true", ok, err)
+	}
+	if err := buf.DeleteRange([]byte("c"), []byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	under.gets = 0
+	wantAbsent(t, buf, "d1")
+	if under.gets != 0 {
+		t.Fatalf("under a pending range deletion: %d backend reads; want 0", under.gets)
+	}
+	mustFlush(t, buf, -1)
+	wantAbsent(t, buf, "d1")
+	if under.gets != 1 {
+		t.Fatalf("after a range deletion of the prefix: %d backend reads; want 1", under.gets)
+	}
+}
+
+// Values the read cache took before range deletions that cover them are never returned
+// afterwards, however many range deletions came since (the cache drops them lazily).
+func TestBufferReadCacheAfterRangeDeletions(t *testing.T) {
+	under := newCountingBackend(t)
+	buf := store.NewBuffer(under).WithReadCache(1 << 20)
+	for i := range 40 {
+		mustSet(t, buf, fmt.Sprintf("k%02d", i), "v")
+	}
+	mustFlush(t, buf, -1)
+	for i := range 40 {
+		wantGet(t, buf, fmt.Sprintf("k%02d", i), "v") // cached
+	}
+	for i := range 20 {
+		from, to := fmt.Sprintf("k%02d", 2*i), fmt.Sprintf("k%02d", 2*i+1)
+		if err := buf.DeleteRange([]byte(from), []byte(to)); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			mustFlush(t, buf, -1)
+		}
+	}
+	mustSet(t, buf, "k04", "new") // written after the range deletion of k04
+	mustFlush(t, buf, -1)
+	for i := range 40 {
+		k := fmt.Sprintf("k%02d", i)
+		switch {
+		case i == 4:
+			wantGet(t, buf, k, "new")
+		case i%2 == 0:
+			wantAbsent(t, buf, k)
+		default:
+			wantGet(t, buf, k, "v")
+		}
+	}
+	if err := buf.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
 }

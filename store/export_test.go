@@ -56,16 +56,16 @@ func (b *Buffer) CheckInvariants() error {
 				return fmt.Errorf("slot %q: generation %d in map of generation %d", k, s.cgen, b.cgen-uint32(gen))
 			case !s.known && s.p == nil:
 				return fmt.Errorf("slot %q: neither cached nor pending", k)
-			case !s.known && s.cost != 0, s.known && s.cost != slotCost(s.key, s.val):
+			case !s.known && s.cost != 0, s.known && int(s.cost) != slotCost(s.key, s.val):
 				return fmt.Errorf("slot %q: cost %d, want %d", k, s.cost, slotCost(s.key, s.val))
 			}
 			if gen == 0 {
-				cur += s.cost
+				cur += int(s.cost)
 				if s.p != nil {
 					pc++
 				}
 			} else {
-				old += s.cost
+				old += int(s.cost)
 				if s.p != nil {
 					po++
 				}

@@ -153,6 +153,10 @@ type segmented struct {
 	fidx flushIndex
 	// spanFrom and spanTo hold the bounds of a span being read (AppendFetchRange).
 	spanFrom, spanTo []byte
+	// freshOn makes puts record each new segment in the Buffer under b (see trackFresh);
+	// freshSeg is the last segment tried.
+	freshOn  bool
+	freshSeg int64
 	// buf and disc are the Buffer and the discard counter under b, if any, once resolved
 	// (see resolve).
 	buf      *Buffer
@@ -731,6 +735,9 @@ func (s *segmented) pendingOnly(ts int64) (*Buffer, error) {
 // write). The value is b's, valid until b's next call, and must not be modified; a present
 // empty value is empty, not nil.
 func pendingView(b *Buffer, key []byte) ([]byte, bool) {
+	if len(b.fresh) > 0 && b.freshAbsent(key) {
+		return nil, false // never written
+	}
 	s := b.find(key)
 	if s == nil || s.p == nil || s.p.del {
 		return nil, false
@@ -781,6 +788,25 @@ func (s *segmented) notePut(kb []byte, ts int64) {
 		return
 	}
 	s.fidx.note(kb, ts, buf.flushes)
+}
+
+// trackFresh asks the Buffer under s, if any, to record the keys written to segment seg,
+// which a put is about to write to for the first time since s was made, if the segment holds
+// nothing yet (a segment newer than every write so far): a fetch of a window of the segment
+// that was never written then answers without a read of the storage engine (see
+// [Buffer.TrackFresh]). Each segment is tried once, when it is newer than those tried
+// before.
+func (s *segmented) trackFresh(seg int64) error {
+	s.freshSeg = seg
+	buf := s.buffer()
+	if buf == nil {
+		s.freshOn = false
+		return nil
+	}
+	if _, err := buf.TrackFresh(appendSegPrefix(nil, seg)); err != nil {
+		return s.errorf("%w", err)
+	}
+	return nil
 }
 
 // RetentionExtender is a window or session store, or its changelog codec, whose retention

@@ -202,6 +202,11 @@ func NewWindowStore[K, V any](name string, b Backend, ks serde.Serde[K], vs serd
 		buf.WithReadCache(0)
 	}
 	w := &WindowStore[K, V]{s: newWindowSegmented(name, b, retention, interval), ks: ks, vs: vs, size: size, dups: o.RetainDuplicates, edge: edge}
+	// A store that keeps one value per window fetches single windows, mostly new ones (an
+	// aggregation's first record of a window): its Buffer records each new segment's keys
+	// so that those fetches do not read the engine. A store retaining duplicates writes a
+	// new key per put and reads by range scans, which the record would not serve.
+	w.s.freshOn, w.s.freshSeg = !o.RetainDuplicates, -1
 	w.view, _ = b.(viewGetter)
 	w.app, _ = vs.(AppendSerializer[V])
 	w.kapp, _ = ks.(AppendSerializer[K])
@@ -352,6 +357,11 @@ func (w *WindowStore[K, V]) put(kb, vb []byte, ts int64) error {
 	}
 	if vb != nil {
 		w.s.notePut(kb, ts)
+		if seg := segmentID(ts, w.s.interval); w.s.freshOn && seg > w.s.freshSeg {
+			if err := w.s.trackFresh(seg); err != nil {
+				return err
+			}
+		}
 	}
 	dk := appendWindowKey(w.s.dataKeyBuf(segmentID(ts, w.s.interval), len(kb)+windowSuffixLen), kb, ts, seq)
 	kept, err := w.s.write(w.s.b, &st, dk, ts, vb, w.dups)

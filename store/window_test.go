@@ -585,3 +585,69 @@ func TestLoggedMetaRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// The first put to a segment newer than everything written makes the Buffer record the
+// segment's keys: a fetch of a window of that segment that was never written answers
+// without reading the engine, even once the segment was flushed (the stream time of the
+// flush then no longer tells), and the windows written are read as before.
+func TestWindowFetchOfAnUnwrittenWindowOfANewSegmentSkipsTheEngine(t *testing.T) {
+	raw, err := memory.New().Open("w", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	under := &countingBackend{Backend: raw}
+	buf := store.NewBuffer(under).WithReadCache(1 << 20)
+	w, err := store.NewWindowStore("w", buf, serde.String(), serde.Int64(), store.WindowOptions{
+		Retention: 2 * time.Minute, WindowSize: time.Minute, SegmentInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(k string, ms int64) string {
+		t.Helper()
+		v, ok, err := w.Fetch(k, at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprint(v)
+	}
+	for _, k := range []string{"a", "b"} {
+		if err := w.Put(k, 1, at(60_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := buf.Flush(-1); err != nil {
+		t.Fatal(err)
+	}
+	under.gets = 0
+	if got := fetch("c", 60_000) + fetch("d", 60_000) + fetch("a", 61_000); got != "---" {
+		t.Fatalf("unwritten windows: %s; want ---", got)
+	}
+	if got := fetch("a", 60_000) + fetch("b", 60_000); got != "11" {
+		t.Fatalf("written windows: %s; want 11", got)
+	}
+	if under.gets > 1 { // the flushed stream time, once
+		t.Fatalf("%d engine reads; want at most 1", under.gets)
+	}
+	// Later segments, and expiry of the first: the answers stay right.
+	for ms := int64(120_000); ms <= 360_000; ms += 60_000 {
+		if err := w.Put("a", ms, at(ms)); err != nil {
+			t.Fatal(err)
+		}
+		if err := buf.Flush(-1); err != nil {
+			t.Fatal(err)
+		}
+		prev := ms - 60_000 // a's value in the window before
+		if ms == 120_000 {
+			prev = 1
+		}
+		if got, want := fetch("a", ms)+fetch("b", ms)+fetch("a", ms-60_000), fmt.Sprintf("%d-%d", ms, prev); got != want {
+			t.Fatalf("at %d: %s; want %s", ms, got, want)
+		}
+	}
+	if got := fetch("a", 60_000) + fetch("b", 60_000); got != "--" {
+		t.Fatalf("expired windows: %s; want --", got)
+	}
+}
