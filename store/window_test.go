@@ -441,17 +441,7 @@ func TestWindowFetchOfANewWindowSkipsTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetch := func(k string, ms int64) string {
-		t.Helper()
-		v, ok, err := w.Fetch(k, at(ms))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return "-"
-		}
-		return fmt.Sprint(v)
-	}
+	fetch := windowFetcher(t, w)
 	for _, p := range []struct {
 		k  string
 		ms int64
@@ -602,17 +592,7 @@ func TestWindowFetchOfAnUnwrittenWindowOfANewSegmentSkipsTheEngine(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetch := func(k string, ms int64) string {
-		t.Helper()
-		v, ok, err := w.Fetch(k, at(ms))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return "-"
-		}
-		return fmt.Sprint(v)
-	}
+	fetch := windowFetcher(t, w)
 	for _, k := range []string{"a", "b"} {
 		if err := w.Put(k, 1, at(60_000)); err != nil {
 			t.Fatal(err)
@@ -649,5 +629,21 @@ func TestWindowFetchOfAnUnwrittenWindowOfANewSegmentSkipsTheEngine(t *testing.T)
 	}
 	if got := fetch("a", 60_000) + fetch("b", 60_000); got != "--" {
 		t.Fatalf("expired windows: %s; want --", got)
+	}
+}
+
+// windowFetcher returns a function that fetches key k's window at ms from w, as its value
+// or "-" when absent, failing t on an error.
+func windowFetcher(t *testing.T, w *store.WindowStore[string, int64]) func(k string, ms int64) string {
+	return func(k string, ms int64) string {
+		t.Helper()
+		v, ok, err := w.Fetch(k, at(ms))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprint(v)
 	}
 }
