@@ -41,8 +41,8 @@ const (
 	asyncBatchWait = time.Millisecond
 	// asyncCloseWait bounds how long closing a task waits for calls it cancelled.
 	asyncCloseWait = 2 * time.Second
-	// asyncIdleWorker is how often an operator ends its idle call goroutines
-	// (asyncOp.worker).
+	// asyncIdleWorker is how long an operator's call goroutine waits for another call
+	// before it ends (asyncOp.worker).
 	asyncIdleWorker = time.Second
 )
 
@@ -463,12 +463,10 @@ type asyncOp[K, V, O any] struct {
 	// signal gets a token whenever a call finishes (drain waits on it).
 	signal chan struct{}
 	calls  sync.WaitGroup
-	// work hands a call to an idle worker goroutine (asyncOp.worker), or a job without an
-	// entry that ends one (every asyncIdleWorker, at reapedAt); closing it ends them all,
-	// when the operator closes (closed).
-	work     chan asyncJob[K, V, O]
-	reapedAt time.Time
-	closed   bool
+	// work hands a call to an idle worker goroutine (asyncOp.worker); closing it ends them
+	// all, when the operator closes (closed).
+	work   chan asyncJob[K, V, O]
+	closed bool
 }
 
 // asyncJob is a call for a worker: entry e, in the generation whose context is ctx.
@@ -479,7 +477,7 @@ type asyncJob[K, V, O any] struct {
 
 func newAsyncOp[K, V, O any](t *task, n *node, cfg asyncConfig, call func(context.Context, Record[K, V]) ([]O, error), keyOf func(K) (any, error), fwd func(Record[K, V], O)) *asyncOp[K, V, O] {
 	a := &asyncOp[K, V, O]{t: t, n: n, cfg: cfg, call: call, keyOf: keyOf, fwd: fwd, keys: map[any][]*asyncEntry[K, V, O]{},
-		signal: make(chan struct{}, 1), work: make(chan asyncJob[K, V, O]), reapedAt: time.Now()}
+		signal: make(chan struct{}, 1), work: make(chan asyncJob[K, V, O])}
 	if t.h.async != nil {
 		a.sem = t.h.async.sem
 		a.stats = t.h.async.operator(n.name)
@@ -544,31 +542,33 @@ func (a *asyncOp[K, V, O]) start(e *asyncEntry[K, V, O]) {
 	}
 }
 
-// worker makes the call of job, then of every job handed to it while it waits, until the
-// operator reaps it (idle at a reap, see reapIdle) or closes. The operator's goroutines so
-// outlive their calls: a call costs no goroutine start, and its stack, grown by the function
-// once, stays grown. At most WithConcurrency workers run per operator, as many as its calls
-// at once.
+// worker makes the call of job, then of every job handed to it while it waits, until it
+// has waited asyncIdleWorker for one or the operator closes. The operator's goroutines so
+// outlive their calls: a call costs no goroutine start, and its stack, grown by the
+// function once, stays grown. There are about as many workers as calls at once (a worker
+// that has just finished a call is not idle yet, so a call started then starts another).
 func (a *asyncOp[K, V, O]) worker(job asyncJob[K, V, O]) {
-	for ok := true; ok && job.e != nil; job, ok = <-a.work {
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	for {
 		a.run(job.ctx, job.e)
 		job = asyncJob[K, V, O]{}
-	}
-}
-
-// reapIdle ends the workers idle now, once per asyncIdleWorker: an operator whose calls
-// thinned out does not keep their goroutines. Under load few are idle at any moment (a
-// worker waits about asyncBatchWait for its next call), and a call finding no idle worker
-// starts one.
-func (a *asyncOp[K, V, O]) reapIdle(now time.Time) {
-	if a.closed || now.Sub(a.reapedAt) < asyncIdleWorker {
-		return
-	}
-	a.reapedAt = now
-	for {
+		var ok bool
+		if idle == nil {
+			idle = time.NewTimer(asyncIdleWorker)
+		} else {
+			idle.Reset(asyncIdleWorker)
+		}
 		select {
-		case a.work <- asyncJob[K, V, O]{}:
-		default:
+		case job, ok = <-a.work:
+			if !ok {
+				return
+			}
+		case <-idle.C:
 			return
 		}
 	}
@@ -779,7 +779,6 @@ func (a *asyncOp[K, V, O]) heldOffsets(fn func(topic string, partition int32, of
 // resume implements asyncRunner: the finished calls are taken back, the next record of each
 // of their keys is called, and the outputs that may leave are forwarded.
 func (a *asyncOp[K, V, O]) resume() {
-	a.reapIdle(time.Now())
 	a.mu.Lock()
 	done := a.done
 	a.done = nil

@@ -1,10 +1,12 @@
 package kstreamtest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -482,4 +484,57 @@ func TestAsyncChained(t *testing.T) {
 	if len(recs) != 2000 {
 		t.Fatalf("%d outputs", len(recs))
 	}
+}
+
+// asyncWorkers counts the goroutines of async operators' workers (idle or calling).
+func asyncWorkers() int {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	n := 0
+	for _, stack := range strings.Split(buf.String(), "\n\n") {
+		if !strings.Contains(stack, ").worker") {
+			continue
+		}
+		for _, line := range strings.Split(stack, "\n") {
+			if count, _, ok := strings.Cut(line, " @ "); ok {
+				c, _ := strconv.Atoi(count)
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+// TestAsyncIdleWorkersEnd: an operator's calls run on worker goroutines that wait for the
+// next call; once the calls stop, they end within a second (and all of them at Close).
+func TestAsyncIdleWorkersEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := kstream.NewBuilder()
+		in := kstream.Stream(b, "in", serde.String(), serde.String())
+		kstream.MapValuesAsync(in, func(ctx context.Context, k, v string) (string, error) {
+			time.Sleep(20 * time.Millisecond)
+			return v, nil
+		}, kstream.WithConcurrency(16)).To("out", nil, nil)
+		d, err := kstreamtest.New(b, kstream.Config{ApplicationID: "async-idle"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		input := kstreamtest.CreateInputTopic(d, "in", serde.String(), serde.String())
+		for i := range 16 {
+			if err := input.Pipe(fmt.Sprint("k", i), "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		busy := asyncWorkers()
+		time.Sleep(1100 * time.Millisecond)
+		synctest.Wait()
+		if idle := asyncWorkers(); busy-idle < 16 {
+			t.Errorf("%d workers after 16 concurrent calls, %d a second later: want 16 fewer", busy, idle)
+		}
+	})
 }
