@@ -208,9 +208,20 @@ type flusher interface {
 	due() time.Time
 }
 
+// storeWriter is an operator that keeps its state in memory and writes to its stores, at
+// each commit's cut, what changed since the last one (a suppression's buffer): the task
+// has it do so last in PreCommit, once nothing the commit covers can change that state,
+// and before the runtime logs and writes the stores.
+type storeWriter interface {
+	// writeStore writes the changed state to the operator's stores; an error stops the
+	// application.
+	writeStore() error
+}
+
 // PreCommit implements runtime.Task: each record cache forwards what it holds, each async
-// operator waits for its calls and forwards their outputs, and each batch sink hands over
-// its pending batch.
+// operator waits for its calls and forwards their outputs, each batch sink hands over its
+// pending batch, and then each operator that keeps its state in memory writes it to its
+// stores (storeWriter).
 func (t *task) PreCommit(ctx context.Context) error {
 	t.fatal = nil
 	// The record caches first: what they forward may reach a batch sink. Async operators
@@ -229,6 +240,11 @@ func (t *task) PreCommit(ctx context.Context) error {
 		}
 		if t.fatal != nil {
 			return t.fatal
+		}
+	}
+	for _, w := range t.storeWriters {
+		if err := w.writeStore(); err != nil {
+			return fmt.Errorf("kstream: task %s: %w", t.id, err)
 		}
 	}
 	return nil

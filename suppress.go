@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -135,8 +136,9 @@ type windowEnder interface{ EndMs() int64 }
 // that update carried. Nothing is emitted on the wall clock: a suppression whose input
 // stops keeps its buffer until another record arrives.
 //
-// The buffer is kept in a state store with a changelog (see [Suppressed.WithName]), so that
-// a restarted or moved task neither loses nor repeats a result. A table read through the
+// The buffer is kept in memory and, at each commit, in a state store with a changelog (see
+// [Suppressed.WithName]), so that a restarted or moved task neither loses nor repeats a
+// result. A table read through the
 // suppressed table (a join) sees, for a key with buffered updates, the value the key had
 // before them, and otherwise the upstream table's value.
 //
@@ -206,6 +208,7 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 			return nil, fmt.Errorf("kstream: operator %s: reading its buffer store %q: %w", n.name, storeName, err)
 		}
 		tk.txnHooks = append(tk.txnHooks, p)
+		tk.storeWriters = append(tk.storeWriters, p)
 		if cfg.final {
 			tk.onAlignedAdvance(func() error {
 				if p.ctx == nil || p.broken != nil {
@@ -226,28 +229,26 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 		if err != nil {
 			return nil, err
 		}
-		st, err := taskBufferStore(tk, storeName)
-		if err != nil {
-			return nil, err
-		}
+		// The buffer's store is written only at commits: the getter reads the processor's
+		// entries in memory. The processor may be instantiated after the operator that
+		// asks for the getter (its child), so it is looked up at the first read.
+		var p *suppressProcessor[K, V]
 		// KTableSuppressProcessorSupplier.view: the prior value of a buffered key (with
 		// timestamp -1, as Java's buffer gives it), else the parent's value.
 		return func(k K) (V, int64, bool, error) {
 			var zero V
+			if p == nil {
+				if p = findSuppressProcessor[K, V](tk, storeName); p == nil {
+					return zero, 0, false, fmt.Errorf("kstream: internal error: task %s has no suppression %s over store %q", tk.id, name, storeName)
+				}
+			}
 			kb, err := ks.Serialize(k)
 			if err != nil {
 				return zero, 0, false, fmt.Errorf("suppression %s: serializing the key: %w", name, err)
 			}
-			raw, ok, err := st.Get(kb)
-			if err != nil {
-				return zero, 0, false, fmt.Errorf("suppression %s: buffer store %q: %w", name, storeName, err)
-			}
+			e, ok := p.keys[string(kb)]
 			if !ok {
 				return parent(k)
-			}
-			e, err := decodeBufferEntry(raw)
-			if err != nil {
-				return zero, 0, false, fmt.Errorf("suppression %s: buffer store %q: %w", name, storeName, err)
 			}
 			if !e.hasPrior {
 				return zero, 0, false, nil
@@ -260,6 +261,17 @@ func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
 		}, nil
 	}
 	return out
+}
+
+// findSuppressProcessor returns task t's suppression processor over the buffer store named
+// storeName, nil if it has none (yet).
+func findSuppressProcessor[K, V any](t *task, storeName string) *suppressProcessor[K, V] {
+	for _, h := range t.txnHooks {
+		if p, ok := h.(*suppressProcessor[K, V]); ok && p.cfg.store == storeName {
+			return p
+		}
+	}
+	return nil
 }
 
 // findWindowGrace returns the grace period that closes the windows of the table of node n:
@@ -360,6 +372,13 @@ func (e *bufferEntry) encode() []byte {
 
 // appendEncoded appends the encoding of e (see encode) to out.
 func (e *bufferEntry) appendEncoded(out []byte) []byte {
+	out, _ = e.appendEncodedAt(out)
+	return out
+}
+
+// appendEncodedAt appends the encoding of e (see encode) to out, and returns where in the
+// result e's prior value is.
+func (e *bufferEntry) appendEncodedAt(out []byte) ([]byte, int) {
 	var flags byte
 	if e.hasPrior {
 		flags |= entryHasPrior
@@ -389,8 +408,10 @@ func (e *bufferEntry) appendEncoded(out []byte) []byte {
 		out = binary.AppendVarint(out, int64(len(h.Value)))
 		out = append(out, h.Value...)
 	}
+	priorAt := len(out)
 	if e.hasPrior {
 		out = binary.AppendUvarint(out, uint64(len(e.prior)))
+		priorAt = len(out)
 		out = append(out, e.prior...)
 	}
 	if e.hasOld {
@@ -401,16 +422,25 @@ func (e *bufferEntry) appendEncoded(out []byte) []byte {
 		out = binary.AppendUvarint(out, uint64(len(e.new)))
 		out = append(out, e.new...)
 	}
-	return out
+	return out, priorAt
 }
 
 var errBadBufferEntry = errors.New("kstream: malformed suppression buffer entry")
 
-// decodeBufferEntry reads a value written by bufferEntry.encode.
+// decodeBufferEntry reads a value written by bufferEntry.encode. The entry's values are
+// slices of b.
 func decodeBufferEntry(b []byte) (bufferEntry, error) {
 	var e bufferEntry
+	err := decodeBufferEntryInto(&e, b, true)
+	return e, err
+}
+
+// decodeBufferEntryInto reads a value written by bufferEntry.encode into e, whose values
+// are then slices of b; without withTopic, e's topic is left empty (an eviction has no use
+// for it, and need not allocate it).
+func decodeBufferEntryInto(e *bufferEntry, b []byte, withTopic bool) error {
 	if len(b) < 17 {
-		return e, errBadBufferEntry
+		return errBadBufferEntry
 	}
 	e.time, e.ts = int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))
 	flags := b[16]
@@ -426,23 +456,25 @@ func decodeBufferEntry(b []byte) (bufferEntry, error) {
 	}
 	topic, ok := bytesOf()
 	if !ok {
-		return e, errBadBufferEntry
+		return errBadBufferEntry
 	}
-	e.topic = string(topic)
+	if withTopic {
+		e.topic = string(topic)
+	}
 	nh, k := binary.Uvarint(b)
 	if k <= 0 || nh > uint64(len(b)) {
-		return e, errBadBufferEntry
+		return errBadBufferEntry
 	}
 	b = b[k:]
 	for range nh {
 		key, ok := bytesOf()
 		if !ok {
-			return e, errBadBufferEntry
+			return errBadBufferEntry
 		}
 		h := Header{Key: string(key)}
 		n, k := binary.Varint(b)
 		if k <= 0 || n < -1 || n > int64(len(b)-k) {
-			return e, errBadBufferEntry
+			return errBadBufferEntry
 		}
 		b = b[k:]
 		if n >= 0 {
@@ -459,14 +491,14 @@ func decodeBufferEntry(b []byte) (bufferEntry, error) {
 	}{{e.hasPrior, &e.prior}, {e.hasOld, &e.old}, {e.hasNew, &e.new}} {
 		if v.has {
 			if *v.dst, ok = bytesOf(); !ok {
-				return e, errBadBufferEntry
+				return errBadBufferEntry
 			}
 		}
 	}
 	if len(b) != 0 {
-		return e, errBadBufferEntry
+		return errBadBufferEntry
 	}
-	return e, nil
+	return nil
 }
 
 // size is Kafka Streams' estimate of the memory a buffered record takes
@@ -521,14 +553,23 @@ func windowEndOffset[K any]() int {
 	return int(f.Offset)
 }
 
-// bufferedKey is what a suppression processor keeps in memory of a buffered key: its
-// size estimate, and the buffer time and prior value of its entry, which an update of the
-// key keeps (so that it need not read the entry back from the store).
+// bufferedKey is a buffered key as a suppression processor keeps it in memory: its whole
+// entry, encoded as the buffer store keeps it (Kafka Streams'
+// InMemoryTimeOrderedKeyValueChangeBuffer keeps its entries in memory the same way, and
+// its store only for restoration), with the fields that updates, evictions and the size
+// limits read without decoding it.
 type bufferedKey struct {
-	size     int64
-	time     int64
+	key  string // the serialized key: the same string as the processor's map key
+	size int64  // the size estimate (bufferEntry.size)
+	time int64  // the buffer time
+	// enc is the encoded entry (bufferEntry.encode); prior, the prior value within it.
+	enc      []byte
 	prior    []byte
 	hasPrior bool
+	// dirty says enc has changed since it was last written to the store (it is then in
+	// the processor's dirty list); stored, that the store holds an entry of the key, written
+	// at an earlier commit's cut or read when the buffer was rebuilt.
+	dirty, stored bool
 }
 
 func compareBufferKeys(a, b bufferKey) int {
@@ -543,8 +584,11 @@ func compareBufferKeys(a, b bufferKey) int {
 
 // suppressProcessor is the processor of [KTable.Suppress]: Kafka Streams'
 // KTableSuppressProcessor over an InMemoryTimeOrderedKeyValueChangeBuffer. The buffer's
-// records are in its store; the processor keeps their order and sizes in memory, rebuilt
-// from the store when the task starts and when a transaction aborts.
+// entries are in memory, with their order and sizes; the keys changed since the last
+// commit are written to the buffer's store (and so to its changelog) at the commit's cut,
+// before the stores are logged (writeStore). The memory is rebuilt from the store when
+// the task starts and when a transaction aborts: the store then holds what the last
+// commit wrote, the runtime having discarded the aborted transaction's writes.
 type suppressProcessor[K, V any] struct {
 	cfg suppressConfig
 	// ctx is the processor context, kept for emissions without a record in hand (align.go).
@@ -555,10 +599,17 @@ type suppressProcessor[K, V any] struct {
 	vs  serde.Serde[V]
 	st  *bufferKV
 	// order is the buffered keys by buffer time then key; keys has each buffered key's
-	// size estimate, buffer time and prior value, and bytes is the sum of the sizes.
+	// entry, and bytes is the sum of their sizes.
 	order *btree.BTreeG[bufferKey]
 	keys  map[string]*bufferedKey
 	bytes int64
+	// dirty are the keys changed since the last write to the store (an entry evicted since
+	// has its dirty flag cleared); gone are the keys evicted since then whose entries the
+	// store holds (a key buffered again since has an entry in keys, written instead).
+	dirty []*bufferedKey
+	gone  []string
+	// evicted is the entry decoded by evict, reused.
+	evicted bufferEntry
 	// kapp and vapp are the serdes when they append to a buffer; kbuf, nbuf, obuf and
 	// ebuf are the buffers of a record's key, new and old values and encoded entry (the
 	// store copies what it keeps).
@@ -580,37 +631,75 @@ type suppressProcessor[K, V any] struct {
 	broken error
 }
 
-// rebuild reads the buffer's order and sizes from the store.
+// rebuild reads the buffer from the store.
 func (p *suppressProcessor[K, V]) rebuild() error {
 	if p.order == nil {
 		p.order = btree.NewG(16, bufferKeyLess)
 	}
 	p.order.Clear(false)
 	p.keys, p.bytes = map[string]*bufferedKey{}, 0
+	clear(p.dirty)
+	p.dirty, p.gone = p.dirty[:0], nil
 	it, err := p.st.All()
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for it.Next() {
-		e, err := decodeBufferEntry(it.Value())
+		// The iterator's value is the caller's (a copy): the entry keeps it.
+		enc := it.Value()
+		e, err := decodeBufferEntry(enc)
 		if err != nil {
 			return err
 		}
 		k := string(it.Key())
 		size := e.size(it.Key())
 		p.order.ReplaceOrInsert(bufferKey{e.time, k})
-		// The iterator's value is the caller's (a copy): the prior value may keep it.
-		p.keys[k] = &bufferedKey{size: size, time: e.time, prior: e.prior, hasPrior: e.hasPrior}
+		p.keys[k] = &bufferedKey{key: k, size: size, time: e.time, enc: enc, prior: e.prior, hasPrior: e.hasPrior, stored: true}
 		p.bytes += size
 	}
 	return it.Err()
 }
 
+// writeStore implements storeWriter: at a commit's cut, before the stores are logged, the
+// entries changed since the last one are put to the store, and those evicted deleted. A key
+// buffered and evicted in between never reaches the store (nor its changelog).
+func (p *suppressProcessor[K, V]) writeStore() error {
+	if p.broken != nil {
+		// The buffer in memory is not the store's: nothing more may be committed.
+		return fmt.Errorf("operator %s: %w", p.n.name, p.broken)
+	}
+	for _, k := range p.gone {
+		if _, ok := p.keys[k]; ok {
+			continue // buffered again: its new entry is written below
+		}
+		p.kbuf = append(p.kbuf[:0], k...)
+		if err := p.st.Delete(p.kbuf); err != nil {
+			return fmt.Errorf("operator %s: writing its buffer store %q: %w", p.n.name, p.cfg.store, err)
+		}
+	}
+	clear(p.gone)
+	p.gone = p.gone[:0]
+	for i, e := range p.dirty {
+		if !e.dirty {
+			continue // evicted since it changed
+		}
+		p.kbuf = append(p.kbuf[:0], e.key...)
+		if err := p.st.Put(p.kbuf, e.enc); err != nil {
+			p.dirty = p.dirty[i:] // written again at the next cut
+			return fmt.Errorf("operator %s: writing its buffer store %q: %w", p.n.name, p.cfg.store, err)
+		}
+		e.dirty, e.stored = false, true
+	}
+	clear(p.dirty)
+	p.dirty = p.dirty[:0]
+	return nil
+}
+
 func (p *suppressProcessor[K, V]) committed() { p.savedObserved = p.observed }
 
-// aborted goes back to the last commit: the runtime has discarded the store's writes since,
-// so the order is read again from the store.
+// aborted goes back to the last commit: the runtime has discarded the store's writes since
+// (those of the aborted transaction's cut), so the buffer is read again from the store.
 func (p *suppressProcessor[K, V]) aborted() {
 	p.observed = p.savedObserved
 	if err := p.rebuild(); err != nil {
@@ -674,10 +763,10 @@ func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error
 	} else {
 		e.prior, e.hasPrior, e.oldIsPrior = e.old, e.hasOld, true
 	}
-	p.ebuf = e.appendEncoded(p.ebuf[:0])
-	if err := p.st.Put(kb, p.ebuf); err != nil {
-		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
-	}
+	// The entry is encoded apart first: its prior value may be in the key's current
+	// encoding, which the new one replaces.
+	var priorAt int
+	p.ebuf, priorAt = e.appendEncodedAt(p.ebuf[:0])
 	if e.topic != p.topic {
 		p.topic, p.topicLen = e.topic, utf16Len(e.topic)
 	}
@@ -685,12 +774,21 @@ func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error
 	if buffered {
 		p.bytes += size - prev.size
 		prev.size = size
+		prev.enc = append(prev.enc[:0], p.ebuf...)
+		prev.prior = prev.enc[priorAt : priorAt+len(e.prior) : priorAt+len(e.prior)]
+		if !prev.dirty {
+			prev.dirty = true
+			p.dirty = append(p.dirty, prev)
+		}
 		return nil
 	}
 	p.bytes += size
 	k := string(kb)
-	// The prior value is the old value's buffer, reused by the next record: a copy.
-	p.keys[k] = &bufferedKey{size: size, time: e.time, prior: bytes.Clone(e.prior), hasPrior: e.hasPrior}
+	enc := bytes.Clone(p.ebuf)
+	bk := &bufferedKey{key: k, size: size, time: e.time, enc: enc, prior: enc[priorAt : priorAt+len(e.prior) : priorAt+len(e.prior)],
+		hasPrior: e.hasPrior, dirty: true}
+	p.keys[k] = bk
+	p.dirty = append(p.dirty, bk)
 	p.order.ReplaceOrInsert(bufferKey{e.time, k})
 	return nil
 }
@@ -749,33 +847,29 @@ func (p *suppressProcessor[K, V]) overCapacity() bool {
 }
 
 // evict removes the buffer's first record and forwards it with its timestamp and headers,
-// unless it is a delete that final results drop.
+// unless it is a delete that final results drop. The store's entry, if it has one, is
+// deleted at the next commit's cut.
 func (p *suppressProcessor[K, V]) evict(ctx ProcessorContext[K, change[V]]) error {
-	bk, _ := p.order.Min()
-	kb := []byte(bk.key)
-	raw, ok, err := p.st.Get(kb)
-	if err != nil {
-		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
-	}
+	bk, _ := p.order.DeleteMin()
+	b, ok := p.keys[bk.key]
 	if !ok {
-		return fmt.Errorf("buffer store %q lost a buffered key", p.cfg.store)
+		return fmt.Errorf("operator %s: internal error: its buffer lost the entry of a key", p.n.name)
 	}
-	if err := p.st.Delete(kb); err != nil {
-		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+	delete(p.keys, bk.key)
+	p.bytes -= b.size
+	b.dirty = false
+	if b.stored {
+		p.gone = append(p.gone, bk.key)
 	}
-	p.order.DeleteMin()
-	if k, ok := p.keys[bk.key]; ok {
-		p.bytes -= k.size
-		delete(p.keys, bk.key)
-	}
-	e, err := decodeBufferEntry(raw)
-	if err != nil {
-		return fmt.Errorf("buffer store %q: %w", p.cfg.store, err)
+	e := &p.evicted
+	*e = bufferEntry{headers: e.headers[:0]}
+	if err := decodeBufferEntryInto(e, b.enc, false); err != nil {
+		return fmt.Errorf("operator %s: a buffered entry: %w", p.n.name, err)
 	}
 	if !e.hasNew && p.cfg.final {
 		return nil // safe to drop: a window that was never emitted needs no tombstone
 	}
-	key, err := p.ks.Deserialize(kb)
+	key, err := p.ks.Deserialize([]byte(bk.key))
 	if err != nil {
 		return fmt.Errorf("deserializing a buffered key: %w", err)
 	}
@@ -792,7 +886,11 @@ func (p *suppressProcessor[K, V]) evict(ctx ProcessorContext[K, change[V]]) erro
 		}
 		c.hasOld = true
 	}
-	ctx.Forward(Record[K, change[V]]{Key: key, Value: c, Timestamp: msTime(e.ts), Headers: e.headers})
+	var headers []Header
+	if len(e.headers) > 0 {
+		headers = slices.Clone(e.headers) // the record's own: e's are reused
+	}
+	ctx.Forward(Record[K, change[V]]{Key: key, Value: c, Timestamp: msTime(e.ts), Headers: headers})
 	return nil
 }
 

@@ -41,8 +41,8 @@ func (e *suppressEnv) take() string {
 	return s
 }
 
-// A suppression's buffer is in its store: a task that restarts on the store rebuilds the
-// buffer's order from it and emits each buffered result once, and an aborted transaction
+// A suppression's buffer is in its store as of the last commit: a task that restarts on
+// the store rebuilds the buffer from it and emits each buffered result once, and an aborted transaction
 // (whose store writes the runtime discards) leaves the buffer as it was at the last commit,
 // evictions included. The stores are wrapped in store.Buffers, as the runtime's
 // exactly-once mode does, so that a commit flushes them and an abort discards them.
@@ -88,6 +88,11 @@ func TestSuppressBufferRestartAndAbort(t *testing.T) {
 	}
 	commit := func(tk *task) {
 		t.Helper()
+		// As the runtime's commit: the task's cut (the suppression writes its buffer to
+		// its store), then the stores' writes.
+		if err := tk.PreCommit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		for _, buf := range bufs {
 			if err := buf.Flush(0); err != nil {
 				t.Fatal(err)

@@ -76,6 +76,7 @@ type task struct {
 	txnHooks                    []txnHook     // operators' state that follows commits and aborts
 	flushers                    []flusher     // operators that hold work a commit must cover (batch_sink.go)
 	caches                      []recordCache // record caches of the task's stores, in topological order (recordcache.go)
+	storeWriters                []storeWriter // operators that write their in-memory state to their stores at commits (suppress.go)
 	asyncs                      []asyncRunner // async operators (async.go)
 	schedSeq                    int
 	met                         *runtime.TaskMetrics    // Config.Metrics (metrics.go); nil without
