@@ -43,13 +43,18 @@ func (e *suppressEnv) take() string {
 
 // suppressHarness runs the one sub-topology of a topology as the runtime does, over stores
 // wrapped in store.Buffers as the runtime's exactly-once mode wraps them: a commit is the
-// task's cut (PreCommit) then the buffers' writes, and an abort discards them.
+// task's cut (PreCommit) then the buffers' writes, and an abort discards them. With
+// frozen, a commit's writes are those of a non-blocking commit (store.Buffer.Freeze): they
+// are written only when the next commit begins (or a task opens), so that an abort in
+// between discards only the writes made since the freeze.
 type suppressHarness struct {
 	t        *testing.T
 	topo     *Topology
 	env      *suppressEnv
 	backends map[string]store.Backend
 	bufs     map[string]*store.Buffer
+	frozen   bool
+	inflight map[string]*store.Frozen
 }
 
 func newSuppressHarness(t *testing.T, b *Builder) *suppressHarness {
@@ -76,6 +81,7 @@ func newSuppressHarness(t *testing.T, b *Builder) *suppressHarness {
 // open starts a task on the stores as they are.
 func (h *suppressHarness) open() *task {
 	h.t.Helper()
+	h.settle()
 	tk, err := newTask("app", &handlers{}, h.topo.subs[0], h.env, runtime.TaskID{}, h.backends)
 	if err != nil {
 		h.t.Fatal(err)
@@ -102,13 +108,37 @@ func (h *suppressHarness) cut(tk *task) {
 
 func (h *suppressHarness) commit(tk *task) {
 	h.t.Helper()
+	h.settle()
 	h.cut(tk)
-	for _, buf := range h.bufs {
-		if err := buf.Flush(0); err != nil {
+	for name, buf := range h.bufs {
+		if !h.frozen {
+			if err := buf.Flush(0); err != nil {
+				h.t.Fatal(err)
+			}
+			continue
+		}
+		f, err := buf.Freeze()
+		if err != nil {
 			h.t.Fatal(err)
 		}
+		if h.inflight == nil {
+			h.inflight = map[string]*store.Frozen{}
+		}
+		h.inflight[name] = f
 	}
 	tk.Committed()
+}
+
+// settle writes the frozen writes of the last commit.
+func (h *suppressHarness) settle() {
+	h.t.Helper()
+	for name, f := range h.inflight {
+		if err := f.Write(0); err != nil {
+			h.t.Fatal(err)
+		}
+		h.bufs[name].Release(f)
+	}
+	clear(h.inflight)
 }
 
 func (h *suppressHarness) abort(tk *task) {
@@ -184,6 +214,12 @@ func TestSuppressBufferRestartAndAbort(t *testing.T) {
 // the abort; and a key buffered and evicted between two commits is never written to the
 // store.
 func TestSuppressBufferInMemoryAbortAndView(t *testing.T) {
+	for _, frozen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "blocking", true: "frozen"}[frozen], func(t *testing.T) { testSuppressInMemory(t, frozen) })
+	}
+}
+
+func testSuppressInMemory(t *testing.T, frozen bool) {
 	b := NewBuilder()
 	counts := Count(Stream(b, "in", serde.String(), serde.String()).GroupByKey(), "counts")
 	suppressed := counts.Suppress(UntilTimeLimit(10*time.Second, Unbounded()).WithName("sup"))
@@ -195,6 +231,7 @@ func TestSuppressBufferInMemoryAbortAndView(t *testing.T) {
 		return fmt.Sprintf("view:%d", n)
 	}).To("joined", serde.String(), serde.String())
 	h := newSuppressHarness(t, b)
+	h.frozen = frozen
 	in := func(tk *task, key string, ms int64) { t.Helper(); h.process(tk, "in", key, ms) }
 	probe := func(tk *task, key string, ms int64) { t.Helper(); h.process(tk, "probe", key, ms) }
 
@@ -236,6 +273,7 @@ func TestSuppressBufferInMemoryAbortAndView(t *testing.T) {
 	in(t2, "x", 21000)
 	in(t2, "y", 40000) // evicts a, d and x
 	h.expect("the evictions", "a=3@10500 d=1@20000 x=1@21000")
+	h.settle()
 	h.cut(t2)
 	pending := map[string]bool{}
 	h.bufs["sup-store"].Pending(func(k, _ []byte, deleted bool) { pending[string(k)] = deleted })
