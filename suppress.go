@@ -777,8 +777,7 @@ func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error
 		prev.enc = append(prev.enc[:0], p.ebuf...)
 		prev.prior = prev.enc[priorAt : priorAt+len(e.prior) : priorAt+len(e.prior)]
 		if !prev.dirty {
-			prev.dirty = true
-			p.dirty = append(p.dirty, prev)
+			p.markDirty(prev)
 		}
 		return nil
 	}
@@ -786,11 +785,30 @@ func (p *suppressProcessor[K, V]) buffer(r Record[K, change[V]], ts int64) error
 	k := string(kb)
 	enc := bytes.Clone(p.ebuf)
 	bk := &bufferedKey{key: k, size: size, time: e.time, enc: enc, prior: enc[priorAt : priorAt+len(e.prior) : priorAt+len(e.prior)],
-		hasPrior: e.hasPrior, dirty: true}
+		hasPrior: e.hasPrior}
 	p.keys[k] = bk
-	p.dirty = append(p.dirty, bk)
+	p.markDirty(bk)
 	p.order.ReplaceOrInsert(bufferKey{e.time, k})
 	return nil
+}
+
+// markDirty adds b to the keys to write at the next cut. Entries evicted since they were
+// added stay in the list (with their dirty flag cleared) until the cut; so that a long
+// commit interval does not keep them all, the list drops them when it is full and they
+// are most of it.
+func (p *suppressProcessor[K, V]) markDirty(b *bufferedKey) {
+	b.dirty = true
+	if len(p.dirty) == cap(p.dirty) && len(p.dirty) > 2*len(p.keys)+64 {
+		kept := p.dirty[:0]
+		for _, e := range p.dirty {
+			if e.dirty {
+				kept = append(kept, e)
+			}
+		}
+		clear(p.dirty[len(kept):])
+		p.dirty = kept
+	}
+	p.dirty = append(p.dirty, b)
 }
 
 // appendSerialize serializes v with s, into *buf (reused, valid until the next call) when
