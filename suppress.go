@@ -138,9 +138,8 @@ type windowEnder interface{ EndMs() int64 }
 //
 // The buffer is kept in memory and, at each commit, in a state store with a changelog (see
 // [Suppressed.WithName]), so that a restarted or moved task neither loses nor repeats a
-// result. A table read through the
-// suppressed table (a join) sees, for a key with buffered updates, the value the key had
-// before them, and otherwise the upstream table's value.
+// result. A table read through the suppressed table (a join) sees, for a key with buffered
+// updates, the value the key had before them, and otherwise the upstream table's value.
 //
 // The table must carry its key and value serdes, with which the buffer is stored.
 func (t KTable[K, V]) Suppress(s Suppressed) KTable[K, V] {
