@@ -80,7 +80,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Tune, if set, is called with Pebble's options after this package has set its own
 	// (the block cache sized from CacheSize and MemTableSize, bloom filters on every level,
-	// the format version, the logger) and just before Pebble opens, to change any of them:
+	// L0 thresholds of 8 and 32 files, the format version, the logger) and just before
+	// Pebble opens, to change any of them:
 	// compaction concurrency, L0 thresholds, level sizes, compression, the WAL's
 	// directory... It must not set an older FormatMajorVersion than the one a database
 	// was created with, nor replace Comparer or Merger (the stores' order and checkpoints
@@ -137,6 +138,13 @@ func open(dir string, opts Options, fs vfs.FS) (*db, error) {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		popts.Levels[i].FilterType = pebble.TableFilter
 	}
+	// L0 compactions start at 8 files instead of Pebble's 4 (writes stop at 32): window,
+	// session and join stores write data that a range deletion drops once it expires, and
+	// the later compaction leaves more of it to be dropped unread. A stream-stream join of
+	// 2M records took 0.8x the CPU with it (the count and windowed count unchanged or
+	// better); bloom filters keep point lookups cheap over the extra L0 files.
+	popts.L0CompactionThreshold = 8
+	popts.L0StopWritesThreshold = 32
 	if opts.Tune != nil {
 		opts.Tune(popts)
 	}
