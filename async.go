@@ -574,8 +574,8 @@ func (a *asyncOp[K, V, O]) worker(job asyncJob[K, V, O]) {
 	}
 }
 
-// run makes e's calls (with retries), then hands e back to the task. It runs on its own
-// goroutine and touches only e and the shared fields.
+// run makes e's calls (with retries), then hands e back to the task. It runs on a
+// worker goroutine (asyncOp.worker) and touches only e and the shared fields.
 func (a *asyncOp[K, V, O]) run(ctx context.Context, e *asyncEntry[K, V, O]) {
 	defer a.calls.Done()
 	if a.sem != nil {
