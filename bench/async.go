@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -246,13 +245,8 @@ func asyncApp(k *kafka, o options, env *runEnv, run int, variant string, n, c in
 		tick.Reset(wait)
 	}
 	stopApp()
-	select {
-	case rerr := <-done:
-		if rerr != nil && !errors.Is(rerr, context.Canceled) {
-			return fig, fmt.Errorf("run returned an error at shutdown: %w", rerr)
-		}
-	case <-time.After(time.Minute):
-		return fig, errors.New("did not stop within 1 minute of cancelling its context")
+	if err := awaitStop(done); err != nil {
+		return fig, err
 	}
 	if fig.atFirst == fig.records {
 		return fig, fmt.Errorf("every output appeared at once (%d records): no rate to measure", fig.records)

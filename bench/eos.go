@@ -264,15 +264,7 @@ func runLatency(k *kafka, o options, s scenario, env *runEnv) (res result, err e
 	go func() { done <- s.run(appCtx, env) }()
 	stop := func() error {
 		stopApp()
-		select {
-		case rerr := <-done:
-			if rerr != nil && !errors.Is(rerr, context.Canceled) {
-				return fmt.Errorf("run returned an error at shutdown: %w", rerr)
-			}
-			return nil
-		case <-time.After(time.Minute):
-			return errors.New("did not stop within 1 minute of cancelling its context")
-		}
+		return awaitStop(done)
 	}
 
 	// Wait until the app runs with all its tasks (the loop has all its partitions), so

@@ -712,13 +712,8 @@ func runMain(k *kafka, o options, s scenario, env *runEnv, profile string, fus [
 
 	// Stop the app and wait for Run to return.
 	stopApp()
-	select {
-	case rerr := <-done:
-		if rerr != nil && !errors.Is(rerr, context.Canceled) {
-			return nil, fmt.Errorf("run returned an error at shutdown: %w", rerr)
-		}
-	case <-time.After(time.Minute):
-		return nil, errors.New("did not stop within 1 minute of cancelling its context")
+	if err := awaitStop(done); err != nil {
+		return nil, err
 	}
 	// Nothing may appear after the target was reached (duplicates would mean the count hid a gap).
 	var got int64
@@ -1157,4 +1152,19 @@ func printStats(records int, withStats []scenario, results map[string][]result, 
 	fmt.Println("shutdown included (under exactly-once: transactions committed); aborted: summed over all runs, 0 expected in a clean")
 	fmt.Println("run; records/commit: input records / commits; commit p99 over the last 1024 commits.")
 	fmt.Println()
+}
+
+// awaitStop waits for an app's Run, whose context was just cancelled, to return (done
+// receives its result): an error if it failed other than by the cancellation, or if it
+// did not return within a minute.
+func awaitStop(done <-chan error) error {
+	select {
+	case rerr := <-done:
+		if rerr != nil && !errors.Is(rerr, context.Canceled) {
+			return fmt.Errorf("run returned an error at shutdown: %w", rerr)
+		}
+		return nil
+	case <-time.After(time.Minute):
+		return errors.New("did not stop within 1 minute of cancelling its context")
+	}
 }

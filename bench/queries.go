@@ -94,15 +94,7 @@ func runGets(k *kafka, o options, s scenario, env *runEnv, profile string) (res 
 	go func() { done <- runStatefulApp(appCtx, countTopology(env, opts...), env, nil, kstream.AtLeastOnce) }()
 	stop := func() error {
 		stopApp()
-		select {
-		case rerr := <-done:
-			if rerr != nil && !errors.Is(rerr, context.Canceled) {
-				return fmt.Errorf("run returned an error at shutdown: %w", rerr)
-			}
-			return nil
-		case <-time.After(time.Minute):
-			return errors.New("did not stop within 1 minute of cancelling its context")
-		}
+		return awaitStop(done)
 	}
 	var app *kstream.App
 	select {

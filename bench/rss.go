@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -361,13 +360,8 @@ func runRSS(o options, env *runEnv, heapProfile string, countKeyed bool) (res rs
 	}
 	sample()
 	stopApp()
-	select {
-	case rerr := <-done:
-		if rerr != nil && !errors.Is(rerr, context.Canceled) {
-			return res, fmt.Errorf("run returned an error at shutdown: %w", rerr)
-		}
-	case <-time.After(time.Minute):
-		return res, errors.New("did not stop within 1 minute of cancelling its context")
+	if err := awaitStop(done); err != nil {
+		return res, err
 	}
 	stopSampling()
 	<-sampled

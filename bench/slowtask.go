@@ -169,13 +169,8 @@ func slowTaskApp(k *kafka, o options, env *runEnv, variant string, slow int) (fi
 	}
 	fig.slowDone = slowSeen.Load()
 	stopApp()
-	select {
-	case rerr := <-done:
-		if rerr != nil && !errors.Is(rerr, context.Canceled) {
-			return fig, fmt.Errorf("run returned an error at shutdown: %w", rerr)
-		}
-	case <-time.After(time.Minute):
-		return fig, errors.New("did not stop within 1 minute of cancelling its context")
+	if err := awaitStop(done); err != nil {
+		return fig, err
 	}
 	if fig.atFirst == fig.fast {
 		return fig, fmt.Errorf("every output appeared at once (%d records): no rate to measure; use more -records", fig.fast)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -281,13 +280,8 @@ func runRestorePebble(ctx context.Context, k *kafka, o options, env *runEnv, pro
 		}
 		return res, werr
 	}
-	select {
-	case rerr := <-done:
-		if rerr != nil && !errors.Is(rerr, context.Canceled) {
-			return res, fmt.Errorf("run returned an error at shutdown: %w", rerr)
-		}
-	case <-time.After(time.Minute):
-		return res, errors.New("did not stop within 1 minute of cancelling its context")
+	if err := awaitStop(done); err != nil {
+		return res, err
 	}
 
 	w.mu.Lock()
