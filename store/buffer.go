@@ -48,11 +48,16 @@ type Buffer struct {
 	// its slot's cache without any.
 	//
 	// With the read cache, m and old are its two generations (see cleanSize): slots go to
-	// m; when the cached values of m fill half of the cache, m becomes old, and the
-	// previous old is dropped whole, its pending slots moved to m first (uncached). A slot
-	// of old that is read or written moves to m. Dropping whole maps, rather than deleting
-	// entries from one, matters: a Go map never shrinks, and the slots deletions leave make
-	// it grow, so a map with entries evicted one by one holds far more heap than its
+	// m, and a slot of old that is read or written moves to m, so that old holds the slots
+	// not used since m last became old. When the cache exceeds its bound, it drops slots
+	// of old, any of them (evict), moving those with a pending entry to m (uncached); when
+	// old is empty, m becomes old. Keys that all fit stay, however they are read: turning
+	// the generations whenever m filled half the cache, as it once did, dropped the keys
+	// used longest ago, which a pass over the keys in turn (each read once per pass, as an
+	// aggregation's or a table's keys are) reads next, and such passes missed about half
+	// their keys with room for all of them. Entries are only deleted from old, which is
+	// replaced whole, and only inserted into m: a Go map never shrinks, and one that
+	// entries are inserted into and deleted from in turn grows to far more heap than its
 	// entries. Without the read cache, m holds only the slots of pending entries and old
 	// is empty.
 	m, old map[string]*slot
@@ -114,14 +119,22 @@ type Buffer struct {
 	// The read cache of the underlying backend: values (or absences) read by Get or
 	// written by Flush, kept in the slots, at most cacheMax bytes of heap (keys, values and
 	// the overhead of each slot, see slotCost); cleanSize is the part of it in m, oldSize
-	// the part in old, each at most cacheMax/2. The cache mirrors the underlying backend as
-	// long as every write goes through the Buffer, so Discard keeps it.
-	cleanSize, oldSize int
-	cacheMax           int
+	// the part in old, and oldGone the part of old's map that the slots evicted from old
+	// still hold (mapShare each), until old is replaced. The cache mirrors the underlying
+	// backend as long as every write goes through the Buffer, so Discard keeps it.
+	cleanSize, oldSize, oldGone int
+	cacheMax                    int
 	// limit, if not nil, is the read cache's bound instead of cacheMax (which then only
 	// says the cache is on): a share of a budget that its owner changes while the Buffer
 	// is in use (WithSharedReadCache).
 	limit *atomic.Int64
+	// weight scales limit for this Buffer (SetReadCacheWeight), in units of 1/weightOne;
+	// 0 is weightOne. Its owner may store it from another goroutine.
+	weight atomic.Int64
+	// reads counts the reads that consulted the read cache (those a pending write or a
+	// range deletion did not answer): the demand its owner weighs the shares by. evictions
+	// counts the times the cache exceeded its bound (evict).
+	reads, evictions uint64
 
 	// frozen is the generation of pending writes cut by Freeze and not yet released, or
 	// nil (see buffer_freeze.go). Its entries stay pending for reads until Release.
@@ -273,6 +286,7 @@ func (b *Buffer) view(key []byte) (v []byte, ok, owned bool, err error) {
 	if b.rangeCovers(key) {
 		return nil, false, false, nil
 	}
+	b.reads++
 	if s != nil && s.known && len(b.dead) > 0 && s.epoch != b.epoch && b.stale(s) {
 		b.remove(s) // no pending entry
 		s = nil
@@ -332,16 +346,11 @@ func (b *Buffer) newSlot(key []byte) *slot {
 	return s
 }
 
-// promote moves s from old to m, turning the generations first if its cached value does
-// not fit in m.
+// promote moves s from old to m.
 func (b *Buffer) promote(s *slot) {
-	delete(b.old, s.key)
-	b.oldSize -= int(s.cost)
+	b.leaveOld(s, false)
 	if s.p != nil {
 		b.pendOld--
-	}
-	if s.cost > 0 && b.cleanSize+int(s.cost) > b.bound()/2 {
-		b.rotate()
 	}
 	s.cgen = b.cgen
 	b.m[s.key] = s
@@ -351,36 +360,79 @@ func (b *Buffer) promote(s *slot) {
 	}
 }
 
-// rotate turns the cache's generations: m becomes old, old is dropped, and the slots of
-// the dropped map with a pending entry move to the new m, uncached.
-func (b *Buffer) rotate() {
-	dropped := b.old
-	b.old, b.oldSize = b.m, b.cleanSize
-	b.m, b.cleanSize = make(map[string]*slot, len(b.old)), 0
-	b.cgen++
-	rescued := 0
-	if b.pendOld > 0 {
-		for _, s := range dropped {
+// mapShare is the heap of a map's slot for a *slot key-value pair, part of slotOverhead:
+// what a slot that left a map still costs until the map goes.
+const mapShare = 48
+
+// leaveOld deletes s from old. The room s had in old's map stays until old is replaced
+// (when old is empty, it goes at once); an eviction counts it (oldGone), so that evicting
+// a slot frees what it costs less mapShare. A slot moved to m leaves it uncounted, as a
+// deletion did when the generations only turned.
+func (b *Buffer) leaveOld(s *slot, evicted bool) {
+	delete(b.old, s.key)
+	b.oldSize -= int(s.cost)
+	if evicted {
+		b.oldGone += mapShare
+	}
+	if len(b.old) == 0 {
+		b.old, b.oldGone = nil, 0
+	}
+}
+
+// evict brings the read cache within bound if it exceeds it, down to 15/16 of it so that
+// evictions come in batches: it drops the cached values of slots of old (any of them, in
+// the map's order) and, when old is empty, makes m old. A slot with a pending entry keeps
+// it and moves to m, uncached. keep, if not nil, stays in m.
+func (b *Buffer) evict(bound int, keep *slot) {
+	if b.CacheSize() <= bound {
+		return
+	}
+	b.evictions++
+	target := bound - bound/16
+	for b.CacheSize() > target {
+		if len(b.old) == 0 {
+			if len(b.m) == 0 {
+				return
+			}
+			b.rotate()
+			if keep != nil {
+				b.promote(keep)
+			}
+			continue
+		}
+		for _, s := range b.old {
+			if b.CacheSize() <= target {
+				break
+			}
 			if s.p == nil {
+				b.leaveOld(s, true)
+				s.val, s.cost, s.known = nil, 0, false
 				continue
 			}
-			s.val, s.cost, s.known, s.absent = nil, 0, false, false
-			s.cgen = b.cgen
-			b.m[s.key] = s
-			rescued++
+			b.promote(s)
+			b.uncache(s)
 		}
 	}
-	b.pendCur, b.pendOld = rescued, b.pendCur
+	b.last = nil
+}
+
+// rotate turns the cache's generations once old is empty (evict): m becomes old.
+func (b *Buffer) rotate() {
+	b.old, b.oldSize, b.oldGone = b.m, b.cleanSize, 0
+	b.m, b.cleanSize = make(map[string]*slot), 0
+	b.cgen++
+	b.pendCur, b.pendOld = 0, b.pendCur
 	b.last = nil
 }
 
 // remove takes s, which has no pending entry, out of its map.
 func (b *Buffer) remove(s *slot) {
-	b.uncache(s)
 	if s.cgen == b.cgen {
+		b.uncache(s)
 		delete(b.m, s.key)
 	} else {
-		delete(b.old, s.key)
+		b.leaveOld(s, false)
+		s.val, s.cost, s.known, s.absent = nil, 0, false, false
 	}
 	if b.last == s {
 		b.last = nil
@@ -416,20 +468,17 @@ func (b *Buffer) setCached(s *slot, v []byte, absent, own bool) (kept bool) {
 	}
 	s.known, s.absent, s.epoch = true, absent, b.epoch
 	cost := slotCost(s.key, s.val)
-	half := b.bound() / 2
-	if cost > half || cost > math.MaxInt32 {
+	bound := b.bound()
+	if cost > bound/2 || cost > math.MaxInt32 {
 		s.val, s.known, s.absent = nil, false, false
 		if s.p == nil {
 			b.remove(s)
 		}
 		return false
 	}
-	if b.cleanSize+cost > half {
-		b.rotate() // s moves to old with m
-		b.promote(s)
-	}
 	s.cost = int32(cost)
 	b.cleanSize += cost
+	b.evict(bound, s)
 	return kept
 }
 
@@ -452,30 +501,45 @@ func (b *Buffer) WithSharedReadCache(limit *atomic.Int64) *Buffer {
 	return b
 }
 
+// weightOne is the read cache weight 1.0 in SetReadCacheWeight's fixed point.
+const weightOne = 1 << 10
+
+// SetReadCacheWeight scales a shared read cache's bound (WithSharedReadCache) by w: its
+// owner gives a Buffer that is read more a larger part of the budget than one that is
+// read less, keeping the sum of the bounds within the budget. A weight at or below zero
+// is the smallest one above it; 1 is the default. Another goroutine may call it while the
+// Buffer is in use; a smaller bound takes effect as WithSharedReadCache says.
+func (b *Buffer) SetReadCacheWeight(w float64) {
+	b.weight.Store(max(int64(w*weightOne), 1))
+}
+
+// CacheReads returns how many reads consulted the read cache since the Buffer was made:
+// hits and misses, not the reads that a pending write answered.
+func (b *Buffer) CacheReads() uint64 { return b.reads }
+
+// CacheEvictions returns how many times since the Buffer was made the read cache was full
+// and dropped values to make room: zero means it held every value it was given.
+func (b *Buffer) CacheEvictions() uint64 { return b.evictions }
+
 // bound is the read cache's bound in bytes of heap.
 func (b *Buffer) bound() int {
 	if b.limit != nil {
-		return int(max(b.limit.Load(), 0))
+		l := max(b.limit.Load(), 0)
+		if w := b.weight.Load(); w > 0 {
+			l = l / weightOne * w // divided first: l*w could overflow
+		}
+		return int(l)
 	}
 	return b.cacheMax
 }
 
-// fit turns the read cache's generations until it is within its bound again, which a
-// shared bound can fall below (see WithSharedReadCache): first old is dropped, then, if m
-// alone exceeds the bound, m too. Slots with a pending entry stay (uncached).
-func (b *Buffer) fit() {
-	bound := b.bound()
-	for range 2 {
-		if b.cleanSize+b.oldSize <= bound {
-			return
-		}
-		b.rotate()
-	}
-}
+// fit brings the read cache within its bound again, which a shared bound can fall below
+// (see WithSharedReadCache). Slots with a pending entry stay (uncached).
+func (b *Buffer) fit() { b.evict(b.bound(), nil) }
 
 // CacheSize returns the heap the read cache is accounted to hold: its keys and values and
 // the per-entry overhead of its index.
-func (b *Buffer) CacheSize() int { return b.cleanSize + b.oldSize }
+func (b *Buffer) CacheSize() int { return b.cleanSize + b.oldSize + b.oldGone }
 
 // slotOverhead is the heap a read cache entry costs beyond its key and value bytes: the
 // slot (64 bytes) and its share of the map (a 24-byte slot and a control byte, at the

@@ -33,7 +33,8 @@ func heapInUse() uint64 {
 // the size of its entries: the per-entry overhead (map slot, entry, rounding of the
 // allocations) is counted, not only the key and value bytes (which made small entries
 // take up to 9x the bound). Nor is it wastefully pessimistic: the cache holds at least 0.4x
-// its bound in heap (its older half is dropped whole when the newer one is full).
+// its bound in heap (it evicts down to 15/16 of it, and the map room of what it evicted
+// counts until its older generation is replaced).
 func TestBufferReadCacheHeapWithinBound(t *testing.T) {
 	for _, tc := range []struct {
 		name       string

@@ -78,8 +78,11 @@ func (b *Buffer) CheckInvariants() error {
 	if pc != b.pendCur || po != b.pendOld {
 		return fmt.Errorf("pending counters %d and %d, slots %d and %d", b.pendCur, b.pendOld, pc, po)
 	}
-	if b.cacheMax > 0 && (cur > b.cacheMax/2 || old > b.cacheMax/2) {
-		return fmt.Errorf("cache generations of %d and %d bytes, bound %d", cur, old, b.cacheMax)
+	if b.cacheMax > 0 && b.CacheSize() > b.bound() {
+		return fmt.Errorf("cache generations of %d and %d bytes (and %d of old's map), bound %d", cur, old, b.oldGone, b.bound())
+	}
+	if len(b.old) == 0 && b.oldGone != 0 {
+		return fmt.Errorf("old is empty, its map still counted (%d bytes)", b.oldGone)
 	}
 	if b.last != nil && b.m[b.last.key] != b.last {
 		return fmt.Errorf("last slot %q not in the current generation", b.last.key)

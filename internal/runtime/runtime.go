@@ -26,8 +26,10 @@ type Runtime struct {
 	clientID string // the prefix of the clients' ids, set by Run (clientid.go)
 
 	// caches is the instance's cache budget (Config.Caches): its ReadShare is each store
-	// read cache's bound (resizeStoreCachesLocked).
+	// read cache's bound (resizeStoreCachesLocked) before its weight (weighStoreCachesLocked).
 	caches *CacheBudget
+	// cacheDemands are the read caches' demands by store (weighStoreCachesLocked).
+	cacheDemands map[string]*cacheDemand
 	// labels is the context Run was given: its pprof labels are the loop's, which a task
 	// turn adds its own to and restores after (labels.go).
 	labels context.Context

@@ -5,12 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	cpebble "github.com/cockroachdb/pebble/v2"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/kstream-go/kstream/store"
 	"github.com/kstream-go/kstream/store/memory"
@@ -166,6 +167,9 @@ type loggedStore struct {
 	// position is the store's checkpoint as of its last commit (-1 none), for queries
 	// (query.go), which read it without touching the engine.
 	position atomic.Int64
+	// seenReads and seenEvictions are its buffer's CacheReads and CacheEvictions at the
+	// last weighing of the read caches (weighStoreCachesLocked).
+	seenReads, seenEvictions uint64
 }
 
 // storeCacheBytes is the default budget of the read caches of the instance's stores.
@@ -191,7 +195,8 @@ func (r *Runtime) resizeStoreCachesLocked() {
 	r.caches.setReaders(n)
 }
 
-// noteStoreCachesLocked records the heap of the tasks' read caches for Stats. It runs in a
+// noteStoreCachesLocked records the heap of the tasks' read caches for Stats and weighs
+// their shares of the budget again (weighStoreCachesLocked). It runs in a
 // commit, the tasks at rest.
 func (r *Runtime) noteStoreCachesLocked() {
 	var sum int64
@@ -203,6 +208,118 @@ func (r *Runtime) noteStoreCachesLocked() {
 		}
 	}
 	r.stats.cache.Store(sum)
+	r.weighStoreCachesLocked()
+}
+
+// Weights of the read caches (weighStoreCachesLocked), in units of an equal share.
+const (
+	// readCacheFloor is the weight every read cache has whatever its reads: a quarter of
+	// the budget is shared equally, so that a cache read little keeps its recent keys.
+	readCacheFloor = 0.25
+	// readCacheMinWeight is the smallest weight of a cache whose store is held to twice
+	// what it holds: room to grow until the next commit weighs it again.
+	readCacheMinWeight = 1.0 / 16
+)
+
+// cacheDemand is what weighStoreCachesLocked knows of the read caches of one store (all
+// its partitions on the instance).
+type cacheDemand struct {
+	demand float64 // reads per commit, decayed by half at each commit
+	// reads, evictions, size and caches are of this weighing: the reads and the
+	// evictions since the last one, the heap the caches hold, and how many there are.
+	reads, evictions uint64
+	size             int
+	caches           int
+	weight           float64 // the weight of each of its caches, in units of an equal share
+}
+
+// weighStoreCachesLocked divides the read part of the cache budget among the stores by how
+// much each is read, instead of equally among the read caches: a read cache's bound is its
+// equal share (CacheBudget.ReadShare) times the weight of its store, and the weights of
+// all the caches sum to their number. A store's demand is the reads of its caches per
+// commit, decayed by half at each commit; all its partitions have the same weight, so that
+// a partition that got no records for a while keeps its keys.
+//
+// A store's part is readCacheFloor of an equal share per cache plus its part of the rest
+// by demand. When some stores' caches are full (they evicted since the last weighing), a
+// store whose caches are not and hold less than half its part is held to twice what they
+// hold (at least readCacheMinWeight per cache), and the rest goes to the other stores by
+// their demand. So a store read on every record (a table that a join looks up) gets the
+// budget that a store only written (a foreign-key join's subscriptions) or one whose keys
+// all fit (a small table) would leave unused, where equal shares left it missing most of
+// its keys. It runs in a commit, the tasks at rest.
+func (r *Runtime) weighStoreCachesLocked() {
+	if r.cfg.StoreCacheBytes < 0 {
+		return
+	}
+	if r.cacheDemands == nil {
+		r.cacheDemands = make(map[string]*cacheDemand)
+	}
+	for _, d := range r.cacheDemands {
+		d.reads, d.evictions, d.size, d.caches = 0, 0, 0, 0
+	}
+	n := 0
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if ls.buf == nil || ls.spec.NoReadCache {
+				continue
+			}
+			d := r.cacheDemands[ls.spec.Name]
+			if d == nil {
+				d = &cacheDemand{}
+				r.cacheDemands[ls.spec.Name] = d
+			}
+			reads, evictions := ls.buf.CacheReads(), ls.buf.CacheEvictions()
+			d.reads += reads - ls.seenReads
+			d.evictions += evictions - ls.seenEvictions
+			ls.seenReads, ls.seenEvictions = reads, evictions
+			d.size += ls.buf.CacheSize()
+			d.caches++
+			n++
+		}
+	}
+	var demand float64
+	full := false
+	for name, d := range r.cacheDemands {
+		if d.caches == 0 {
+			delete(r.cacheDemands, name) // no partition of it here any more
+			continue
+		}
+		d.demand = d.demand/2 + float64(d.reads)
+		demand += d.demand
+		full = full || d.evictions > 0
+	}
+	share := float64(r.caches.ReadShare())
+	var spare, wanting float64 // weight left by stores held to what they hold; demand of the full ones
+	for _, d := range r.cacheDemands {
+		if demand == 0 || share <= 0 {
+			d.weight = 1
+			continue
+		}
+		part := readCacheFloor*float64(d.caches) + (1-readCacheFloor)*float64(n)*d.demand/demand
+		if need := max(2*float64(d.size)/share, readCacheMinWeight*float64(d.caches)); full && d.evictions == 0 && need < part {
+			spare += part - need
+			part = -need // negative: gets no more
+		} else {
+			wanting += d.demand
+		}
+		d.weight = part / float64(d.caches)
+	}
+	for _, d := range r.cacheDemands {
+		switch {
+		case d.weight < 0:
+			d.weight = -d.weight
+		case wanting > 0:
+			d.weight += spare * d.demand / wanting / float64(d.caches)
+		}
+	}
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if ls.buf != nil && !ls.spec.NoReadCache {
+				ls.buf.SetReadCacheWeight(r.cacheDemands[ls.spec.Name].weight)
+			}
+		}
+	}
 }
 
 // flushBytes is the size of a store partition's buffered writes above which they are

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/kstream-go/kstream/store"
@@ -105,7 +106,7 @@ func TestCacheBudgetShared(t *testing.T) {
 		}
 	}
 	// check asserts that each read cache is within the share and holds more than half of
-	// it (a read cache keeps two generations, each of at most half its bound), and that
+	// it (a read cache evicts down to 15/16 of its bound), and that
 	// read and record caches together are within the budget.
 	check := func(share int64) {
 		t.Helper()
@@ -138,5 +139,119 @@ func TestCacheBudgetShared(t *testing.T) {
 	// The default read budget, 32 MiB, and the record budget.
 	if got := NewCacheBudget(0, 10<<20).ReadShare(); got != 42<<20 {
 		t.Fatalf("one read cache's share of the defaults %d, want 42 MiB", got)
+	}
+}
+
+// countingGets counts the reads that reach a store's engine.
+type countingGets struct {
+	store.Backend
+	gets int
+}
+
+func (c *countingGets) Get(key []byte) ([]byte, bool, error) {
+	c.gets++
+	return c.Backend.Get(key)
+}
+
+// The read budget goes to the stores that are read: a table read in turn on every commit,
+// whose keys an equal share cannot hold, gets what a small table read as often and a
+// store only written leave, and then misses none of its keys; the caches together stay
+// within the budget. With equal shares (no weighing) the same table misses most of its
+// keys, however they were read before.
+func TestStoreCachesWeighedByReads(t *testing.T) {
+	const (
+		partitions = 2
+		bigKeys    = 5000 // per partition, about 1.6 MiB of cache each: an equal share is 1 MiB
+		smallKeys  = 100
+		budget     = 6 << 20
+	)
+	for _, weigh := range []bool{true, false} {
+		db := memory.New()
+		t.Cleanup(func() { _ = db.Close() })
+		r := &Runtime{cfg: Config{StoreCacheBytes: budget}, tasks: map[TaskID]*taskRun{}, caches: NewCacheBudget(budget, 0)}
+		var big []*countingGets
+		bufs := map[string][]*store.Buffer{}
+		for p := range int32(partitions) {
+			tr := &taskRun{id: TaskID{Partition: p}, stores: map[string]*loggedStore{}}
+			for i, name := range []string{"big", "small", "written"} {
+				raw, err := db.Open(name, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				under := &countingGets{Backend: raw}
+				if name == "big" {
+					big = append(big, under)
+				}
+				ls := &loggedStore{spec: StoreSpec{Name: name}, partition: p, raw: raw,
+					buf: store.NewBuffer(under).WithSharedReadCache(&r.caches.share)}
+				bufs[name] = append(bufs[name], ls.buf)
+				tr.stores[string(rune('a'+i))] = ls
+			}
+			r.tasks[tr.id] = tr
+		}
+		r.resizeStoreCachesLocked()
+		val := make([]byte, 200)
+		written := 0
+		// round reads every key of big and small once per partition, as an aggregation
+		// reads its keys in turn, writes as many new keys to written, and commits.
+		round := func() {
+			t.Helper()
+			for p := range partitions {
+				for i := range bigKeys {
+					key := fmt.Appendf(nil, "b%06d", i)
+					if _, _, err := bufs["big"][p].Get(key); err != nil {
+						t.Fatal(err)
+					}
+					if err := bufs["big"][p].Set(key, val); err != nil {
+						t.Fatal(err)
+					}
+					if _, _, err := bufs["small"][p].Get(fmt.Appendf(nil, "s%03d", i%smallKeys)); err != nil {
+						t.Fatal(err)
+					}
+					written++
+					if err := bufs["written"][p].Set(fmt.Appendf(nil, "w%08d", written), val); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, bs := range bufs {
+				for _, b := range bs {
+					if err := b.Flush(1); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if weigh {
+				r.noteStoreCachesLocked()
+			}
+		}
+		for range 6 {
+			round()
+		}
+		before := 0
+		for _, c := range big {
+			before += c.gets
+		}
+		round()
+		misses := -before
+		for _, c := range big {
+			misses += c.gets
+		}
+		sum := 0
+		for _, bs := range bufs {
+			for _, b := range bs {
+				sum += b.CacheSize()
+			}
+		}
+		t.Logf("weighed %v: big missed %d of %d keys in a round; the caches hold %d bytes of the %d budget", weigh, misses, partitions*bigKeys, sum, budget)
+		if sum > budget {
+			t.Errorf("weighed %v: the caches hold %d bytes, over the budget of %d", weigh, sum, budget)
+		}
+		switch {
+		case weigh && misses != 0:
+			t.Errorf("weighed: the big table missed %d of its %d keys, want none", misses, partitions*bigKeys)
+		case !weigh && misses < partitions*bigKeys/4:
+			t.Errorf("equal shares: the big table missed only %d of its %d keys: the test no longer shows what weighing does", misses, partitions*bigKeys)
+		}
 	}
 }
