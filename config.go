@@ -92,7 +92,9 @@ type Config struct {
 	StateDir string
 	// BlockCacheBytes is the size of the block cache of the one Pebble database that holds
 	// every persistent store of the process, overriding the default 64 MiB; MemTableBytes is
-	// the size of its memtables, overriding the default 8 MiB. However many tasks run, this
+	// the size of its memtables, overriding the default 8 MiB (32 MiB when the topology has a
+	// persistent window, session, stream-join or versioned store, whose expired segments'
+	// data a larger memtable drops before flushing it). However many tasks run, this
 	// is the engine's memory budget (Kafka Streams' rocksdb.config.setter with a shared cache).
 	BlockCacheBytes int64
 	MemTableBytes   uint64

@@ -171,6 +171,7 @@ func newGoMemoryLimit(cfg Config, rtopo *runtime.Topology, log *slog.Logger) *go
 	for _, g := range rtopo.GlobalStores {
 		persistent = persistent || g.Persistent
 	}
+	cfg.MemTableBytes = runtime.MemTableBytesFor(cfg.MemTableBytes, rtopo)
 	m, err := computeGoMemoryLimit(cfg, persistent)
 	if err != nil {
 		return nil // compile checked it

@@ -293,7 +293,7 @@ func New(topo *Topology, cfg Config) (*Runtime, error) {
 		parts:      map[topicPartition]*taskRun{},
 		internal:   map[string]bool{},
 		changelogs: map[string]bool{},
-		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger, cacheBytes: cfg.BlockCacheBytes, memTableBytes: cfg.MemTableBytes, engine: cfg.StoreEngine, tune: cfg.PebbleOptions},
+		stores:     &stores{dir: cfg.StateDir, log: cfg.Logger, cacheBytes: cfg.BlockCacheBytes, memTableBytes: MemTableBytesFor(cfg.MemTableBytes, topo), engine: cfg.StoreEngine, tune: cfg.PebbleOptions},
 		restorers:  map[TaskID]chan struct{}{},
 		unpause:    map[string][]int32{},
 	}

@@ -255,3 +255,31 @@ func TestStoreCachesWeighedByReads(t *testing.T) {
 		}
 	}
 }
+
+// A topology with a persistent segmented store (one with a changelog codec: window,
+// session, stream-join, versioned) opens Pebble with WindowedMemTableBytes unless
+// MemTableBytes is set; any other keeps Pebble's default.
+func TestMemTableBytesFor(t *testing.T) {
+	kv := &Topology{SubTopologies: []SubTopology{{Stores: []StoreSpec{{Name: "counts", Persistent: true}}}}}
+	windowed := &Topology{SubTopologies: []SubTopology{
+		{Stores: []StoreSpec{{Name: "counts", Persistent: true}}},
+		{Stores: []StoreSpec{{Name: "windows", Persistent: true, Codec: store.NewVersionedChangelog(0)}}},
+	}}
+	inMemory := &Topology{SubTopologies: []SubTopology{{Stores: []StoreSpec{{Name: "windows", Codec: store.NewVersionedChangelog(0)}}}}}
+	for _, tc := range []struct {
+		name       string
+		configured uint64
+		topo       *Topology
+		want       uint64
+	}{
+		{"key-value", 0, kv, 0},
+		{"windowed", 0, windowed, WindowedMemTableBytes},
+		{"windowed in memory", 0, inMemory, 0},
+		{"windowed, configured", 4 << 20, windowed, 4 << 20},
+		{"key-value, configured", 64 << 20, kv, 64 << 20},
+	} {
+		if got := MemTableBytesFor(tc.configured, tc.topo); got != tc.want {
+			t.Errorf("%s: MemTableBytesFor(%d) = %d, want %d", tc.name, tc.configured, got, tc.want)
+		}
+	}
+}
