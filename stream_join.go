@@ -327,8 +327,12 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 // joinWindowStoreDef declares a window store of a stream-stream join, as Kafka Streams'
 // StreamJoinedStoreFactory does: windows of the join's size, kept for size + grace, every
 // duplicate retained, changelog with cleanup.policy delete.
+//
+// The store has no read cache: the join reads it only by key and time range, which the
+// read cache does not serve, and every write is of a new key (a record's key, timestamp
+// and sequence number), so caching the writes cost map work for nothing.
 func joinWindowStoreDef[K, V any](b *Builder, op, name string, ks serde.Serde[K], vs serde.Serde[V], size, retention int64, logged bool) *storeDef {
-	d := &storeDef{name: name, persistent: true, logged: logged}
+	d := &storeDef{name: name, persistent: true, logged: logged, noReadCache: true}
 	o := store.WindowOptions{
 		Retention:        time.Duration(retention) * time.Millisecond,
 		WindowSize:       time.Duration(size) * time.Millisecond,

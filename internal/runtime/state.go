@@ -40,7 +40,8 @@ type StoreSpec struct {
 	Codec store.ChangelogCodec
 	// NoReadCache means the store's write buffer keeps no read cache (StoreCacheBytes): a
 	// suppression buffer in memory, read only for keys it wrote, which its engine's B-tree
-	// answers as fast, so that a cache there only costs CPU and budget.
+	// answers as fast, or a stream-stream join's window store, read only by range, which
+	// the read cache does not serve; a cache there only costs CPU and budget.
 	NoReadCache bool
 }
 
@@ -596,7 +597,7 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		switch {
 		case spec.Persistent:
 			ls.buf = store.NewBuffer(raw)
-			if r.cfg.StoreCacheBytes >= 0 {
+			if r.cfg.StoreCacheBytes >= 0 && !spec.NoReadCache {
 				ls.buf.WithSharedReadCache(&r.caches.share)
 			}
 		case r.cfg.ExactlyOnce || spec.Changelog != "":
