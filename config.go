@@ -119,8 +119,9 @@ type Config struct {
 	StoreEngine func(dir string) (store.DB, error)
 	// StoreCacheBytes bounds the read caches that persistent store partitions, and logged
 	// (or exactly-once) in-memory ones, keep of recently read and written keys: all the
-	// store partitions of the instance together, each with an equal share that changes as
-	// tasks come and go (so 1,000 partitions take no more than 6), overriding the default
+	// store partitions of the instance together, divided among the stores by how often each
+	// is read and among each store's partitions equally, and again as tasks come and go (so
+	// 1,000 partitions take no more than 6; docs/caching.md), overriding the default
 	// 32 MiB; negative disables them. The bound is on heap: keys, values and about 110
 	// bytes of bookkeeping per entry. The read caches and the record caches
 	// (CacheMaxBytes) have one budget, StoreCacheBytes + CacheMaxBytes: the read caches

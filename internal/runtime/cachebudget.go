@@ -14,12 +14,13 @@ import (
 //     that when a table forwards depends on that budget alone, as in Kafka Streams;
 //   - the read caches of the store partitions (Config.StoreCacheBytes), which get the
 //     rest: the whole budget, read + record, less what the record caches hold now,
-//     divided equally among them.
+//     divided among them: ReadShare is the equal share, which a cache's weight scales
+//     (Runtime.weighStoreCachesLocked: more to the stores read more).
 //
 // Read and record caches together thus stay within read + record bytes, what the record
-// caches do not use is read cache, and a read cache's share never falls below its share
-// of the read budget alone (the record caches hold at most the record budget), which is
-// what it was before the two shared a budget. The record caches report what they hold
+// caches do not use is read cache, and the equal share (ReadShare) never falls below the
+// read budget alone divided among the read caches (the record caches hold at most the
+// record budget), which is what it was before the two shared a budget. The record caches report what they hold
 // (Hold) as it changes, so a read cache's bound follows them while the tasks run: a read
 // cache keeps to a smaller bound as it inserts, and drops what exceeds it at its next
 // commit (store.Buffer.WithSharedReadCache).

@@ -402,7 +402,7 @@ type Config struct {
 	BlockCacheBytes int64
 	MemTableBytes   uint64
 	// StoreCacheBytes bounds the read caches of the instance's stores together, divided
-	// equally among them (0: 32 MiB; negative: none).
+	// among them by their reads (0: 32 MiB; negative: none).
 	StoreCacheBytes int
 	// Caches is the instance's one cache budget, shared by the read caches and the
 	// record caches that the topology's processors report to it (CacheBudget.Hold); nil:
