@@ -194,6 +194,39 @@ func (r *Runtime) resizeStoreCachesLocked() {
 		}
 	}
 	r.caches.setReaders(n)
+	r.rescaleStoreCachesLocked(n)
+}
+
+// rescaleStoreCachesLocked scales the weights of the read caches (weighStoreCachesLocked)
+// so that they sum to n, their number, again once tasks came or went: the weights of the
+// caches that stay keep their proportions, a new cache's is 1 until the next commit weighs
+// them all. Without it, caches that stayed with weights above 1 could together exceed the
+// budget until then.
+func (r *Runtime) rescaleStoreCachesLocked(n int) {
+	weight := func(ls *loggedStore) float64 {
+		if d := r.cacheDemands[ls.spec.Name]; d != nil && d.weight > 0 {
+			return d.weight
+		}
+		return 1
+	}
+	var sum float64
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if ls.buf != nil && !ls.spec.NoReadCache {
+				sum += weight(ls)
+			}
+		}
+	}
+	if sum <= 0 {
+		return
+	}
+	for _, t := range r.tasks {
+		for _, ls := range t.stores {
+			if ls.buf != nil && !ls.spec.NoReadCache {
+				ls.buf.SetReadCacheWeight(weight(ls) * float64(n) / sum)
+			}
+		}
+	}
 }
 
 // noteStoreCachesLocked records the heap of the tasks' read caches for Stats and weighs
@@ -226,10 +259,11 @@ const (
 // its partitions on the instance).
 type cacheDemand struct {
 	demand float64 // reads per commit, decayed by half at each commit
-	// reads, evictions, size and caches are of this weighing: the reads and the
-	// evictions since the last one, the heap the caches hold, and how many there are.
+	// reads, evictions, maxSize and caches are of this weighing: the reads and the
+	// evictions since the last one, the heap its fullest cache holds, and how many
+	// caches there are.
 	reads, evictions uint64
-	size             int
+	maxSize          int
 	caches           int
 	weight           float64 // the weight of each of its caches, in units of an equal share
 }
@@ -244,8 +278,8 @@ type cacheDemand struct {
 // A store's part is readCacheFloor of an equal share per cache plus its part of the rest
 // by demand. When some stores' caches are full (they evicted since the last weighing), a
 // store whose caches are not and hold less than half its part is held to twice what they
-// hold (at least readCacheMinWeight per cache), and the rest goes to the other stores by
-// their demand. So a store read on every record (a table that a join looks up) gets the
+// hold (its fullest one's, for each; at least readCacheMinWeight per cache), and the rest
+// goes to the other stores by their demand. So a store read on every record (a table that a join looks up) gets the
 // budget that a store only written (a foreign-key join's subscriptions) or one whose keys
 // all fit (a small table) would leave unused, where equal shares left it missing most of
 // its keys. It runs in a commit, the tasks at rest.
@@ -257,7 +291,7 @@ func (r *Runtime) weighStoreCachesLocked() {
 		r.cacheDemands = make(map[string]*cacheDemand)
 	}
 	for _, d := range r.cacheDemands {
-		d.reads, d.evictions, d.size, d.caches = 0, 0, 0, 0
+		d.reads, d.evictions, d.maxSize, d.caches = 0, 0, 0, 0
 	}
 	n := 0
 	for _, t := range r.tasks {
@@ -274,7 +308,7 @@ func (r *Runtime) weighStoreCachesLocked() {
 			d.reads += reads - ls.seenReads
 			d.evictions += evictions - ls.seenEvictions
 			ls.seenReads, ls.seenEvictions = reads, evictions
-			d.size += ls.buf.CacheSize()
+			d.maxSize = max(d.maxSize, ls.buf.CacheSize())
 			d.caches++
 			n++
 		}
@@ -298,7 +332,10 @@ func (r *Runtime) weighStoreCachesLocked() {
 			continue
 		}
 		part := readCacheFloor*float64(d.caches) + (1-readCacheFloor)*float64(n)*d.demand/demand
-		if need := max(2*float64(d.size)/share, readCacheMinWeight*float64(d.caches)); full && d.evictions == 0 && need < part {
+		// Twice what the fullest cache holds, for each: the store's keys may all be in one
+		// partition.
+		need := max(2*float64(d.maxSize)/share, readCacheMinWeight) * float64(d.caches)
+		if full && d.evictions == 0 && need < part {
 			spare += part - need
 			part = -need // negative: gets no more
 		} else {

@@ -283,3 +283,150 @@ func TestMemTableBytesFor(t *testing.T) {
 		}
 	}
 }
+
+// A store whose keys are all in one partition keeps them: the room a store that is not
+// full keeps is twice what its fullest cache holds, not twice its average (which held the
+// loaded partition to half its keys, evicted at every other commit).
+func TestStoreCachesWeighedSkewedStore(t *testing.T) {
+	const (
+		partitions = 4
+		budget     = 6 << 20
+		skewKeys   = 1000 // about 120 KB, all in partition 0
+		hotKeys    = 6000 // per partition and round, new each round: always evicting
+	)
+	db := memory.New()
+	t.Cleanup(func() { _ = db.Close() })
+	r := &Runtime{cfg: Config{StoreCacheBytes: budget}, tasks: map[TaskID]*taskRun{}, caches: NewCacheBudget(budget, 0)}
+	bufs := map[string][]*store.Buffer{}
+	var skew0 *countingGets
+	for p := range int32(partitions) {
+		tr := &taskRun{id: TaskID{Partition: p}, stores: map[string]*loggedStore{}}
+		for i, name := range []string{"skew", "hot"} {
+			raw, err := db.Open(name, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			under := &countingGets{Backend: raw}
+			if name == "skew" && p == 0 {
+				skew0 = under
+			}
+			ls := &loggedStore{spec: StoreSpec{Name: name}, partition: p, raw: raw,
+				buf: store.NewBuffer(under).WithSharedReadCache(&r.caches.share)}
+			bufs[name] = append(bufs[name], ls.buf)
+			tr.stores[string(rune('a'+i))] = ls
+		}
+		r.tasks[tr.id] = tr
+	}
+	r.resizeStoreCachesLocked()
+	hot, missed := 0, 0
+	for round := range 8 {
+		before := skew0.gets
+		for i := range skewKeys {
+			if _, _, err := bufs["skew"][0].Get(fmt.Appendf(nil, "k%06d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for p := range partitions {
+			for range hotKeys {
+				hot++
+				if _, _, err := bufs["hot"][p].Get(fmt.Appendf(nil, "h%08d", hot)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, bs := range bufs {
+			for _, b := range bs {
+				if err := b.Flush(1); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r.noteStoreCachesLocked()
+		if round >= 2 {
+			missed += skew0.gets - before
+		}
+	}
+	if missed != 0 {
+		t.Errorf("the skewed store's loaded partition missed %d reads of its %d keys in rounds 2-7, with room for them many times over", missed, skewKeys)
+	}
+}
+
+// When tasks go, the weights of the read caches that stay are scaled to sum to their
+// number again: caches weighted above 1 (a store read on every record) must not together
+// exceed the budget once the caches that gave them room (a store only written, in other
+// tasks) are gone.
+func TestStoreCachesRescaledWhenTasksGo(t *testing.T) {
+	const budget = 4 << 20
+	db := memory.New()
+	t.Cleanup(func() { _ = db.Close() })
+	r := &Runtime{cfg: Config{StoreCacheBytes: budget}, tasks: map[TaskID]*taskRun{}, caches: NewCacheBudget(budget, 0)}
+	bufs := map[string][]*store.Buffer{}
+	for p := range int32(4) {
+		// Sub-topology 0 has the table that is read, sub-topology 1 the store only written.
+		for sub, name := range []string{"read", "written"} {
+			raw, err := db.Open(name, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls := &loggedStore{spec: StoreSpec{Name: name}, partition: p, raw: raw,
+				buf: store.NewBuffer(raw).WithSharedReadCache(&r.caches.share)}
+			bufs[name] = append(bufs[name], ls.buf)
+			id := TaskID{SubTopology: sub, Partition: p}
+			r.tasks[id] = &taskRun{id: id, stores: map[string]*loggedStore{"s": ls}}
+		}
+	}
+	r.resizeStoreCachesLocked()
+	val := make([]byte, 200)
+	n := 0
+	fill := func() {
+		t.Helper()
+		for _, bs := range bufs {
+			for _, b := range bs {
+				for range 20000 {
+					n++
+					key := fmt.Appendf(nil, "k%08d", n)
+					if _, _, err := b.Get(key); err != nil {
+						t.Fatal(err)
+					}
+					if err := b.Set(key, val); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := b.Flush(1); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for range 3 {
+		fill()
+		r.noteStoreCachesLocked()
+	}
+	// Now only the read store is read: its weight grows above 1, the written store's falls.
+	for range 3 {
+		for _, b := range bufs["read"] {
+			for i := range 5000 {
+				if _, _, err := b.Get(fmt.Appendf(nil, "r%06d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r.noteStoreCachesLocked()
+	}
+	if w := r.cacheDemands["read"].weight; w <= 1.2 {
+		t.Fatalf("the read store's weight is %.2f: the test needs it well above 1", w)
+	}
+	for p := range int32(4) {
+		delete(r.tasks, TaskID{SubTopology: 1, Partition: p})
+	}
+	delete(bufs, "written")
+	r.resizeStoreCachesLocked()
+	fill()
+	sum := 0
+	for _, b := range bufs["read"] {
+		sum += b.CacheSize()
+	}
+	if sum > budget {
+		t.Errorf("after the written store's tasks went, the read caches hold %d bytes, over the budget of %d", sum, budget)
+	}
+}
