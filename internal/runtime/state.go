@@ -251,7 +251,7 @@ const (
 	// the budget is shared equally, so that a cache read little keeps its recent keys.
 	readCacheFloor = 0.25
 	// readCacheMinWeight is the smallest weight of a cache whose store is held to twice
-	// what it holds: room to grow until the next commit weighs it again.
+	// what its fullest cache holds: room to grow until the next commit weighs it again.
 	readCacheMinWeight = 1.0 / 16
 )
 
@@ -277,12 +277,12 @@ type cacheDemand struct {
 //
 // A store's part is readCacheFloor of an equal share per cache plus its part of the rest
 // by demand. When some stores' caches are full (they evicted since the last weighing), a
-// store whose caches are not and hold less than half its part is held to twice what they
-// hold (its fullest one's, for each; at least readCacheMinWeight per cache), and the rest
-// goes to the other stores by their demand. So a store read on every record (a table that a join looks up) gets the
-// budget that a store only written (a foreign-key join's subscriptions) or one whose keys
-// all fit (a small table) would leave unused, where equal shares left it missing most of
-// its keys. It runs in a commit, the tasks at rest.
+// store whose caches are not and hold less than half its part is held, in each cache, to
+// twice what its fullest cache holds (at least readCacheMinWeight), and the rest goes to
+// the other stores by their demand. So a store read on every record (a table that a join
+// looks up) gets the budget that a store only written (a foreign-key join's
+// subscriptions) or one whose keys all fit (a small table) would leave unused, where equal
+// shares left it missing most of its keys. It runs in a commit, the tasks at rest.
 func (r *Runtime) weighStoreCachesLocked() {
 	if r.cfg.StoreCacheBytes < 0 {
 		return
@@ -325,7 +325,7 @@ func (r *Runtime) weighStoreCachesLocked() {
 		full = full || d.evictions > 0
 	}
 	share := float64(r.caches.ReadShare())
-	var spare, wanting float64 // weight left by stores held to what they hold; demand of the full ones
+	var spare, wanting float64 // weight left by the stores held to what they hold; demand of the others
 	for _, d := range r.cacheDemands {
 		if demand == 0 || share <= 0 {
 			d.weight = 1
