@@ -153,6 +153,55 @@ func (c *countingGets) Get(key []byte) ([]byte, bool, error) {
 	return c.Backend.Get(key)
 }
 
+// weighedCaches are the read caches of an instance for the weighing tests: one task per
+// partition, each with a buffered store of every name, reading through a countingGets.
+type weighedCaches struct {
+	r     *Runtime
+	bufs  map[string][]*store.Buffer // by store name, then partition
+	under map[string][]*countingGets // the engine reads, likewise
+}
+
+func newWeighedCaches(t *testing.T, budget, partitions int, names ...string) *weighedCaches {
+	t.Helper()
+	db := memory.New()
+	t.Cleanup(func() { _ = db.Close() })
+	w := &weighedCaches{
+		r:     &Runtime{cfg: Config{StoreCacheBytes: budget}, tasks: map[TaskID]*taskRun{}, caches: NewCacheBudget(budget, 0)},
+		bufs:  map[string][]*store.Buffer{},
+		under: map[string][]*countingGets{},
+	}
+	for p := range int32(partitions) {
+		tr := &taskRun{id: TaskID{Partition: p}, stores: map[string]*loggedStore{}}
+		for _, name := range names {
+			raw, err := db.Open(name, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			under := &countingGets{Backend: raw}
+			ls := &loggedStore{spec: StoreSpec{Name: name}, partition: p, raw: raw,
+				buf: store.NewBuffer(under).WithSharedReadCache(&w.r.caches.share)}
+			w.bufs[name] = append(w.bufs[name], ls.buf)
+			w.under[name] = append(w.under[name], under)
+			tr.stores[name] = ls
+		}
+		w.r.tasks[tr.id] = tr
+	}
+	w.r.resizeStoreCachesLocked()
+	return w
+}
+
+// flush writes out every buffer, as a commit does.
+func (w *weighedCaches) flush(t *testing.T) {
+	t.Helper()
+	for _, bs := range w.bufs {
+		for _, b := range bs {
+			if err := b.Flush(1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // The read budget goes to the stores that are read: a table read in turn on every commit,
 // whose keys an equal share cannot hold, gets what a small table read as often and a
 // store only written leave, and then misses none of its keys; the caches together stay
@@ -166,30 +215,8 @@ func TestStoreCachesWeighedByReads(t *testing.T) {
 		budget     = 6 << 20
 	)
 	for _, weigh := range []bool{true, false} {
-		db := memory.New()
-		t.Cleanup(func() { _ = db.Close() })
-		r := &Runtime{cfg: Config{StoreCacheBytes: budget}, tasks: map[TaskID]*taskRun{}, caches: NewCacheBudget(budget, 0)}
-		var big []*countingGets
-		bufs := map[string][]*store.Buffer{}
-		for p := range int32(partitions) {
-			tr := &taskRun{id: TaskID{Partition: p}, stores: map[string]*loggedStore{}}
-			for i, name := range []string{"big", "small", "written"} {
-				raw, err := db.Open(name, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				under := &countingGets{Backend: raw}
-				if name == "big" {
-					big = append(big, under)
-				}
-				ls := &loggedStore{spec: StoreSpec{Name: name}, partition: p, raw: raw,
-					buf: store.NewBuffer(under).WithSharedReadCache(&r.caches.share)}
-				bufs[name] = append(bufs[name], ls.buf)
-				tr.stores[string(rune('a'+i))] = ls
-			}
-			r.tasks[tr.id] = tr
-		}
-		r.resizeStoreCachesLocked()
+		w := newWeighedCaches(t, budget, partitions, "big", "small", "written")
+		r, bufs, big := w.r, w.bufs, w.under["big"]
 		val := make([]byte, 200)
 		written := 0
 		// round reads every key of big and small once per partition, as an aggregation
@@ -214,13 +241,7 @@ func TestStoreCachesWeighedByReads(t *testing.T) {
 					}
 				}
 			}
-			for _, bs := range bufs {
-				for _, b := range bs {
-					if err := b.Flush(1); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			w.flush(t)
 			if weigh {
 				r.noteStoreCachesLocked()
 			}
@@ -294,30 +315,8 @@ func TestStoreCachesWeighedSkewedStore(t *testing.T) {
 		skewKeys   = 1000 // about 120 KB, all in partition 0
 		hotKeys    = 6000 // per partition and round, new each round: always evicting
 	)
-	db := memory.New()
-	t.Cleanup(func() { _ = db.Close() })
-	r := &Runtime{cfg: Config{StoreCacheBytes: budget}, tasks: map[TaskID]*taskRun{}, caches: NewCacheBudget(budget, 0)}
-	bufs := map[string][]*store.Buffer{}
-	var skew0 *countingGets
-	for p := range int32(partitions) {
-		tr := &taskRun{id: TaskID{Partition: p}, stores: map[string]*loggedStore{}}
-		for i, name := range []string{"skew", "hot"} {
-			raw, err := db.Open(name, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			under := &countingGets{Backend: raw}
-			if name == "skew" && p == 0 {
-				skew0 = under
-			}
-			ls := &loggedStore{spec: StoreSpec{Name: name}, partition: p, raw: raw,
-				buf: store.NewBuffer(under).WithSharedReadCache(&r.caches.share)}
-			bufs[name] = append(bufs[name], ls.buf)
-			tr.stores[string(rune('a'+i))] = ls
-		}
-		r.tasks[tr.id] = tr
-	}
-	r.resizeStoreCachesLocked()
+	w := newWeighedCaches(t, budget, partitions, "skew", "hot")
+	r, bufs, skew0 := w.r, w.bufs, w.under["skew"][0]
 	hot, missed := 0, 0
 	for round := range 8 {
 		before := skew0.gets
@@ -334,13 +333,7 @@ func TestStoreCachesWeighedSkewedStore(t *testing.T) {
 				}
 			}
 		}
-		for _, bs := range bufs {
-			for _, b := range bs {
-				if err := b.Flush(1); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		w.flush(t)
 		r.noteStoreCachesLocked()
 		if round >= 2 {
 			missed += skew0.gets - before
