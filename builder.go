@@ -167,8 +167,10 @@ type Topology struct {
 	stores   []*storeDef
 	subs     [][]*node // nodes of each sub-topology, in creation order
 	internal []runtime.InternalTopic
-	copart   [][]string
-	nodes    []*node
+	// copart are the source nodes of each join's co-partitioned operands (internal topics
+	// without the application id), in operand order.
+	copart [][]runtime.CopartitionSource
+	nodes  []*node
 	// async is what the async operators of the application built from it share (set by
 	// compile).
 	async *asyncShared
@@ -256,9 +258,11 @@ func (b *Builder) Build() (*Topology, error) {
 	index := map[int]int{}
 	t := &Topology{internal: b.internal, nodes: b.nodes, stores: b.storeOrder}
 	for _, operands := range b.copart {
-		var group []string
+		var group []runtime.CopartitionSource
 		for _, n := range operands {
-			group = append(group, b.sourceTopicsOf(n)...)
+			for _, src := range b.sourceNodesOf(n) {
+				group = append(group, runtime.CopartitionSource{Node: src.name, Topics: sourceTopics(src)})
+			}
 		}
 		t.copart = append(t.copart, group)
 	}
@@ -360,19 +364,21 @@ func (t *Topology) compile(appID string, h *handlers, newTask func(sub []*node, 
 			it.PartitionsOf = like
 		}
 	}
+	groups := make([][]runtime.CopartitionSource, 0, len(t.copart))
 	for _, g := range t.copart {
-		group := make([]string, 0, len(g))
-		for _, topic := range g {
-			for _, it := range t.internal {
-				if it.Name == topic {
-					topic = internalTopic(appID, topic)
-					break
+		group := make([]runtime.CopartitionSource, 0, len(g))
+		for _, src := range g {
+			topics := slices.Clone(src.Topics)
+			for i, topic := range topics {
+				if isInternal[topic] {
+					topics[i] = internalTopic(appID, topic)
 				}
 			}
-			group = append(group, topic)
+			group = append(group, runtime.CopartitionSource{Node: src.Node, Topics: topics})
 		}
-		rt.CopartitionGroups = append(rt.CopartitionGroups, group)
+		groups = append(groups, group)
 	}
+	rt.CopartitionGroups = runtime.JavaCopartitionGroups(groups)
 	for i, sub := range t.subs {
 		st := runtime.SubTopology{ID: i}
 		if d := globalStoreOf(sub); d != nil {

@@ -2,6 +2,7 @@ package kstream
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kstream-go/kstream/internal/runtime"
 	"github.com/kstream-go/kstream/serde"
@@ -171,8 +172,17 @@ func joinTable[K, V, VT, VR any](s KStream[K, V], t KTable[K, VT], prefix, op st
 
 // sourceTopicsOf returns the topics of the sources upstream of n, within its sub-topology.
 func (b *Builder) sourceTopicsOf(n *node) []string {
-	seen := map[*node]bool{}
 	var out []string
+	for _, src := range b.sourceNodesOf(n) {
+		out = append(out, sourceTopics(src)...)
+	}
+	return out
+}
+
+// sourceNodesOf returns the source nodes n reads from, depth first through its parents.
+func (b *Builder) sourceNodesOf(n *node) []*node {
+	seen := map[*node]bool{}
+	var out []*node
 	var walk func(*node)
 	walk = func(x *node) {
 		if seen[x] {
@@ -180,10 +190,7 @@ func (b *Builder) sourceTopicsOf(n *node) []string {
 		}
 		seen[x] = true
 		if x.kind == kindSource {
-			out = append(out, x.topics...)
-			if x.pattern != nil {
-				out = append(out, runtime.PatternMarker(x.pattern.String()))
-			}
+			out = append(out, x)
 		}
 		for _, p := range x.parents {
 			walk(p)
@@ -191,4 +198,13 @@ func (b *Builder) sourceTopicsOf(n *node) []string {
 	}
 	walk(n)
 	return out
+}
+
+// sourceTopics returns the topics of source src: its topics, or the marker of its pattern
+// (runtime.PatternMarker) until the runtime knows the topics that match.
+func sourceTopics(src *node) []string {
+	if src.pattern != nil {
+		return append(slices.Clone(src.topics), runtime.PatternMarker(src.pattern.String()))
+	}
+	return src.topics
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -975,9 +974,9 @@ func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartb
 		for _, group := range topo.CopartitionGroups {
 			var cg kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup
 			all := true
-			// The indexes in the order Kafka Streams lists them: its copartition group is a
-			// java.util.HashSet of the topic names, iterated as is (not sorted).
-			for _, t := range javaHashSetOrder(group) {
+			// The indexes in the order of the group's topics, which is Kafka Streams' order
+			// for a compiled topology (JavaCopartitionGroups).
+			for _, t := range group {
 				if i := slices.Index(s.SourceTopics, t); i >= 0 {
 					cg.SourceTopics = append(cg.SourceTopics, int16(i))
 				} else if i := slices.IndexFunc(s.RepartitionSourceTopics, func(ti kmsg.TopicInfo) bool { return ti.Topic == t }); i >= 0 {
@@ -996,29 +995,6 @@ func streamsTopology(topo *Topology, replication int16) *kmsg.StreamsGroupHeartb
 		return strings.Compare(a.SubtopologyID, b.SubtopologyID)
 	})
 	return &out
-}
-
-// javaHashSetOrder returns topics in the order a java.util.HashSet holding them (default
-// capacity 16, doubled whenever it is more than three quarters full) iterates them: by the
-// bucket of each name's String.hashCode (spread as HashMap.hash spreads it), those of one
-// bucket in the order given. A streams group compares declarations byte for byte, and
-// Kafka Streams declares a co-partition group's topic indexes in that order.
-func javaHashSetOrder(topics []string) []string {
-	capacity := 16
-	for len(topics) > capacity*3/4 {
-		capacity *= 2
-	}
-	bucket := func(s string) int {
-		var h int32
-		for _, c := range utf16.Encode([]rune(s)) {
-			h = 31*h + int32(c)
-		}
-		u := uint32(h)
-		return int((u ^ u>>16) & uint32(capacity-1))
-	}
-	out := slices.Clone(topics)
-	slices.SortStableFunc(out, func(a, b string) int { return bucket(a) - bucket(b) })
-	return out
 }
 
 // userEndpoint parses Config.ApplicationServer ("host:port") for the heartbeat; nil if unset

@@ -95,7 +95,9 @@ type Topology struct {
 	InternalTopics []InternalTopic
 	// SinkTopics are the fixed output topics, which must exist at start.
 	SinkTopics []SinkTopic
-	// CopartitionGroups are sets of source topics that must have equal partition counts.
+	// CopartitionGroups are sets of source topics that must have equal partition counts,
+	// the groups and their topics in the order Kafka Streams lists them
+	// (JavaCopartitionGroups): a streams-group member declares them in this order.
 	CopartitionGroups [][]string
 	// GlobalStores are bootstrapped before processing starts, then kept up to date.
 	GlobalStores []GlobalStoreSpec

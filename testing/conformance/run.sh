@@ -8,10 +8,14 @@
 #
 #   testing/conformance/run.sh [OUTDIR]
 #   testing/conformance/run.sh partitions [FILE]
+#   testing/conformance/run.sh copartition [FILE]
 #
 # The second form writes instead FILE (default testdata/java_partitions.txt in the repo): the
 # partitions that the Java producer chooses for 10k+ String and Long keys among 12 and 7
-# partitions (conformance.Partitions), the golden file of query_partition_test.go.
+# partitions (conformance.Partitions), the golden file of query_partition_test.go. The third
+# writes FILE (default testdata/java_copartition.txt): the co-partition groups, in Java's
+# order, of seven join topologies over a thousand topic names (conformance.Copartition), the
+# golden file of copartition_internal_test.go.
 #
 # Works from any directory; running it again rewrites the same files. Maven's output goes to
 # testing/conformance/target/ (classes/ and lib/).
@@ -20,9 +24,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 mode=scenarios
-if [[ "${1:-}" == partitions ]]; then
-	mode=partitions
-	file="${2:-$root/testdata/java_partitions.txt}"
+if [[ "${1:-}" == partitions || "${1:-}" == copartition ]]; then
+	mode=$1
+	file="${2:-$root/testdata/java_$1.txt}"
 	mkdir -p "$(dirname "$file")"
 	file="$(cd "$(dirname "$file")" && pwd)/$(basename "$file")"
 else
@@ -51,6 +55,9 @@ fi
 
 if [[ "$mode" == partitions ]]; then
 	exec java -cp "$here/target/classes:$here/target/lib/*" conformance.Partitions "$file"
+fi
+if [[ "$mode" == copartition ]]; then
+	exec java -cp "$here/target/classes:$here/target/lib/*" conformance.Copartition "$file"
 fi
 
 rm -f "$out"/*.txt
