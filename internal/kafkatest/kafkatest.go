@@ -147,7 +147,13 @@ func Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 // CreateTopic creates a uniquely named topic with the given partitions and returns its name.
 func CreateTopic(t testing.TB, base string, partitions int32, configs map[string]*string) string {
 	t.Helper()
-	name := Name(t, base)
+	return CreateTopicNamed(t, Name(t, base), partitions, configs)
+}
+
+// CreateTopicNamed creates the topic name (made unique by the caller, as with Name) with the
+// given partitions and returns its name once the broker's metadata shows it.
+func CreateTopicNamed(t testing.TB, name string, partitions int32, configs map[string]*string) string {
+	t.Helper()
 	adm := kadm.NewClient(Client(t))
 	ctx := Context(t, 30*time.Second)
 	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, name)
