@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -152,6 +154,9 @@ func TestRebalanceJoinDoesNotHoldStayingTasks(t *testing.T) {
 	}
 }
 
+// childTasksRe matches a child's log line of its tasks after an assignment.
+var childTasksRe = regexp.MustCompile(`msg="kstream: partitions assigned".* tasks=([0-9]+)`)
+
 func joinHoldCase(t *testing.T, eos bool) {
 	const parts = 4
 	in := kafkatest.CreateTopic(t, "in", parts, nil)
@@ -160,9 +165,13 @@ func joinHoldCase(t *testing.T, eos bool) {
 	cfg.StateDir = t.TempDir()
 	cfg.CommitInterval = 100 * time.Millisecond
 	// The join waits for the frozen member until its session times out or, at the latest,
-	// the rebalance timeout passes (the in-process broker goes by the latter).
+	// the rebalance timeout passes. Its session is long (30 s), so that the join lasts the
+	// rebalance timeout (5 s) from its start, however long the third instance takes to start:
+	// with the frozen member's 6 s session counted from the freeze, a third instance slow to
+	// start on a loaded machine (a CI run, under exactly-once) left the join a fraction of a
+	// second after the first 1.5 s, and the test saw too few records in it.
 	cfg.RebalanceTimeout = 5 * time.Second
-	env := []string{"APP_ID=" + cfg.ApplicationID, "STATE_DIR=" + t.TempDir(), "IN=" + in, "OUT=" + out, "COMMIT_MS=100", "REBALANCE_MS=5000"}
+	env := []string{"APP_ID=" + cfg.ApplicationID, "STATE_DIR=" + t.TempDir(), "IN=" + in, "OUT=" + out, "COMMIT_MS=100", "REBALANCE_MS=5000", "SESSION_MS=30000"}
 	if eos {
 		cfg.Guarantee = kstream.ExactlyOnce
 		env = append(env, "GUARANTEE=eos")
@@ -171,8 +180,25 @@ func joinHoldCase(t *testing.T, eos bool) {
 	t.Cleanup(func() { frozen.Kill(t) })
 	app := newApp(t, countTopology(in, out), cfg)
 	start(t, app)
-	kafkatest.Eventually(t, 60*time.Second, "two members sharing the tasks", func() bool {
-		return len(app.Tasks()) == parts/2 && app.State() == kstream.StateRunning
+	adm := kadm.NewClient(kafkatest.Client(t))
+	state := func() string {
+		gs, err := adm.DescribeGroups(kafkatest.Context(t, 5*time.Second), cfg.ApplicationID)
+		if err != nil || len(gs) != 1 {
+			return ""
+		}
+		for _, g := range gs {
+			return g.State
+		}
+		return ""
+	}
+	// Both members hold their tasks and the group is stable: a join still under way when
+	// the member freezes (the second round of the cooperative rebalance that gave it its
+	// tasks) would end at the rebalance timeout counted from before the freeze, and the test
+	// would measure that join instead of the third member's.
+	kafkatest.Eventually(t, 60*time.Second, "two members sharing the tasks, the group stable", func() bool {
+		m := childTasksRe.FindAllStringSubmatch(frozen.Output(), -1)
+		return len(app.Tasks()) == parts/2 && app.State() == kstream.StateRunning &&
+			len(m) > 0 && m[len(m)-1][1] == strconv.Itoa(parts/2) && state() == "Stable"
 	})
 
 	// Input flows to every partition for the rest of the test.
@@ -204,17 +230,6 @@ func joinHoldCase(t *testing.T, eos bool) {
 	frozen.Stop(t)
 	third := newApp(t, countTopology(in, out), func() kstream.Config { c := cfg; c.StateDir = t.TempDir(); return c }())
 	start(t, third)
-	adm := kadm.NewClient(kafkatest.Client(t))
-	state := func() string {
-		gs, err := adm.DescribeGroups(kafkatest.Context(t, 5*time.Second), cfg.ApplicationID)
-		if err != nil || len(gs) != 1 {
-			return ""
-		}
-		for _, g := range gs {
-			return g.State
-		}
-		return ""
-	}
 	kafkatest.Eventually(t, 30*time.Second, "the group rebalancing", func() bool { return state() == "PreparingRebalance" })
 	// This instance learns of the rebalance from its next heartbeat (200 ms) and joins; the
 	// join lasts until the frozen member is given up (about 5 s). Before joinWatch, the
@@ -245,7 +260,7 @@ func joinHoldCase(t *testing.T, eos bool) {
 			t.Fatalf("the group left PreparingRebalance (%s) less than %s into the join: the test proves nothing", s, settled)
 		}
 		if late <= progress {
-			t.Fatalf("the staying tasks processed %d records from %s into the join until it ended; want more than %d", late, settled, progress)
+			t.Fatalf("the staying tasks processed %d records from %s into the join until it ended (%s after it was seen to begin); want more than %d", late, settled, time.Since(began).Round(time.Millisecond), progress)
 		}
 	}
 	at := mark

@@ -33,7 +33,7 @@ func countTopology(in, out string) *kstream.Builder {
 
 // runCountChild runs the counting app in a child process until it is killed. It is
 // configured by the environment: APP_ID, STATE_DIR, IN, OUT, NUM_STANDBYS, COMMIT_MS,
-// REBALANCE_MS, GUARANTEE=eos, GROUP_PROTOCOL=streams.
+// REBALANCE_MS, SESSION_MS (default 6000), GUARANTEE=eos, GROUP_PROTOCOL=streams.
 func runCountChild() error {
 	standbys, _ := strconv.Atoi(os.Getenv("NUM_STANDBYS"))
 	rebalanceMs, _ := strconv.Atoi(os.Getenv("REBALANCE_MS"))
@@ -41,13 +41,17 @@ func runCountChild() error {
 	if commitMs == 0 {
 		commitMs = 200
 	}
+	sessionMs, _ := strconv.Atoi(os.Getenv("SESSION_MS"))
+	if sessionMs == 0 {
+		sessionMs = 6000
+	}
 	cfg := kstream.Config{
 		ApplicationID:     os.Getenv("APP_ID"),
 		Brokers:           strings.Split(os.Getenv(kafkatest.EnvBrokers), ","),
 		StateDir:          os.Getenv("STATE_DIR"),
 		NumStandbys:       standbys,
 		CommitInterval:    time.Duration(commitMs) * time.Millisecond,
-		SessionTimeout:    6 * time.Second,
+		SessionTimeout:    time.Duration(sessionMs) * time.Millisecond,
 		HeartbeatInterval: 200 * time.Millisecond,
 		RebalanceTimeout:  time.Duration(rebalanceMs) * time.Millisecond,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
