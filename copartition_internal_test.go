@@ -14,8 +14,8 @@ import (
 // A streams group refuses a member whose declared topology differs from the group's in any
 // field or order, and Kafka Streams lists a join's co-partition groups as HashSets iterate
 // (see internal/runtime/javaorder.go). The golden file holds Java's groups for seven join
-// topologies over a thousand topic names, 10% of them with two topics of one group in one
-// HashSet bucket, where only the order of insertion decides (the mixed Java and Go join on
+// topologies and a cogroup over 1,200 sets of topic names, 15% of them with two topics of one
+// group in one HashSet bucket, where only the order of insertion decides (the mixed Java and Go join on
 // Apache Kafka was refused for one such pair before kstream followed Java there). Written
 // by testing/conformance/run.sh copartition.
 func TestCopartitionGroupsAsJava(t *testing.T) {
@@ -62,6 +62,12 @@ func TestCopartitionGroupsAsJava(t *testing.T) {
 			l := Table(b, topics[0], S, S, "l")
 			r := Table(b, topics[1], S, S, "r")
 			TableJoinOn(l, r, func(_ string, v string) string { return v }, func(a, b string) string { return a + b }).ToStream().To("out", S, S)
+		case "cogroup":
+			agg := func(_ string, v string, acc string) string { return acc + v }
+			c := Cogroup(Stream(b, topics[0], S, S).GroupByKey(), agg)
+			c = CogroupWith(c, Stream(b, topics[1], S, S).GroupByKey(), agg)
+			c = CogroupWith(c, Stream(b, topics[2], S, S).GroupByKey(), agg)
+			c.Aggregate(func() string { return "" }, S, "co").ToStream().To("out", S, S)
 		default:
 			t.Fatalf("unknown kind in %q", line)
 		}

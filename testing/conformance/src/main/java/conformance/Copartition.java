@@ -20,6 +20,7 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -28,6 +29,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Writes the golden file of kstream's copartition_internal_test.go: for seven join topologies
+ * and a cogroup
  * and many topic names, the co-partition groups as Kafka Streams lists them
  * (InternalTopologyBuilder.copartitionGroups, with topology.optimization=all, as kstream's
  * topologies are), the lists a streams-group member declares in its heartbeat
@@ -45,6 +47,7 @@ public final class Copartition {
     static final String[][] KINDS = {
         // kind, topic count
         {"st", "2"}, {"ss", "2"}, {"tt", "2"}, {"s2t", "3"}, {"multi", "3"}, {"rekey", "2"}, {"fk", "2"},
+        {"cogroup", "3"},
     };
     static final String[] BASES = {"in", "table", "orders", "left", "right", "t"};
 
@@ -128,6 +131,18 @@ public final class Copartition {
                 KTable<String, String> l = table(b, f[0], "l");
                 KTable<String, String> r = table(b, f[1], "r");
                 l.join(r, v -> v, (x, y) -> x + y).toStream().to("out");
+                break;
+            }
+            case "cogroup": {
+                KGroupedStream<String, String> g1 = b.stream(f[0], c).groupByKey();
+                KGroupedStream<String, String> g2 = b.stream(f[1], c).groupByKey();
+                KGroupedStream<String, String> g3 = b.stream(f[2], c).groupByKey();
+                g1.<String>cogroup((k, v, agg) -> agg + v)
+                    .cogroup(g2, (k, v, agg) -> agg + v)
+                    .cogroup(g3, (k, v, agg) -> agg + v)
+                    .aggregate(() -> "", Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("co")
+                        .withValueSerde(Serdes.String()))
+                    .toStream().to("out");
                 break;
             }
             default:
