@@ -267,6 +267,9 @@ func streamJoin[K, V1, V2, VR any](l KStream[K, V1], r KStream[K, V2], kind join
 			t.txnHooks = append(t.txnHooks, &p.joinClock)
 			return processorInstance(t, mergeN, ProcessorFunc[K, V1, K, VR](p.process))
 		}
+		// Java registers the join's sources as co-partitioned all the same: a group of one
+		// topic, which a streams-group declaration lists.
+		b.copart = append(b.copart, []*node{l.n})
 		return KStream[K, VR]{b: b, n: mergeN, ks: ks}
 	}
 

@@ -14,7 +14,7 @@
 # partitions that the Java producer chooses for 10k+ String and Long keys among 12 and 7
 # partitions (conformance.Partitions), the golden file of query_partition_test.go. The third
 # writes FILE (default testdata/java_copartition.txt): the co-partition groups, in Java's
-# order, of seven join topologies and a cogroup over 1,200 sets of topic names
+# order, of ten join topologies and a cogroup over 1,650 sets of topic names
 # (conformance.Copartition), the golden file of copartition_internal_test.go.
 #
 # Works from any directory; running it again rewrites the same files. Maven's output goes to

@@ -28,7 +28,7 @@ import org.apache.kafka.streams.processor.internals.InternalTopologyBuilder;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
- * Writes the golden file of kstream's copartition_internal_test.go: for seven join topologies
+ * Writes the golden file of kstream's copartition_internal_test.go: for ten join topologies
  * and a cogroup
  * and many topic names, the co-partition groups as Kafka Streams lists them
  * (InternalTopologyBuilder.copartitionGroups, with topology.optimization=all, as kstream's
@@ -47,7 +47,7 @@ public final class Copartition {
     static final String[][] KINDS = {
         // kind, topic count
         {"st", "2"}, {"ss", "2"}, {"tt", "2"}, {"s2t", "3"}, {"multi", "3"}, {"rekey", "2"}, {"fk", "2"},
-        {"cogroup", "3"},
+        {"cogroup", "3"}, {"merge", "3"}, {"self", "1"}, {"rekey2", "2"},
     };
     static final String[] BASES = {"in", "table", "orders", "left", "right", "t"};
 
@@ -143,6 +143,22 @@ public final class Copartition {
                     .aggregate(() -> "", Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("co")
                         .withValueSerde(Serdes.String()))
                     .toStream().to("out");
+                break;
+            }
+            case "merge": {
+                KStream<String, String> s = b.stream(f[0], c).merge(b.stream(f[1], c));
+                s.join(table(b, f[2], "tbl"), (x, y) -> x + y).to("out");
+                break;
+            }
+            case "self": {
+                KStream<String, String> s = b.stream(f[0], c);
+                s.join(s, (x, y) -> x + y, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(5))).to("out");
+                break;
+            }
+            case "rekey2": {
+                KStream<String, String> l = b.stream(f[0], c).selectKey((k, v) -> v);
+                KStream<String, String> r = b.stream(f[1], c).selectKey((k, v) -> v);
+                l.leftJoin(r, (x, y) -> x + y, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(5))).to("out");
                 break;
             }
             default:
