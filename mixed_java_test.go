@@ -223,6 +223,8 @@ func mixedTopology(name, in, out, table string) *kstream.Builder {
 	case "join":
 		tbl := kstream.Table(b, table, serde.String(), serde.String(), "tbl")
 		kstream.Join(s, tbl, func(_ string, v, vt string) string { return v + "+" + vt }).To(out, serde.String(), serde.String())
+	case "self":
+		kstream.JoinWindowed(s, s, func(_ string, a, c string) string { return a + "+" + c }, kstream.JoinWindowsOf(10*time.Second)).To(out, serde.String(), serde.String())
 	}
 	return b
 }
@@ -570,13 +572,41 @@ func TestMixedJavaGoJoinTopicsInOneBucketOnKafka(t *testing.T) {
 	j := startJava(t, java, cp, append(env, "OPTIMIZE=reuse.ktable.source.topics")...)
 	kafkatest.Eventually(t, 120*time.Second, "the Java instance runs every task", func() bool { return len(j.Tasks()) == 4 && j.Running() })
 	g := kafkatest.StartChild(t, "mixed-app", append([]string{"STATE_DIR=" + t.TempDir(), "GROUP_PROTOCOL=streams"}, env...)...)
+	waitSplit(t, j, g, 4)
+	t.Logf("topics %s and %s", in, table)
+}
+
+// waitSplit waits until the Java instance j and the Go instance g run tasks tasks between
+// them, each some, and fails at once if g exits (a refused declaration is fatal).
+func waitSplit(t *testing.T, j *javaInstance, g *kafkatest.Child, tasks int) {
+	t.Helper()
 	kafkatest.Eventually(t, 120*time.Second, "the tasks split between Java and Go", func() bool {
+		if done, err := g.Exited(); done {
+			t.Fatalf("the Go instance exited: %v", err)
+		}
 		gt, running := goTasks(g.Output())
 		jt := j.Tasks()
-		return running && j.Running() && len(gt) > 0 && len(jt) > 0 && len(gt)+len(jt) == 4
+		return running && j.Running() && len(gt) > 0 && len(jt) > 0 && len(gt)+len(jt) == tasks
 	})
 	gt, _ := goTasks(g.Output())
-	t.Logf("topics %s and %s: Java %v, Go %v", in, table, j.Tasks(), gt)
+	t.Logf("the tasks split: Java %v, Go %v", j.Tasks(), gt)
+}
+
+// A stream joined with itself: Java with topology.optimization=all makes it one store and
+// one processor, as kstream does, and declares the join's co-partition group of one topic,
+// which kstream did not declare (the group refused it) until it did too.
+func TestMixedJavaGoSelfJoinOnKafka(t *testing.T) {
+	java, cp := mixedJava(t)
+	t.Parallel()
+	in := kafkatest.CreateTopic(t, "in", 4, nil)
+	out := kafkatest.CreateTopic(t, "out", 4, nil)
+	app := kafkatest.Name(t, "app")
+	streamsGroupTimeouts(t, app)
+	env := []string{"APP_ID=" + app, "TOPOLOGY=self", "IN=" + in, "OUT=" + out, "GUARANTEE=eos"}
+	j := startJava(t, java, cp, append(env, "OPTIMIZE=all")...)
+	kafkatest.Eventually(t, 120*time.Second, "the Java instance runs every task", func() bool { return len(j.Tasks()) == 4 && j.Running() })
+	g := kafkatest.StartChild(t, "mixed-app", append([]string{"STATE_DIR=" + t.TempDir(), "GROUP_PROTOCOL=streams"}, env...)...)
+	waitSplit(t, j, g, 4)
 }
 
 // Kafka Streams' default for a table read from a topic is a changelog topic of its own

@@ -18,10 +18,12 @@ import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
@@ -34,7 +36,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * <li>TOPOLOGY: {@code count} (groupBy to the same key, count "counts"), {@code windowed}
  * (groupByKey, 10 s tumbling windows without grace, count "wcounts", output key
  * {@code <key>@<window start ms>}), {@code join} (stream IN inner-joined with the table TABLE
- * materialized as "tbl", value {@code <stream value>+<table value>});</li>
+ * materialized as "tbl", value {@code <stream value>+<table value>}), {@code self} (stream IN
+ * joined with itself over 10 s without grace, value {@code <value>+<value>}; with
+ * topology.optimization=all Java makes it a single-store self-join, as kstream does);</li>
  * <li>GUARANTEE: {@code eos} for exactly_once_v2;</li>
  * <li>OPTIMIZE: topology.optimization, e.g. {@code reuse.ktable.source.topics} (the table's
  * source topic is its changelog, as kstream's tables have it).</li>
@@ -88,6 +92,13 @@ public final class Main {
                 KTable<String, String> t = b.table(env("TABLE"), Consumed.with(Serdes.String(), Serdes.String()),
                         Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tbl"));
                 s.join(t, (sv, tv) -> sv + "+" + tv).to(out, Produced.with(Serdes.String(), Serdes.String()));
+                break;
+            }
+            case "self": {
+                KStream<String, String> s = b.stream(in, Consumed.with(Serdes.String(), Serdes.String()));
+                s.join(s, (a, c) -> a + "+" + c, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofSeconds(10)),
+                        StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String()))
+                        .to(out, Produced.with(Serdes.String(), Serdes.String()));
                 break;
             }
             default:
