@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/kstream-go/kstream/internal/runtime"
 )
 
 // Describe returns the sub-topologies with their sources, processors and sinks, as Kafka
@@ -80,7 +82,7 @@ func describeSub(sub []*node) []*dnode {
 	// Java iterates a HashMap of the nodes by name and connects each node to its
 	// predecessors, updating the sizes as it goes; the successor and predecessor sets are
 	// TreeSets whose order depends on the sizes at each insertion.
-	for _, i := range javaHashOrder(names, false) {
+	for _, i := range runtime.JavaHashOrder(names, false) {
 		dn := byNode[sub[i]]
 		for i, p := range dn.n.parents {
 			pd := byNode[p]
@@ -145,50 +147,13 @@ func (dn *dnode) String() string {
 // this order (Java prints the topics of a source and the stores of a processor that way).
 func javaSetString(ss []string) string {
 	var sb strings.Builder
-	for i, j := range javaHashOrder(ss, true) {
+	for i, j := range runtime.JavaHashOrder(ss, true) {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
 		sb.WriteString(ss[j])
 	}
 	return sb.String()
-}
-
-// javaHashOrder returns the indexes of keys in the order in which a java.util.HashMap (or
-// HashSet) iterates them when they were inserted in the order given: by bucket, and in
-// insertion order within a bucket (a resize keeps that order). copied sizes the table as
-// the HashSet(Collection) constructor does; otherwise it grows by insertion from 16.
-// Buckets that Java would turn into trees (8 keys in one bucket of a table of 64 or more)
-// are not modelled.
-func javaHashOrder(keys []string, copied bool) []int {
-	size := 16
-	if copied {
-		for size < len(keys)*4/3+1 { // tableSizeFor(max(n/.75f + 1, 16))
-			size *= 2
-		}
-	} else {
-		for len(keys) > size*3/4 {
-			size *= 2
-		}
-	}
-	bucket := make([]int, len(keys))
-	order := make([]int, len(keys))
-	for i, k := range keys {
-		h := uint32(javaStringHash(k))
-		bucket[i] = int((h ^ h>>16) & uint32(size-1))
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return bucket[order[a]] < bucket[order[b]] })
-	return order
-}
-
-// javaStringHash is java.lang.String.hashCode.
-func javaStringHash(s string) int32 {
-	var h int32
-	for _, c := range utf16.Encode([]rune(s)) {
-		h = 31*h + int32(c)
-	}
-	return h
 }
 
 // javaCompareStrings is java.lang.String.compareTo: UTF-16 code units in order.

@@ -1,5 +1,7 @@
 package kstream
 
+import "github.com/kstream-go/kstream/internal/runtime"
+
 // TopologyDescription is the structure of a topology, for tools that draw it: Kafka
 // Streams' TopologyDescription (Topology.describe()), whose toString is [Topology.Describe].
 type TopologyDescription struct {
@@ -78,7 +80,7 @@ func (t *Topology) Description() TopologyDescription {
 			switch n.kind {
 			case kindSource:
 				nd.Kind = SourceNode
-				for _, j := range javaHashOrder(n.topics, true) {
+				for _, j := range runtime.JavaHashOrder(n.topics, true) {
 					nd.Topics = append(nd.Topics, n.topics[j])
 				}
 			case kindSink:
@@ -93,7 +95,7 @@ func (t *Topology) Description() TopologyDescription {
 				for i, d := range n.stores {
 					names[i] = d.name
 				}
-				for _, j := range javaHashOrder(names, true) {
+				for _, j := range runtime.JavaHashOrder(names, true) {
 					nd.Stores = append(nd.Stores, names[j])
 				}
 			}

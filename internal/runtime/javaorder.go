@@ -79,59 +79,80 @@ func JavaCopartitionGroups(groups [][]CopartitionSource) [][]string {
 			uniq = append(uniq, s)
 		}
 	}
-	capacity := javaTableSizeFor(max(int(float32(len(keys))/0.75)+1, 16))
-	bucket := func(s *set) int {
-		var h int32
+	hashes := make([]int32, len(uniq))
+	for i, s := range uniq {
 		for _, t := range s.topics {
-			h += javaStringHash(t)
+			hashes[i] += javaStringHash(t)
 		}
-		return javaBucket(h, capacity)
 	}
-	slices.SortStableFunc(uniq, func(a, b *set) int { return bucket(a) - bucket(b) })
 	out := make([][]string, 0, len(uniq))
-	for _, s := range uniq {
-		out = append(out, javaHashSetOrder(s.topics))
+	for _, j := range javaOrder(hashes, javaTableSize(len(keys), true)) {
+		out = append(out, javaHashSetOrder(uniq[j].topics))
 	}
 	return out
 }
 
-// javaHashSetOrder returns names in the order a java.util.HashSet holding them iterates
-// them, when they were added in the order given to a set of the default capacity (16,
-// doubled whenever it is more than three quarters full): by the bucket of each name's
-// String.hashCode (spread as HashMap.hash spreads it), those of one bucket in the order
-// given (a resize keeps it). Duplicates must not be given.
+// JavaHashOrder returns the indexes of keys in the order in which a java.util.HashMap (or
+// HashSet) iterates them when they were inserted in the order given: by bucket, and in
+// insertion order within a bucket (a resize keeps that order). copied sizes the table as
+// the HashSet(Collection) constructor does; otherwise it grows by insertion from 16.
+// Buckets that Java would turn into trees (8 keys in one bucket of a table of 64 or more)
+// are not modelled. Describe prints sets in this order, as Java does.
+func JavaHashOrder(keys []string, copied bool) []int {
+	hashes := make([]int32, len(keys))
+	for i, k := range keys {
+		hashes[i] = javaStringHash(k)
+	}
+	return javaOrder(hashes, javaTableSize(len(keys), copied))
+}
+
+// javaHashSetOrder returns names, added in this order to a HashSet that grows by insertion,
+// in the order the set iterates them. Duplicates must not be given.
 func javaHashSetOrder(names []string) []string {
-	capacity := 16
-	for len(names) > capacity*3/4 {
-		capacity *= 2
+	out := make([]string, len(names))
+	for i, j := range JavaHashOrder(names, false) {
+		out[i] = names[j]
 	}
-	out := slices.Clone(names)
-	slices.SortStableFunc(out, func(a, b string) int {
-		return javaBucket(javaStringHash(a), capacity) - javaBucket(javaStringHash(b), capacity)
-	})
 	return out
 }
 
-// javaStringHash is Java's String.hashCode of s.
+// javaTableSize is the table size of a HashMap holding n keys: as the HashSet(Collection)
+// constructor sizes it (tableSizeFor(max(n/.75f + 1, 16))) if copied, else grown by
+// insertion from 16 (doubled whenever more than three quarters full).
+func javaTableSize(n int, copied bool) int {
+	size := 16
+	if copied {
+		for size < n*4/3+1 {
+			size *= 2
+		}
+		return size
+	}
+	for n > size*3/4 {
+		size *= 2
+	}
+	return size
+}
+
+// javaOrder returns the indexes of keys with the given hash codes in the order a HashMap of
+// size buckets iterates them, when they were inserted in index order.
+func javaOrder(hashes []int32, size int) []int {
+	order := make([]int, len(hashes))
+	for i := range order {
+		order[i] = i
+	}
+	bucket := func(i int) int {
+		h := uint32(hashes[i])
+		return int((h ^ h>>16) & uint32(size-1))
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return bucket(a) - bucket(b) })
+	return order
+}
+
+// javaStringHash is java.lang.String.hashCode.
 func javaStringHash(s string) int32 {
 	var h int32
 	for _, c := range utf16.Encode([]rune(s)) {
 		h = 31*h + int32(c)
 	}
 	return h
-}
-
-// javaBucket is the bucket of a key with hash code h in a HashMap of capacity buckets.
-func javaBucket(h int32, capacity int) int {
-	u := uint32(h)
-	return int((u ^ u>>16) & uint32(capacity-1))
-}
-
-// javaTableSizeFor is HashMap.tableSizeFor: the power of two at least n.
-func javaTableSizeFor(n int) int {
-	c := 1
-	for c < n {
-		c *= 2
-	}
-	return c
 }
