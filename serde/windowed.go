@@ -65,6 +65,11 @@ type timeWindowed[K any] struct {
 }
 
 func (s timeWindowed[K]) Serialize(w Windowed[K]) ([]byte, error) {
+	if _, ok := s.inner.(appender[K]); ok {
+		// One allocation for the whole key, not one for the inner key and one for the
+		// windowed key.
+		return s.appendTo(make([]byte, 0, windowedKeyCap), w)
+	}
 	kb, err := s.inner.Serialize(w.Key)
 	if err != nil {
 		return nil, err
@@ -72,6 +77,50 @@ func (s timeWindowed[K]) Serialize(w Windowed[K]) ([]byte, error) {
 	out := make([]byte, 0, len(kb)+windowTimeLen)
 	out = append(out, kb...)
 	return binary.BigEndian.AppendUint64(out, uint64(w.StartMs())), nil
+}
+
+// AppendSerialize appends Serialize's bytes to dst. A windowed key is never a null.
+func (s timeWindowed[K]) AppendSerialize(dst []byte, w Windowed[K]) ([]byte, bool, error) {
+	out, err := s.appendTo(dst, w)
+	return out, false, err
+}
+
+func (s timeWindowed[K]) appendTo(dst []byte, w Windowed[K]) ([]byte, error) {
+	out, err := appendInner(dst, s.inner, w.Key)
+	if err != nil {
+		return nil, err
+	}
+	return binary.BigEndian.AppendUint64(out, uint64(w.StartMs())), nil
+}
+
+// appender is a serde that appends its bytes to a buffer, as the built-in strings and
+// integers do (store.AppendSerializer): a windowed key over it is written with one
+// allocation, and appended to a store's buffer with none.
+type appender[K any] interface {
+	AppendSerialize(dst []byte, v K) ([]byte, bool, error)
+}
+
+// windowedKeyCap is the room Serialize allocates for a windowed key whose inner serde
+// appends: an inner key of up to 24 bytes and two timestamps (a longer key grows it).
+const windowedKeyCap = 40
+
+// appendInner appends the bytes of k, serialized by inner, to dst: nothing for a null.
+func appendInner[K any](dst []byte, inner Serde[K], k K) ([]byte, error) {
+	if app, ok := inner.(appender[K]); ok {
+		out, isNull, err := app.AppendSerialize(dst, k)
+		if err != nil {
+			return nil, err
+		}
+		if isNull {
+			return dst, nil
+		}
+		return out, nil
+	}
+	kb, err := inner.Serialize(k)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, kb...), nil
 }
 
 func (s timeWindowed[K]) Deserialize(b []byte) (Windowed[K], error) {
@@ -101,12 +150,30 @@ func SessionWindowed[K any](inner Serde[K]) Serde[Windowed[K]] { return sessionW
 type sessionWindowed[K any] struct{ inner Serde[K] }
 
 func (s sessionWindowed[K]) Serialize(w Windowed[K]) ([]byte, error) {
+	if _, ok := s.inner.(appender[K]); ok {
+		return s.appendTo(make([]byte, 0, windowedKeyCap), w)
+	}
 	kb, err := s.inner.Serialize(w.Key)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]byte, 0, len(kb)+2*windowTimeLen)
 	out = append(out, kb...)
+	out = binary.BigEndian.AppendUint64(out, uint64(w.EndMs()))
+	return binary.BigEndian.AppendUint64(out, uint64(w.StartMs())), nil
+}
+
+// AppendSerialize appends Serialize's bytes to dst. A windowed key is never a null.
+func (s sessionWindowed[K]) AppendSerialize(dst []byte, w Windowed[K]) ([]byte, bool, error) {
+	out, err := s.appendTo(dst, w)
+	return out, false, err
+}
+
+func (s sessionWindowed[K]) appendTo(dst []byte, w Windowed[K]) ([]byte, error) {
+	out, err := appendInner(dst, s.inner, w.Key)
+	if err != nil {
+		return nil, err
+	}
 	out = binary.BigEndian.AppendUint64(out, uint64(w.EndMs()))
 	return binary.BigEndian.AppendUint64(out, uint64(w.StartMs())), nil
 }

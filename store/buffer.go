@@ -45,7 +45,7 @@ type Buffer struct {
 	// entry, if any, and the read cache's copy of its underlying value, if known. A key has
 	// at most one slot, in m or in old. Get and a write cost one map lookup (none for a
 	// write of the key the previous call looked up), and Flush moves a pending value into
-	// its slot's cache without any.
+	// its slot's cache (if it caches writes: see cacheWrites) without any.
 	//
 	// With the read cache, m and old are its two generations (see cleanSize): slots go to
 	// m, and a slot of old that is read or written moves to m, so that old holds the slots
@@ -135,6 +135,9 @@ type Buffer struct {
 	// range deletion did not answer): the demand its owner weighs the shares by. evictions
 	// counts the times the cache exceeded its bound (evict).
 	reads, evictions uint64
+	// readsAtCut is reads at the last cut of the pending writes that wrote to the
+	// underlying backend (Flush, Release): see cacheWrites.
+	readsAtCut uint64
 
 	// frozen is the generation of pending writes cut by Freeze and not yet released, or
 	// nil (see buffer_freeze.go). Its entries stay pending for reads until Release.
@@ -531,6 +534,26 @@ func (b *Buffer) bound() int {
 		return int(l)
 	}
 	return b.cacheMax
+}
+
+// writeReadRatio bounds the writes a cut caches per read of the underlying backend since the
+// previous cut: see cacheWrites.
+const writeReadRatio = 8
+
+// cacheWrites reports whether a cut that wrote n pending entries to the underlying backend
+// (Flush, Release) keeps their values in the read cache: only if the Buffer read the
+// underlying backend (hits and misses of the cache) at least once per writeReadRatio of
+// them since the previous cut. A store whose reads the pending writes or the fresh-key
+// records answer, or that is only written, reads back few of the values it writes: a
+// window store that opens a window per record, a stream-stream join's store, a suppression
+// buffer's store. Caching each of its writes cost a slot update and, once the cache was
+// full, an eviction, and took the room of the stores that read. A value not cached is read
+// from the underlying backend if it is read at all, and cached then; the reads counted
+// make the next cut cache its writes again.
+func (b *Buffer) cacheWrites(n int) bool {
+	reads := b.reads - b.readsAtCut
+	b.readsAtCut = b.reads
+	return reads*writeReadRatio >= uint64(n)
 }
 
 // fit brings the read cache within its bound again, which a shared bound can fall below
@@ -1010,10 +1033,16 @@ func (b *Buffer) Flush(checkpoint int64) error {
 		return fmt.Errorf("store: buffer: flush of %d entries and %d range deletions: %w", pending, len(b.ranges), err)
 	}
 	if b.cacheMax > 0 {
-		// The written values become the cache's: the slots are at hand, no lookup.
+		// The written values become the cache's, if it reads them back: the slots are at
+		// hand, no lookup.
+		cache := b.cacheWrites(pending)
 		b.tree.Ascend(func(e *entry) bool {
 			b.unpend(e.s)
-			b.setCached(e.s, e.val, e.del, false)
+			if cache {
+				b.setCached(e.s, e.val, e.del, false)
+			} else {
+				b.remove(e.s)
+			}
 			return true
 		})
 	}

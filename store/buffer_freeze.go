@@ -131,28 +131,31 @@ func (f *Frozen) Write(checkpoint int64) error {
 }
 
 // Release ends f after its Write succeeded: its writes are the underlying backend's now,
-// so they stop being pending (a write cached by the read cache, if it has one, as Flush
-// caches the writes it makes). It runs on the Buffer's goroutine.
+// so they stop being pending (a write cached by the read cache, if it has one and reads
+// them back, as Flush caches the writes it makes: see cacheWrites). It runs on the Buffer's goroutine.
 func (b *Buffer) Release(f *Frozen) {
 	if b.frozen != f {
 		return
 	}
+	cache := b.cacheMax > 0 && b.cacheWrites(f.tree.Len())
 	f.tree.Ascend(func(e *entry) bool {
 		s := e.s
 		switch {
 		case s.p == e:
 			b.unpend(s)
-			if b.cacheMax > 0 {
+			if cache {
 				b.setCached(s, e.val, e.del, false)
 			} else {
 				b.remove(s)
 			}
 		case s.p != nil && s.p.prev == e:
 			// Replaced since the freeze: the newer entry stays pending, and the underlying
-			// value its slot caches is e's now.
+			// value its slot caches is e's now (or, not cached, none).
 			s.p.prev = nil
-			if b.cacheMax > 0 {
+			if cache {
 				b.setCached(s, e.val, e.del, false)
+			} else if s.known {
+				b.uncache(s)
 			}
 		}
 		// Otherwise e was hidden since by a range deletion, which took its slot out of

@@ -1558,8 +1558,9 @@ func TestBufferTrackFresh(t *testing.T) {
 	}
 	wantGet(t, buf, "b1", "y")
 	wantAbsent(t, buf, "c1")
-	if under.gets != 1 {
-		t.Fatalf("Get of a key outside the prefix: %d backend reads; want 1", under.gets)
+	if under.gets != 2 {
+		// b1 (the flush cached no write: nothing had been read back before it) and c1.
+		t.Fatalf("Gets of a written key and of a key outside the prefix: %d backend reads; want 2", under.gets)
 	}
 	buf.Discard()
 	under.gets = 0
@@ -1621,5 +1622,78 @@ func TestBufferReadCacheAfterRangeDeletions(t *testing.T) {
 	}
 	if err := buf.CheckInvariants(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A cut (Flush, or Release of a frozen generation) caches the values it writes only while
+// the Buffer reads the underlying backend back, at least once per 8 writes since the previous
+// cut: a store that only writes (a join's store, a suppression buffer's) keeps its cache
+// empty, and one that reads what it wrote (an aggregation) caches its writes as before.
+func TestBufferCachesWritesThatAreReadBack(t *testing.T) {
+	for _, frozen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("frozen=%v", frozen), func(t *testing.T) {
+			under := newCountingBackend(t)
+			buf := store.NewBuffer(under).WithReadCache(1 << 20)
+			cut := func() {
+				t.Helper()
+				if !frozen {
+					mustFlush(t, buf, -1)
+					return
+				}
+				f, err := buf.Freeze()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Write(-1); err != nil {
+					t.Fatal(err)
+				}
+				buf.Release(f)
+			}
+			// Written only: nothing cached.
+			for i := range 100 {
+				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v")
+			}
+			cut()
+			if n := buf.CacheSize(); n != 0 {
+				t.Fatalf("after a cut of writes nothing read back, the cache holds %d bytes; want 0", n)
+			}
+			// Read back (one miss each, then cached), rewritten and cut: cached.
+			under.gets = 0
+			for i := range 100 {
+				wantGet(t, buf, fmt.Sprintf("w%03d", i), "v")
+			}
+			if under.gets != 100 {
+				t.Fatalf("reads of the uncached writes: %d backend reads; want 100", under.gets)
+			}
+			for i := range 100 {
+				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v2")
+			}
+			cut()
+			under.gets = 0
+			for i := range 100 {
+				wantGet(t, buf, fmt.Sprintf("w%03d", i), "v2")
+			}
+			if under.gets != 0 {
+				t.Fatalf("reads of writes cut after reads: %d backend reads; want 0 (cached)", under.gets)
+			}
+			// Rewritten without reads in between (the reads above count for this cut), then
+			// rewritten again with none: the second cut caches nothing, and the values it
+			// wrote are read from the backend, never a stale cached one.
+			for i := range 100 {
+				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v3")
+			}
+			cut()
+			for i := range 100 {
+				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v4")
+			}
+			cut()
+			under.gets = 0
+			for i := range 100 {
+				wantGet(t, buf, fmt.Sprintf("w%03d", i), "v4")
+			}
+			if under.gets != 100 {
+				t.Fatalf("reads after a cut of unread writes: %d backend reads; want 100", under.gets)
+			}
+		})
 	}
 }
