@@ -45,9 +45,11 @@ type options struct {
 	runs       int
 	only       []string
 	brokers    []string
-	cpuProfile string
-	seed       uint64
-	warmup     int
+	// brokerChild runs the embedded broker in a child process instead of this one.
+	brokerChild bool
+	cpuProfile  string
+	seed        uint64
+	warmup      int
 	// latency scenarios: input records/s, how long the input is produced, and how much of
 	// its start is left out of the figures
 	rate          int
@@ -285,6 +287,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 1, "runs of each scenario (best and median are printed)")
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (default all: "+strings.Join(scenarioNames(), ",")+")")
 	flag.StringVar(&brokers, "brokers", "", "comma-separated host:port of an external cluster (default: start an embedded broker)")
+	flag.BoolVar(&o.brokerChild, "broker-child", false, "run the embedded broker in a child process of this binary, not in this one: the\nbroker's data (every record produced) is then not on the app's Go heap, and the\nCPU, allocation and RSS figures are the app's and the harness's alone")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phase of each scenario's first run to this file\n(with several scenarios: FILE with .<scenario> before its extension)")
 	flag.IntVar(&countKeys, "count-keys", countKeys, fmt.Sprintf("distinct keys of the count-*, window-* and latency-* inputs (1..%d)", maxCountKeys))
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the random values (every scenario gets the same data)")
@@ -398,9 +401,21 @@ func run(o options, selected []scenario) error {
 	srURL := registryURL // -registry, or the embedded broker's
 	where := "external cluster " + strings.Join(brokers, ",")
 	onlyRSS := !slices.ContainsFunc(selected, func(s scenario) bool { return !s.rss })
-	if len(brokers) == 0 && onlyRSS {
+	switch {
+	case len(brokers) == 0 && onlyRSS:
 		where = "embedded broker in a child process (rss-pebble)"
-	} else if len(brokers) == 0 {
+	case len(brokers) == 0 && o.brokerChild:
+		if slices.ContainsFunc(selected, func(s scenario) bool { return s.registry }) {
+			return errors.New("-broker-child: the serde scenarios need the embedded broker's schema registry, which the child does not start")
+		}
+		child, err := startBrokerChild()
+		if err != nil {
+			return err
+		}
+		defer child.close()
+		brokers = []string{child.addr}
+		where = "embedded broker in a child process at " + child.addr
+	case len(brokers) == 0:
 		opts := []embedded.Option{embedded.Logger(logger)}
 		if slices.ContainsFunc(selected, func(s scenario) bool { return s.registry }) {
 			opts = append(opts, embedded.SchemaRegistry(0)) // the serde scenarios' registry

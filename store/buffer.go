@@ -136,8 +136,10 @@ type Buffer struct {
 	// counts the times the cache exceeded its bound (evict).
 	reads, evictions uint64
 	// readsAtCut is reads at the last cut of the pending writes that wrote to the
-	// underlying backend (Flush, Release): see cacheWrites.
+	// underlying backend (Flush, Release); byReads says the Buffer is a segmented store's,
+	// whose cuts cache their writes only if it reads values back (see cacheWrites).
 	readsAtCut uint64
+	byReads    bool
 
 	// frozen is the generation of pending writes cut by Freeze and not yet released, or
 	// nil (see buffer_freeze.go). Its entries stay pending for reads until Release.
@@ -541,20 +543,26 @@ func (b *Buffer) bound() int {
 const writeReadRatio = 8
 
 // cacheWrites reports whether a cut that wrote n pending entries to the underlying backend
-// (Flush, Release) keeps their values in the read cache: only if the Buffer read the
-// underlying backend (hits and misses of the cache) at least once per writeReadRatio of
-// them since the previous cut. A store whose reads the pending writes or the fresh-key
-// records answer, or that is only written, reads back few of the values it writes: a
-// window store that opens a window per record, a stream-stream join's store, a suppression
-// buffer's store. Caching each of its writes cost a slot update and, once the cache was
-// full, an eviction, and took the room of the stores that read. A value not cached is read
-// from the underlying backend if it is read at all, and cached then; the reads counted
-// make the next cut cache its writes again.
+// (Flush, Release) keeps their values in the read cache. A key-value store's cut does, as
+// a key is rewritten in later commits, read or not (its slot is then at hand: no lookup
+// of the backend, no new slot). A segmented store's (see cacheWritesByReads) does only if
+// the Buffer read the underlying backend (hits and misses of the cache) at least once per
+// writeReadRatio of them since the previous cut: its keys carry a time, and a store whose
+// reads the pending writes or the fresh-key records answer rewrites few of them in later
+// commits (a window store that opens a window per record; a session store, read by range
+// only). Caching each of its writes cost a slot update and, once the cache was full, an
+// eviction, and took the room of the stores that read. A value not cached is read from the
+// underlying backend if it is read at all, and cached then; the reads counted make the
+// next cut cache its writes again.
 func (b *Buffer) cacheWrites(n int) bool {
 	reads := b.reads - b.readsAtCut
 	b.readsAtCut = b.reads
-	return reads*writeReadRatio >= uint64(n)
+	return !b.byReads || reads*writeReadRatio >= uint64(n)
 }
+
+// cacheWritesByReads makes the Buffer's cuts cache their writes only while it reads values
+// back (see cacheWrites): a segmented store's Buffer.
+func (b *Buffer) cacheWritesByReads() { b.byReads = true }
 
 // fit brings the read cache within its bound again, which a shared bound can fall below
 // (see WithSharedReadCache). Slots with a pending entry stay (uncached).

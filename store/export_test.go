@@ -89,3 +89,7 @@ func (b *Buffer) CheckInvariants() error {
 	}
 	return nil
 }
+
+// CacheWritesByReads makes b's cuts cache their writes only while it reads values back,
+// as a segmented store's Buffer does (tests only).
+func (b *Buffer) CacheWritesByReads() *Buffer { b.cacheWritesByReads(); return b }

@@ -215,6 +215,9 @@ func (s *segmented) resolve() {
 	}
 	u := unwrap(s.b)
 	s.buf, _ = u.(*Buffer)
+	if s.buf != nil {
+		s.buf.cacheWritesByReads()
+	}
 	s.disc, _ = u.(discardCounter)
 	s.resolved = true
 }
