@@ -1663,50 +1663,46 @@ func TestBufferCachesWritesThatAreReadBack(t *testing.T) {
 				}
 				buf.Release(f)
 			}
-			// Written only: nothing cached.
-			for i := range 100 {
-				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v")
+			// writeAll writes v to the 100 keys; readAll reads them back, wanting v, and
+			// returns how many reads reached the backend.
+			writeAll := func(v string) {
+				t.Helper()
+				for i := range 100 {
+					mustSet(t, buf, fmt.Sprintf("w%03d", i), v)
+				}
 			}
+			readAll := func(v string) int {
+				t.Helper()
+				under.gets = 0
+				for i := range 100 {
+					wantGet(t, buf, fmt.Sprintf("w%03d", i), v)
+				}
+				return under.gets
+			}
+			// Written only: nothing cached.
+			writeAll("v")
 			cut()
 			if n := buf.CacheSize(); n != 0 {
 				t.Fatalf("after a cut of writes nothing read back, the cache holds %d bytes; want 0", n)
 			}
 			// Read back (one miss each, then cached), rewritten and cut: cached.
-			under.gets = 0
-			for i := range 100 {
-				wantGet(t, buf, fmt.Sprintf("w%03d", i), "v")
+			if n := readAll("v"); n != 100 {
+				t.Fatalf("reads of the uncached writes: %d backend reads; want 100", n)
 			}
-			if under.gets != 100 {
-				t.Fatalf("reads of the uncached writes: %d backend reads; want 100", under.gets)
-			}
-			for i := range 100 {
-				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v2")
-			}
+			writeAll("v2")
 			cut()
-			under.gets = 0
-			for i := range 100 {
-				wantGet(t, buf, fmt.Sprintf("w%03d", i), "v2")
-			}
-			if under.gets != 0 {
-				t.Fatalf("reads of writes cut after reads: %d backend reads; want 0 (cached)", under.gets)
+			if n := readAll("v2"); n != 0 {
+				t.Fatalf("reads of writes cut after reads: %d backend reads; want 0 (cached)", n)
 			}
 			// Rewritten without reads in between (the reads above count for this cut), then
 			// rewritten again with none: the second cut caches nothing, and the values it
 			// wrote are read from the backend, never a stale cached one.
-			for i := range 100 {
-				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v3")
-			}
+			writeAll("v3")
 			cut()
-			for i := range 100 {
-				mustSet(t, buf, fmt.Sprintf("w%03d", i), "v4")
-			}
+			writeAll("v4")
 			cut()
-			under.gets = 0
-			for i := range 100 {
-				wantGet(t, buf, fmt.Sprintf("w%03d", i), "v4")
-			}
-			if under.gets != 100 {
-				t.Fatalf("reads after a cut of unread writes: %d backend reads; want 100", under.gets)
+			if n := readAll("v4"); n != 100 {
+				t.Fatalf("reads after a cut of unread writes: %d backend reads; want 100", n)
 			}
 		})
 	}
