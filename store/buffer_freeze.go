@@ -131,8 +131,9 @@ func (f *Frozen) Write(checkpoint int64) error {
 }
 
 // Release ends f after its Write succeeded: its writes are the underlying backend's now,
-// so they stop being pending (a write cached by the read cache, if it has one and reads
-// them back, as Flush caches the writes it makes: see cacheWrites). It runs on the Buffer's goroutine.
+// so they stop being pending (a write cached by the read cache, if it has one and caches
+// writes, as Flush caches the writes it makes: see cacheWrites). It runs on the Buffer's
+// goroutine.
 func (b *Buffer) Release(f *Frozen) {
 	if b.frozen != f {
 		return

@@ -1055,7 +1055,11 @@ func TestBufferRandomModel(t *testing.T) {
 	// 600 and 4096 bytes hold a few and a few tens of entries: generations turn often,
 	// with pending entries in both and in dropped ones.
 	for _, cache := range []int{0, 48, 600, 4096} {
-		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache, false) })
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache, false, false) })
+	}
+	// A segmented store's cache, which caches a flush's writes only when reads came before.
+	for _, cache := range []int{600, 4096} {
+		t.Run(fmt.Sprintf("cache=%d,byReads", cache), func(t *testing.T) { testBufferRandomModel(t, cache, false, true) })
 	}
 }
 
@@ -1063,11 +1067,17 @@ func TestBufferRandomModel(t *testing.T) {
 // written on another goroutine while the Buffer goes on, then released or unfrozen.
 func TestBufferFreezeRandomModel(t *testing.T) {
 	for _, cache := range []int{0, 48, 600, 4096} {
-		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache, true) })
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) { testBufferRandomModel(t, cache, true, false) })
+	}
+	for _, cache := range []int{600, 4096} {
+		t.Run(fmt.Sprintf("cache=%d,byReads", cache), func(t *testing.T) { testBufferRandomModel(t, cache, true, true) })
 	}
 }
 
-func testBufferRandomModel(t *testing.T, cache int, freeze bool) {
+// testBufferRandomModel runs the model with a read cache of cache bytes (none for 0), with
+// generations frozen or flushed, and with byReads, caching writes as a segmented store's
+// Buffer does (CacheWritesByReads).
+func testBufferRandomModel(t *testing.T, cache int, freeze, byReads bool) {
 	forEachBackend(t, func(t *testing.T, under store.Backend) {
 		r := rand.New(rand.NewPCG(7, 8))
 		randKey := func() string {
@@ -1090,6 +1100,9 @@ func testBufferRandomModel(t *testing.T, cache int, freeze bool) {
 		buf := store.NewBuffer(under)
 		if cache > 0 {
 			buf.WithReadCache(cache)
+		}
+		if byReads {
+			buf.CacheWritesByReads()
 		}
 		typed := store.NewKeyValueStore("model", buf, serde.String(), serde.String())
 		flushed, view := model{}, model{} // the underlying backend's data; the buffer's
@@ -1619,6 +1632,46 @@ func TestBufferReadCacheAfterRangeDeletions(t *testing.T) {
 			wantGet(t, buf, k, "v")
 		}
 	}
+	if err := buf.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A segmented store's Release that caches no writes drops the value its cache held for a
+// key written before the freeze and again after it: once the later write is discarded, a
+// read returns the frozen write, which the backend now holds, not the value cached before.
+func TestBufferUncachedReleaseOfAReplacedKey(t *testing.T) {
+	under := newCountingBackend(t)
+	mustSet(t, under, "k", "v0")
+	buf := store.NewBuffer(under).WithReadCache(1 << 20).CacheWritesByReads()
+	wantGet(t, buf, "k", "v0") // cached
+	release := func() {
+		t.Helper()
+		f, err := buf.Freeze()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Write(-1); err != nil {
+			t.Fatal(err)
+		}
+		buf.Release(f)
+	}
+	release() // nothing written: the read above counts for this cut, not the next
+	mustSet(t, buf, "k", "v1")
+	for i := range 20 {
+		mustSet(t, buf, fmt.Sprintf("w%02d", i), "w") // too many writes for no read: not cached
+	}
+	f, err := buf.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSet(t, buf, "k", "v2") // replaces the frozen v1
+	if err := f.Write(-1); err != nil {
+		t.Fatal(err)
+	}
+	buf.Release(f)
+	buf.Discard() // v2 goes
+	wantGet(t, buf, "k", "v1")
 	if err := buf.CheckInvariants(); err != nil {
 		t.Fatal(err)
 	}
