@@ -170,6 +170,19 @@ func mustFlush(t *testing.T, b *store.Buffer, cp int64) {
 	}
 }
 
+// mustRelease freezes b's pending writes, writes them and releases them: a commit's cut.
+func mustRelease(t *testing.T, b *store.Buffer) {
+	t.Helper()
+	f, err := b.Freeze()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(-1); err != nil {
+		t.Fatal(err)
+	}
+	b.Release(f)
+}
+
 func wantGet(t *testing.T, b store.Backend, k, want string) {
 	t.Helper()
 	v, ok, err := b.Get([]byte(k))
@@ -1641,18 +1654,7 @@ func TestBufferUncachedReleaseOfAReplacedKey(t *testing.T) {
 	mustSet(t, under, "k", "v0")
 	buf := store.NewBuffer(under).WithReadCache(1 << 20).CacheWritesByReads()
 	wantGet(t, buf, "k", "v0") // cached
-	release := func() {
-		t.Helper()
-		f, err := buf.Freeze()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Write(-1); err != nil {
-			t.Fatal(err)
-		}
-		buf.Release(f)
-	}
-	release() // nothing written: the read above counts for this cut, not the next
+	mustRelease(t, buf)        // nothing written: the read above counts for this cut, not the next
 	mustSet(t, buf, "k", "v1")
 	for i := range 20 {
 		mustSet(t, buf, fmt.Sprintf("w%02d", i), "w") // too many writes for no read: not cached
@@ -1699,18 +1701,11 @@ func TestBufferCachesWritesThatAreReadBack(t *testing.T) {
 			buf := store.NewBuffer(under).WithReadCache(1 << 20).CacheWritesByReads()
 			cut := func() {
 				t.Helper()
-				if !frozen {
+				if frozen {
+					mustRelease(t, buf)
+				} else {
 					mustFlush(t, buf, -1)
-					return
 				}
-				f, err := buf.Freeze()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := f.Write(-1); err != nil {
-					t.Fatal(err)
-				}
-				buf.Release(f)
 			}
 			// writeAll writes v to the 100 keys; readAll reads them back, wanting v, and
 			// returns how many reads reached the backend.
