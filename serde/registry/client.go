@@ -153,28 +153,66 @@ func (c *Client) bySubject(ctx context.Context, subject string, version int) (sr
 }
 
 // Register registers schema under subject, unless this client did so already, and returns
-// its id. A schema the registry refuses as incompatible is an error wrapping
-// ErrIncompatible that carries the registry's message.
+// its id. A schema the registry refuses as incompatible (HTTP 409 on three tries, each
+// followed by a lookup of the schema under subject) is an error wrapping ErrIncompatible
+// that carries the registry's message.
 func (c *Client) Register(ctx context.Context, subject string, schema sr.Schema, normalize bool) (int, error) {
 	return c.registered.get(ctx, schemaKey(subject, schema, normalize), func() (int, error) {
-		var id int
-		err := c.call(ctx, "register schema", []slog.Attr{slog.String("subject", subject)}, func(ctx context.Context) error {
-			if normalize {
-				ctx = sr.WithParams(ctx, sr.Normalize)
+		for round := 1; ; round++ {
+			var id int
+			err := c.call(ctx, "register schema", []slog.Attr{slog.String("subject", subject)}, func(ctx context.Context) error {
+				if normalize {
+					ctx = sr.WithParams(ctx, sr.Normalize)
+				}
+				var err error
+				id, err = c.cl.RegisterSchema(ctx, subject, schema, -1, -1)
+				return err
+			})
+			switch {
+			case err == nil:
+				c.byID.put(id, schema)
+				return id, nil
+			case errors.Is(err, ErrRegistryUnavailable):
+				return 0, err
+			case !conflict(err):
+				return 0, refused(err)
 			}
-			var err error
-			id, err = c.cl.RegisterSchema(ctx, subject, schema, -1, -1)
-			return err
-		})
-		switch {
-		case err == nil:
-			c.byID.put(id, schema)
-			return id, nil
-		case errors.Is(err, ErrRegistryUnavailable):
-			return 0, err
+			// Confluent's registry answers 409 for a schema incompatible with the subject's
+			// versions; Apicurio's compatibility API also to the second of two concurrent
+			// creates of a new subject ("An artifact with ID ... already exists"), before
+			// the first one's version can be looked up. If the schema is registered after
+			// all, that is its id; if not, the registration is tried again, a few times:
+			// a refusal that holds is one.
+			if id, ok := c.registeredAfterAll(ctx, subject, schema, normalize); ok {
+				return id, nil
+			}
+			if round == conflictRounds || c.retry.Clock.Sleep(ctx, jitter(c.retry.Initial)) != nil {
+				return 0, refused(err)
+			}
 		}
-		return 0, refused(err)
 	})
+}
+
+// conflictRounds is how many times Register tries a registration refused with 409.
+const conflictRounds = 3
+
+// registeredAfterAll looks schema up under subject after a registration was refused with
+// a conflict, and returns its id if it is registered there.
+func (c *Client) registeredAfterAll(ctx context.Context, subject string, schema sr.Schema, normalize bool) (int, bool) {
+	var ss sr.SubjectSchema
+	err := c.call(ctx, "look up schema after a conflict", []slog.Attr{slog.String("subject", subject)}, func(ctx context.Context) error {
+		if normalize {
+			ctx = sr.WithParams(ctx, sr.Normalize)
+		}
+		var err error
+		ss, err = c.cl.LookupSchema(ctx, subject, schema)
+		return err
+	})
+	if err != nil || ss.ID <= 0 {
+		return 0, false
+	}
+	c.byID.put(ss.ID, schema)
+	return ss.ID, true
 }
 
 // Lookup returns the version of subject that holds schema. A schema that is not registered

@@ -103,6 +103,12 @@ func notFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
+// conflict reports whether err is the registry's 409.
+func conflict(err error) bool {
+	var re *sr.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusConflict
+}
+
 // refused wraps a registry's 4xx answer.
 func refused(err error) error {
 	var re *sr.ResponseError
