@@ -199,15 +199,7 @@ const conflictRounds = 3
 // registeredAfterAll looks schema up under subject after a registration was refused with
 // a conflict, and returns its id if it is registered there.
 func (c *Client) registeredAfterAll(ctx context.Context, subject string, schema sr.Schema, normalize bool) (int, bool) {
-	var ss sr.SubjectSchema
-	err := c.call(ctx, "look up schema after a conflict", []slog.Attr{slog.String("subject", subject)}, func(ctx context.Context) error {
-		if normalize {
-			ctx = sr.WithParams(ctx, sr.Normalize)
-		}
-		var err error
-		ss, err = c.cl.LookupSchema(ctx, subject, schema)
-		return err
-	})
+	ss, err := c.lookupSchema(ctx, "look up schema after a conflict", subject, schema, normalize)
 	if err != nil || ss.ID <= 0 {
 		return 0, false
 	}
@@ -219,15 +211,7 @@ func (c *Client) registeredAfterAll(ctx context.Context, subject string, schema 
 // under subject is an error wrapping ErrNotRegistered.
 func (c *Client) Lookup(ctx context.Context, subject string, schema sr.Schema, normalize bool) (sr.SubjectSchema, error) {
 	return c.lookedUp.get(ctx, schemaKey(subject, schema, normalize), func() (sr.SubjectSchema, error) {
-		var ss sr.SubjectSchema
-		err := c.call(ctx, "look up schema", []slog.Attr{slog.String("subject", subject)}, func(ctx context.Context) error {
-			if normalize {
-				ctx = sr.WithParams(ctx, sr.Normalize)
-			}
-			var err error
-			ss, err = c.cl.LookupSchema(ctx, subject, schema)
-			return err
-		})
+		ss, err := c.lookupSchema(ctx, "look up schema", subject, schema, normalize)
 		switch {
 		case err == nil:
 			if ss.ID > 0 {
@@ -241,6 +225,21 @@ func (c *Client) Lookup(ctx context.Context, subject string, schema sr.Schema, n
 		}
 		return ss, refused(err)
 	})
+}
+
+// lookupSchema asks the registry for the version of subject that holds schema (op names
+// the request in errors and logs).
+func (c *Client) lookupSchema(ctx context.Context, op, subject string, schema sr.Schema, normalize bool) (sr.SubjectSchema, error) {
+	var ss sr.SubjectSchema
+	err := c.call(ctx, op, []slog.Attr{slog.String("subject", subject)}, func(ctx context.Context) error {
+		if normalize {
+			ctx = sr.WithParams(ctx, sr.Normalize)
+		}
+		var err error
+		ss, err = c.cl.LookupSchema(ctx, subject, schema)
+		return err
+	})
+	return ss, err
 }
 
 // SchemaToWrite returns the id and the schema that a serde whose own schema is own writes
