@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -111,6 +112,48 @@ type alignment struct {
 	// onAdvance are the operators to run when the aligned time moves on (windows that
 	// emit on close, suppression buffers), with no record in hand.
 	onAdvance []func() error
+
+	// saved is the state as of the last commit, which an aborted transaction goes back to
+	// (committed, aborted).
+	saved alignState
+}
+
+// alignState is the part of a task's alignment that the records it processes change: what
+// it last wrote as an upstream task, and what it heard as a downstream task. Under
+// exactly-once an aborted transaction puts it back as of the last commit, with the task's
+// stream time: the reports written in the transaction are gone with it, and those read in
+// it are read again. Without that, a downstream task that processes its records again
+// would judge them by an aligned time that its upstream tasks' later reports had moved on,
+// and drop as late records that it had taken the first time.
+type alignState struct {
+	sentAt   time.Time
+	sentTime int64
+	sentIdle bool
+	sentOnce bool
+	marks    map[runtime.TaskID]upstreamMark
+	aligned  int64
+	latest   int64
+}
+
+// committed implements txnHook: the state as of this commit is what an abort goes back to.
+func (a *alignment) committed() {
+	v := &a.saved
+	v.sentAt, v.sentTime, v.sentIdle, v.sentOnce = a.sentAt, a.sentTime, a.sentIdle, a.sentOnce
+	v.aligned, v.latest = a.aligned, a.latest
+	if v.marks == nil {
+		v.marks = make(map[runtime.TaskID]upstreamMark, len(a.marks))
+	}
+	clear(v.marks)
+	maps.Copy(v.marks, a.marks)
+}
+
+// aborted implements txnHook: back to the state of the last commit.
+func (a *alignment) aborted() {
+	v := &a.saved
+	a.sentAt, a.sentTime, a.sentIdle, a.sentOnce = v.sentAt, v.sentTime, v.sentIdle, v.sentOnce
+	a.aligned, a.latest = v.aligned, v.latest
+	clear(a.marks)
+	maps.Copy(a.marks, v.marks)
 }
 
 // alignedSink is a repartition topic an upstream task writes its progress into.
@@ -169,6 +212,8 @@ func (t *task) setUpAlignment(sub []*node) error {
 		return nil
 	}
 	t.align = a
+	a.committed() // the state an abort before the first commit goes back to
+	t.txnHooks = append(t.txnHooks, a)
 	if len(a.sinks) > 0 {
 		t.flushers = append(t.flushers, watermarkWriter{t})
 	}
