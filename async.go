@@ -882,8 +882,8 @@ func (a *asyncOp[K, V, O]) reset(why string) {
 	a.unanchored = 0
 }
 
-// committed implements txnHook: a commit drained the operator first (PreCommit).
-func (a *asyncOp[K, V, O]) committed() {}
+// cut implements txnHook: a commit drained the operator first (PreCommit).
+func (a *asyncOp[K, V, O]) cut() func() { return nil }
 
 // aborted implements txnHook: the aborted transaction's records are processed again, so
 // their calls are not wanted any more.

@@ -464,9 +464,9 @@ func (b *batchSink[K, V]) discard(why string) {
 	b.since = time.Time{}
 }
 
-// committed implements txnHook: a commit hands over the pending batch first (PreCommit),
+// cut implements txnHook: a commit hands over the pending batch first (PreCommit),
 // so there is nothing to do.
-func (b *batchSink[K, V]) committed() {}
+func (b *batchSink[K, V]) cut() func() { return nil }
 
 // aborted implements txnHook: the aborted transaction's records are processed again, so a
 // batch still pending would hand them over twice.

@@ -83,7 +83,7 @@ type fkAnswersDue struct {
 	m  map[string]fkHash
 }
 
-func (*fkAnswersDue) committed() {}
+func (*fkAnswersDue) cut() func() { return nil }
 
 func (d *fkAnswersDue) aborted() {
 	d.mu.Lock()

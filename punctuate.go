@@ -167,22 +167,63 @@ func (t *task) NextPunctuation() time.Time {
 	return time.UnixMilli(next)
 }
 
-// Committed implements runtime.Task: the stream time and the punctuation schedules as of
-// now are those an aborted transaction goes back to.
-func (t *task) Committed() {
-	t.savedStreamTime = t.streamTime
+// taskCut is what a task's commit covers, taken when the commit cut the task (Cut): under
+// exactly-once the task goes on processing, for the next transaction, while the cut one
+// ends, so what an aborted transaction goes back to is the state at the last cut whose
+// transaction committed, not the state when it committed.
+type taskCut struct {
+	valid      bool
+	streamTime int64
+	scheds     []schedCut
+	hooks      []func() // the operators' promotions (txnHook.cut), nil entries left out
+}
+
+type schedCut struct {
+	s    *schedule
+	next int64
+}
+
+// Cut implements runtime.Task: the stream time, the punctuation schedules and the
+// operators' transactional state as of now are what the next Committed saves.
+func (t *task) Cut() {
+	c := &t.cut
+	c.valid, c.streamTime = true, t.streamTime
+	c.scheds, c.hooks = c.scheds[:0], c.hooks[:0]
 	for _, s := range t.scheds {
-		s.saved = s.next
+		c.scheds = append(c.scheds, schedCut{s, s.next})
 	}
 	for _, h := range t.txnHooks {
-		h.committed()
+		if fn := h.cut(); fn != nil {
+			c.hooks = append(c.hooks, fn)
+		}
 	}
+}
+
+// Committed implements runtime.Task: the state taken by the last Cut is committed, and is
+// what an aborted transaction goes back to. Without a Cut since the last Committed it does
+// nothing (the task was created after the cut: nothing of it was in the commit).
+func (t *task) Committed() {
+	c := &t.cut
+	if !c.valid {
+		return
+	}
+	t.savedStreamTime = c.streamTime
+	for _, sc := range c.scheds {
+		sc.s.saved = sc.next
+	}
+	for _, fn := range c.hooks {
+		fn()
+	}
+	c.valid = false
+	clear(c.hooks) // let the closures go
 }
 
 // Aborted implements runtime.Task: back to the stream time and schedules of the last
 // commit, so that the punctuations of the aborted transaction happen again when its records
-// are processed again.
+// are processed again. A cut not committed yet is forgotten.
 func (t *task) Aborted() {
+	t.cut.valid = false
+	clear(t.cut.hooks)
 	t.streamTime = t.savedStreamTime
 	for _, s := range t.scheds {
 		s.next = s.saved
@@ -192,12 +233,14 @@ func (t *task) Aborted() {
 	}
 }
 
-// txnHook is the in-memory state of an operator that must follow its stores: saved when
-// the task commits, and put back when a transaction aborts (whose store writes are
-// discarded), so that the operator and its stores agree when the records are processed
-// again.
+// txnHook is the in-memory state of an operator that must follow its stores: taken when
+// the task's commit cuts it, saved once that commit succeeds, and put back when a
+// transaction aborts (whose store writes are discarded), so that the operator and its
+// stores agree when the records are processed again.
 type txnHook interface {
-	committed()
+	// cut returns the function that saves the state as of now as committed, or nil if the
+	// operator has nothing to save.
+	cut() func()
 	aborted()
 }
 

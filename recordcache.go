@@ -227,8 +227,8 @@ func (c *emitCache[K, VA]) discard() {
 	c.ents = ents
 }
 
-// committed implements txnHook: a commit flushed the cache first (task.PreCommit).
-func (c *emitCache[K, VA]) committed() {}
+// cut implements txnHook: a commit flushed the cache first (task.PreCommit).
+func (c *emitCache[K, VA]) cut() func() { return nil }
 
 // aborted implements txnHook: the held updates were of the aborted transaction.
 func (c *emitCache[K, VA]) aborted() { c.discard() }

@@ -442,6 +442,11 @@ func (c *joinClock) committed() {
 	c.savedStreamTime, c.savedMinTime, c.savedDue = c.streamTime, c.minTime, c.due
 }
 
+func (c *joinClock) cut() func() {
+	streamTime, minTime, due := c.streamTime, c.minTime, c.due
+	return func() { c.savedStreamTime, c.savedMinTime, c.savedDue = streamTime, minTime, due }
+}
+
 func (c *joinClock) aborted() {
 	c.streamTime, c.minTime, c.due = c.savedStreamTime, c.savedMinTime, c.savedDue
 }

@@ -697,6 +697,11 @@ func (p *suppressProcessor[K, V]) writeStore() error {
 
 func (p *suppressProcessor[K, V]) committed() { p.savedObserved = p.observed }
 
+func (p *suppressProcessor[K, V]) cut() func() {
+	observed := p.observed
+	return func() { p.savedObserved = observed }
+}
+
 // aborted goes back to the last commit: the runtime has discarded the store's writes since
 // (those of the aborted transaction's cut), so the buffer is read again from the store.
 func (p *suppressProcessor[K, V]) aborted() {

@@ -126,6 +126,7 @@ func (h *suppressHarness) commit(tk *task) {
 		}
 		h.inflight[name] = f
 	}
+	tk.Cut()
 	tk.Committed()
 }
 

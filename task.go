@@ -72,6 +72,8 @@ type task struct {
 	// streamTime is the largest timestamp processed (ms), runtime.UnknownTime before the
 	// first record; savedStreamTime is its value at the last commit.
 	streamTime, savedStreamTime int64
+	// cut is the state taken by the last Cut, saved by Committed.
+	cut taskCut
 	scheds                      []*schedule   // punctuation schedules (punctuate.go)
 	txnHooks                    []txnHook     // operators' state that follows commits and aborts
 	flushers                    []flusher     // operators that hold work a commit must cover (batch_sink.go)

@@ -444,6 +444,11 @@ func (c *windowClock) now() int64 {
 
 func (c *windowClock) committed() { c.savedObserved, c.savedLastEmit = c.observed, c.lastEmit }
 
+func (c *windowClock) cut() func() {
+	observed, lastEmit := c.observed, c.lastEmit
+	return func() { c.savedObserved, c.savedLastEmit = observed, lastEmit }
+}
+
 func (c *windowClock) aborted() { c.observed, c.lastEmit = c.savedObserved, c.savedLastEmit }
 
 // flush implements flusher under at-least-once: at each commit, before the stores are

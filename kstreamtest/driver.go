@@ -359,6 +359,7 @@ func (d *Driver) Commit() error {
 			d.fatal, d.slots = err, nil
 			return err
 		}
+		t.t.Cut()
 		t.t.Committed()
 	}
 	return d.drain()

@@ -82,6 +82,9 @@ type inflightCommit struct {
 	// eos: the stores' writes after a committed transaction (writeStoresAsyncLocked),
 	// whose commit Stats already counted.
 	eos bool
+	// end is the end of the transaction itself, when it runs while the tasks go on
+	// (commitTxnAsyncLocked); nil for a commit whose transaction had ended before.
+	end *txnEnd
 }
 
 // storeCut is a store's part of a commit.
@@ -94,6 +97,9 @@ type storeCut struct {
 	logged bool
 	source int64
 	at     int64 // the checkpoint written, or -1
+	// settled: source is the checkpoint of a logged cut, fixed when its transaction
+	// committed (settle, eos_async.go).
+	settled bool
 }
 
 // cutStore cuts s for a commit of offsets. It runs with every task at rest, after
@@ -125,7 +131,7 @@ func (s *loggedStore) cutStore(offsets map[string]map[int32]kgo.EpochOffset) (*s
 func (c *storeCut) write() error {
 	s := c.ls
 	at := c.source
-	if c.logged {
+	if c.logged && !c.settled {
 		at = s.acked.Load() // no changelog record of s was produced since the cut
 	}
 	if c.f != nil {
@@ -412,6 +418,12 @@ func (r *Runtime) commitOverLocked() bool {
 // endCommitLocked ends the commit whose tail is over, with the tasks at rest.
 func (r *Runtime) endCommitLocked() {
 	c := r.inflight
+	if c.end != nil && !c.end.handled {
+		r.txnEndedLocked(c)
+		if r.inflight != c {
+			return // ended meanwhile (a partition set aside was dropped, which waits for it)
+		}
+	}
 	r.inflight = nil
 	r.committing.Store(false)
 	ok := c.err == nil
@@ -435,6 +447,9 @@ func (r *Runtime) endCommitLocked() {
 			r.log.Warn("kstream: commit failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", c.err)
 		}
 		return
+	}
+	if c.end != nil && !c.end.committed {
+		return // the transaction aborted: nothing was written
 	}
 	r.noteStoreCachesLocked()
 	if !c.eos {

@@ -368,6 +368,8 @@ func (r *Runtime) commitTxnLocked(ctx context.Context) error {
 // times and punctuation schedules since the last commit (the session has moved the consumer
 // back to the committed offsets).
 func (r *Runtime) abortedLocked() {
+	r.aborts++
+	r.held.take() // outputs of the aborted work, never produced
 	rewind := map[string]map[int32]kgo.EpochOffset{}
 	for _, t := range r.tasks {
 		for _, ls := range t.stores {
@@ -576,6 +578,12 @@ func (r *Runtime) resetSessionLocked(ctx context.Context) {
 // abort succeeds, the instance shuts down, or the producer was fenced (fatal). kgo moves the
 // consumer back to the committed offsets, so the records are processed again.
 func (r *Runtime) abortUntilEndedLocked(cause error) error {
+	return r.abortUntilEnded(cause, r.endTxnLocked)
+}
+
+// abortUntilEnded is abortUntilEndedLocked ending the transaction with end: endTxn, off the
+// loop, while r.ending is set (eos_async.go).
+func (r *Runtime) abortUntilEnded(cause error, end func(context.Context, kgo.TransactionEndTry) (bool, error)) error {
 	backoff := 100 * time.Millisecond
 	began := time.Now()
 	for attempt := 1; ; attempt++ {
@@ -589,7 +597,7 @@ func (r *Runtime) abortUntilEndedLocked(cause error) error {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
-		_, err := r.endTxnLocked(ctx, kgo.TryAbort)
+		_, err := end(ctx, kgo.TryAbort)
 		cancel()
 		if err == nil {
 			if attempt > 1 {
@@ -637,6 +645,17 @@ func (r *Runtime) endTxnLocked(ctx context.Context, try kgo.TransactionEndTry) (
 	r.endMu.Lock()
 	r.ending, r.endBegan = true, time.Now()
 	r.endMu.Unlock()
+	committed, err := r.endTxn(ctx, try)
+	r.endMu.Lock()
+	r.ending = false
+	r.endMu.Unlock()
+	r.dropDeferredLocked()
+	return committed, err
+}
+
+// endTxn ends the session's transaction while r.ending is set, letting a rebalance that
+// waits through after endGrace (see endTxnLocked).
+func (r *Runtime) endTxn(ctx context.Context, try kgo.TransactionEndTry) (bool, error) {
 	timer := time.AfterFunc(endGrace, func() {
 		r.endMu.Lock()
 		defer r.endMu.Unlock()
@@ -647,10 +666,6 @@ func (r *Runtime) endTxnLocked(ctx context.Context, try kgo.TransactionEndTry) (
 	})
 	committed, err := r.sess.End(ctx, try)
 	timer.Stop()
-	r.endMu.Lock()
-	r.ending = false
-	r.endMu.Unlock()
-	r.dropDeferredLocked()
 	return committed, err
 }
 

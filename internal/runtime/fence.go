@@ -122,6 +122,7 @@ func (r *Runtime) closeForRejoin(why string) {
 	cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
 	r.mu.Lock()
 	r.quiesceLocked()
+	r.awaitCommitNowLocked() // a transaction that ends while the tasks go on, first
 	if r.inTxn {
 		// The transaction is gone with the epoch; an abort may still be needed by kgo
 		// to let go of its records. Its outcome does not matter.

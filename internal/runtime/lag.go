@@ -214,6 +214,7 @@ func (r *Runtime) committedLocked() {
 	for _, t := range r.tasks {
 		t.punctuated = false
 		if t.task != nil {
+			t.task.Cut()
 			t.task.Committed()
 			t.group.Save()
 			if r.met != nil {

@@ -111,8 +111,11 @@ func (r *Runtime) loop(ctx context.Context) error {
 		if r.commitOverLocked() {
 			r.quiesceLocked()
 			r.endCommitLocked()
+		} else if r.txnEndedOverLocked() {
+			r.quiesceLocked()
+			r.txnEndedLocked(r.inflight)
 		}
-		r.processLocked(fetches, !commit)
+		r.processLocked(fetches, !commit && !(r.txnEndingLocked() && r.held.full()))
 		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			r.commitNow.Store(false)
 			// The interval counts from the start of a commit, as Kafka Streams' lastCommitMs:
@@ -124,10 +127,13 @@ func (r *Runtime) loop(ctx context.Context) error {
 				cctx = context.WithValue(cctx, periodicKey{}, true) // see PeriodicCommit
 			}
 			var err error
-			if r.sess == nil && !r.cfg.BlockingCommits {
-				err = r.commitAsyncLocked(cctx)
-			} else {
+			switch {
+			case r.cfg.BlockingCommits:
 				err = r.commitLocked(cctx)
+			case r.sess == nil:
+				err = r.commitAsyncLocked(cctx)
+			default:
+				err = r.commitTxnAsyncLocked(cctx)
 			}
 			cancel()
 			switch {
@@ -146,7 +152,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 		r.holding, r.holdUntil = r.holdLocked()
 		// Under exactly-once, rebalances go through only between transactions, so that
 		// partitions are given up with everything processed committed.
-		allow := r.sess == nil || !r.inTxn
+		allow := r.sess == nil || (!r.inTxn && !r.txnEndingLocked())
 		r.mu.Unlock()
 		if allow {
 			r.allowRebalance()
@@ -285,8 +291,9 @@ func (r *Runtime) processLocked(fetches kgo.Fetches, launch bool) {
 	if r.fatal() != nil {
 		return
 	}
-	if len(batch) > 0 && r.sess != nil && !r.inTxn {
-		// No turn runs outside a transaction (turns.go); this only drains inboxes.
+	if len(batch) > 0 && r.sess != nil && !r.inTxn && !r.txnEndingLocked() {
+		// No turn runs outside a transaction (turns.go) but while one ends, when the
+		// outputs are held for the next (eos_async.go); this only drains inboxes.
 		r.quiesceLocked()
 		if err := r.beginTxnLocked(); err != nil {
 			if r.fencedCause() != nil {

@@ -16,6 +16,7 @@ func (nopTask) Timestamp(*kgo.Record, int64) (int64, error) { return 0, nil }
 func (nopTask) Process(*kgo.Record, int64) error            { return nil }
 func (nopTask) Punctuate(time.Time) (bool, error)           { return false, nil }
 func (nopTask) NextPunctuation() time.Time                  { return time.Time{} }
+func (nopTask) Cut()                                        {}
 func (nopTask) Committed()                                  {}
 func (nopTask) Aborted()                                    {}
 func (nopTask) PreCommit(context.Context) error             { return nil }

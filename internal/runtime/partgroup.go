@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,6 +52,9 @@ type PartitionGroup struct {
 	enforcing bool
 	// saved is the partition times at the last commit (see Save and Restore).
 	saved map[topicPartition]int64
+	// cut is the partition times taken by the last Cut, which Save keeps if hasCut.
+	cut    map[topicPartition]int64
+	hasCut bool
 }
 
 // partQueue is the buffer of one partition.
@@ -253,10 +257,30 @@ func (g *PartitionGroup) Clear() {
 	g.buffered = 0
 }
 
-// Save keeps the partition times as of a commit, for Restore.
+// Cut takes the partition times as of now for the next Save: under exactly-once the task
+// goes on while the transaction of a commit ends, and what that transaction commits is
+// the state at its cut.
+func (g *PartitionGroup) Cut() {
+	if g.cut == nil {
+		g.cut = map[topicPartition]int64{}
+	}
+	clear(g.cut)
+	for _, q := range g.queues {
+		g.cut[q.tp] = q.partTime
+	}
+	g.hasCut = true
+}
+
+// Save keeps the partition times of the last Cut (as of now, without one since the last
+// Save) as those of a commit, for Restore.
 func (g *PartitionGroup) Save() {
 	if g.saved == nil {
 		g.saved = map[topicPartition]int64{}
+	}
+	if g.hasCut {
+		maps.Copy(g.saved, g.cut)
+		g.hasCut = false
+		return
 	}
 	for _, q := range g.queues {
 		g.saved[q.tp] = q.partTime
@@ -265,6 +289,7 @@ func (g *PartitionGroup) Save() {
 
 // Restore goes back to the partition times of the last Save (UnknownTime if none).
 func (g *PartitionGroup) Restore() {
+	g.hasCut = false
 	for _, q := range g.queues {
 		q.partTime = UnknownTime
 		if t, ok := g.saved[q.tp]; ok {

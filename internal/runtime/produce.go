@@ -270,6 +270,9 @@ func produceError(f ProduceFailure) error {
 
 // Produce implements TaskEnv.
 func (r *Runtime) Produce(o *OutRecord) {
+	if r.held.hold(o) {
+		return // produced into the next transaction (eos_async.go)
+	}
 	if r.replayed(o) {
 		return
 	}

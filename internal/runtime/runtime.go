@@ -105,6 +105,10 @@ type Runtime struct {
 	txnBegan  time.Time // when the open transaction began
 	revoked   bool      // partitions were revoked or lost since the session's last End
 	txnFailed atomic.Bool
+	// held are the outputs produced while a transaction ends (eos_async.go); aborts counts
+	// the calls of abortedLocked.
+	held   heldOutputs
+	aborts uint64
 	fence     fenceState  // a fenced producer being handled (fence.go)
 	migrating atomic.Bool // the session is being replaced after a fence
 	commitNow atomic.Bool // a buffer is full: commit at the end of this poll

@@ -171,9 +171,15 @@ type Task interface {
 	Punctuate(now time.Time) (bool, error)
 	// NextPunctuation is when the next wall-clock punctuator is due; zero if there is none.
 	NextPunctuation() time.Time
-	// Committed tells the task that everything it did so far is committed; Aborted, that
-	// what it did since the last commit was rolled back (an aborted transaction), so that it
-	// goes back to its stream time and punctuation schedule of that commit.
+	// Cut takes the task's state as of now (its stream time, punctuation schedule and the
+	// operators' transactional state) for a commit; Committed tells the task that the
+	// commit of the last Cut succeeded, so that this state is what an aborted transaction
+	// goes back to (under exactly-once the task goes on processing, for the next
+	// transaction, while the transaction of the cut ends; Committed without a Cut since the
+	// last one does nothing); Aborted, that what it did since the last commit was rolled back
+	// (an aborted transaction), so that it goes back to that state, forgetting a Cut not
+	// committed.
+	Cut()
 	Committed()
 	Aborted()
 	// PreCommit finishes, before the task's processed offsets are committed (under
