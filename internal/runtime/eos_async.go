@@ -275,6 +275,7 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 			// What the tasks did since the cut cannot go into the next transaction: some of
 			// their partitions are gone, or the consumer was moved back. Undo it: processed
 			// again from the offsets just committed.
+			r.log.Info("kstream: the transaction committed, but partitions were revoked or lost while it ended, or its outcome was read from the broker; what was processed since its cut is processed again", "transactional_id", r.txnID, "revoked_or_lost", setAside, "outcome_read", e.recheck)
 			held = nil
 			r.abortedLocked()
 		}

@@ -1,0 +1,183 @@
+package kstream_test
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/internal/kafkatest"
+	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Under exactly-once the tasks go on processing while a transaction ends (its flush, its
+// offset commit and its EndTxn), for the next transaction, and the output is still exactly
+// once. The in-process broker answers every committing EndTxn of the application 300 ms
+// late; a Peek notes when each input record is processed. With the default commits, records
+// are processed while an EndTxn waits for its answer; with Config.BlockingCommits (the
+// earlier behaviour, and Kafka Streams') none is. Either way the read_committed counts are
+// exactly 1..n for every key, none missing, none twice.
+func TestExactlyOnceProcessesWhileTheTransactionEnds(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "blocking"}[blocking], func(t *testing.T) {
+			t.Parallel()
+			b := kafkatest.Embedded(t)
+			if b == nil {
+				t.Skip("request injection needs the in-process broker")
+			}
+			in := kafkatest.CreateTopic(t, "in", 3, nil)
+			out := kafkatest.CreateTopic(t, "out", 3, nil)
+			cfg := testConfig(t)
+			cfg.StateDir = t.TempDir()
+			cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
+			cfg.BlockingCommits = blocking
+
+			var mu sync.Mutex
+			var processed []time.Time
+			bld := kstream.NewBuilder()
+			src := kstream.Stream(bld, in, serde.String(), serde.String()).Peek(func(string, string) {
+				mu.Lock()
+				processed = append(processed, time.Now())
+				mu.Unlock()
+			})
+			kstream.Count(src.GroupByKey(), "counts").ToStream().To(out, nil, nil)
+
+			// Every committing EndTxn of this application: answered 300 ms late; noted as
+			// the span from its arrival to its answer.
+			type span struct{ from, to time.Time }
+			var spans []span
+			var done atomic.Bool
+			t.Cleanup(func() { done.Store(true) })
+			c := b.Cluster()
+			c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				if done.Load() {
+					return nil, nil, false
+				}
+				c.KeepControl()
+				r := req.(*kmsg.EndTxnRequest)
+				if !r.Commit || !strings.HasPrefix(r.TransactionalID, cfg.ApplicationID) {
+					return nil, nil, false
+				}
+				from := time.Now()
+				c.SleepControl(func() { time.Sleep(300 * time.Millisecond) }) // a slow coordinator
+				mu.Lock()
+				spans = append(spans, span{from, time.Now()})
+				mu.Unlock()
+				return nil, nil, false // then handled normally
+			})
+
+			app := newApp(t, bld, cfg)
+			r := start(t, app)
+			outputs := collect(t, out, readCommitted)
+			// Input arrives all along: batches of 100 records, one after the other, until
+			// five delayed EndTxns have been answered.
+			want := map[string]int64{}
+			for batch := uint64(1); ; batch++ {
+				produceCounts(t, in, 100, 200, batch, want)
+				mu.Lock()
+				ended := len(spans)
+				mu.Unlock()
+				if ended >= 5 && batch >= 20 {
+					break
+				}
+			}
+			kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) })
+			if err, done := r.wait(10 * time.Millisecond); done {
+				t.Fatalf("Run returned: %v", err)
+			}
+			outputs.checkExact(t, want)
+
+			mu.Lock()
+			during := 0
+			for _, at := range processed {
+				for _, s := range spans {
+					if at.After(s.from) && at.Before(s.to) {
+						during++
+						break
+					}
+				}
+			}
+			n, ends := len(processed), len(spans)
+			mu.Unlock()
+			st := app.Stats()
+			t.Logf("%d records processed, %d of them while one of %d delayed EndTxns waited; %d commits, %d aborted", n, during, ends, st.Commits, st.TransactionsAborted)
+			if ends == 0 {
+				t.Fatal("no EndTxn was delayed")
+			}
+			if blocking && during > 0 {
+				t.Fatalf("blocking commits processed %d records while a transaction ended", during)
+			}
+			if !blocking && during == 0 {
+				t.Fatal("no record was processed while a transaction ended")
+			}
+		})
+	}
+}
+
+// A rebalance while a transaction ends, the tasks going on: the in-process broker answers
+// each committing EndTxn of the application 1.5 s late, longer than the instance lets a
+// waiting rebalance wait, while a second instance joins and input keeps arriving. The
+// rebalance is let through during the end; kgo runs the revocation once the end returns
+// (committed), before the loop has handled it: the revoked partitions are set aside, and
+// what the tasks processed since the cut is undone and processed again (logged at info).
+// The read_committed counts are exactly 1..n for every key.
+func TestExactlyOnceRebalanceWhileTheTransactionEnds(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.Embedded(t)
+	if b == nil {
+		t.Skip("request injection needs the in-process broker")
+	}
+	in := kafkatest.CreateTopic(t, "in", 4, nil)
+	out := kafkatest.CreateTopic(t, "out", 4, nil)
+	cfg := testConfig(t)
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
+
+	var delayed atomic.Int64
+	var done atomic.Bool
+	t.Cleanup(func() { done.Store(true) })
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		r := req.(*kmsg.EndTxnRequest)
+		if !r.Commit || !strings.HasPrefix(r.TransactionalID, cfg.ApplicationID) {
+			return nil, nil, false
+		}
+		delayed.Add(1)
+		c.SleepControl(func() { time.Sleep(1500 * time.Millisecond) }) // a slow coordinator
+		return nil, nil, false
+	})
+
+	cfg1 := cfg
+	cfg1.StateDir = t.TempDir()
+	app1 := newApp(t, countTopology(in, out), cfg1)
+	r1 := start(t, app1)
+	outputs := collect(t, out, readCommitted)
+	want := map[string]int64{}
+	batch := uint64(1)
+	produceUntil := func(ends int64) {
+		for ; delayed.Load() < ends; batch++ {
+			produceCounts(t, in, 100, 200, batch, want)
+		}
+	}
+	produceUntil(2)
+	cfg2 := cfg
+	cfg2.StateDir = t.TempDir()
+	app2 := newApp(t, countTopology(in, out), cfg2)
+	r2 := start(t, app2)
+	produceUntil(delayed.Load() + 4)
+	kafkatest.Eventually(t, 90*time.Second, "every count", func() bool { return outputs.reached(want) })
+	for i, r := range []*running{r1, r2} {
+		if err, done := r.wait(10 * time.Millisecond); done {
+			t.Fatalf("instance %d: Run returned: %v", i+1, err)
+		}
+	}
+	outputs.checkExact(t, want)
+	st1, st2 := app1.Stats(), app2.Stats()
+	t.Logf("%d delayed EndTxns; instance 1: %d commits, %d aborted; instance 2: %d commits, %d aborted", delayed.Load(), st1.Commits, st1.TransactionsAborted, st2.Commits, st2.TransactionsAborted)
+}
