@@ -81,10 +81,13 @@ type Config struct {
 	CommitInterval time.Duration
 	// BlockingCommits makes every commit stop the tasks until it is over, as Kafka Streams'
 	// commits do: the offsets and stores are then written before any record after them is
-	// processed. Without it, an AtLeastOnce commit stops the tasks only for its cut (see
-	// CommitInterval), and an ExactlyOnce commit, whose transaction always ends with the
-	// tasks at rest, writes the committed changes to the stores while the next transaction
-	// begins.
+	// processed. Without it, a commit stops the tasks only for its cut (see CommitInterval):
+	// under AtLeastOnce the acknowledgements, the offset commit and the store writes run
+	// while the tasks go on; under ExactlyOnce the transaction ends (its records flushed,
+	// its offsets committed in it, its EndTxn) while the tasks go on for the next
+	// transaction, their outputs held in memory until it begins, and the committed changes
+	// are then written to the stores. Commits before a revocation and at shutdown always
+	// stop the tasks.
 	BlockingCommits bool
 	// StateDir is the directory of local state (one Pebble database for all persistent
 	// stores), overriding the default $TMPDIR/kstream/<application id>. Two instances must not

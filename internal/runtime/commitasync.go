@@ -35,11 +35,13 @@ import (
 // every output of the records below it is acknowledged, as before; the stores' checkpoints
 // never claim a changelog position whose changes they do not hold.
 //
-// Under exactly-once, the transaction's records and offsets end together with the tasks at
-// rest (the next transaction cannot begin while one ends); once it has committed, the writes
-// of its store changes to the stores are the tail (writeStoresAsyncLocked), while the next
-// transaction begins: if that one aborts, the stores' Discard drops only its own changes,
-// not the frozen ones, which are committed.
+// Under exactly-once the cut also takes the tasks' state that the transaction commits, and
+// the tail ends the transaction while the tasks go on for the next one, their outputs held
+// until it begins (eos_async.go); once it has committed, the tail writes its store changes
+// to the stores: if the next transaction aborts, the stores' Discard drops only its own
+// changes, not the frozen ones, which are committed. With Config.BlockingCommits, and for
+// the commits before a revocation or at shutdown, the transaction ends with the tasks at
+// rest and only the store writes are the tail (writeStoresAsyncLocked).
 
 // errCommitInFlight puts a commit off: the previous one's tail still runs.
 var errCommitInFlight = errors.New("kstream: the previous commit is still in flight")

@@ -27,7 +27,10 @@ import (
 // the committed changelog tail: no store is wiped.
 //
 // Rebalances are let through only between transactions (after a commit), so the open
-// transaction is always committed before partitions are given up.
+// transaction is always committed before partitions are given up. The periodic commit ends
+// its transaction while the tasks go on for the next one (eos_async.go); commitTxnLocked is
+// the commit that ends it with the tasks at rest (Config.BlockingCommits, before a
+// revocation, at shutdown).
 
 // txnSession is the transactional client of exactly-once: it consumes read_committed and
 // produces transactionally, and its End commits the input offsets in the transaction. Under

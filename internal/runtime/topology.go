@@ -343,8 +343,9 @@ type Config struct {
 	Compression    kgo.CompressionCodec
 	Linger         time.Duration
 	CommitInterval time.Duration
-	// BlockingCommits: at-least-once commits stop the tasks until they are over (no tail
-	// in the background, commitasync.go).
+	// BlockingCommits: commits stop the tasks until they are over (no tail in the
+	// background, commitasync.go; no transaction ending while the tasks go on,
+	// eos_async.go).
 	BlockingCommits bool
 	MaxPollRecords  int
 	DefaultReset    Reset

@@ -40,9 +40,9 @@ import (
 // are independent, as if each had a thread of its own.
 //
 // Under exactly-once a turn is launched only in an open transaction (processLocked begins
-// it before launching), and a transaction ends only after quiescing: a turn never produces
-// outside a transaction, and every record a transaction commits the offsets of was
-// produced in it.
+// it before launching) or while one ends, its outputs then held for the next one
+// (eos_async.go); a transaction is cut only after quiescing: every record a transaction
+// commits the offsets of was produced in it, and no output is produced outside one.
 
 // inboxed is a fetch of one of a busy task's partitions, kept until its turn ends.
 type inboxed struct {
