@@ -73,16 +73,16 @@ type task struct {
 	// first record; savedStreamTime is its value at the last commit.
 	streamTime, savedStreamTime int64
 	// cut is the state taken by the last Cut, saved by Committed.
-	cut taskCut
-	scheds                      []*schedule   // punctuation schedules (punctuate.go)
-	txnHooks                    []txnHook     // operators' state that follows commits and aborts
-	flushers                    []flusher     // operators that hold work a commit must cover (batch_sink.go)
-	caches                      []recordCache // record caches of the task's stores, in topological order (recordcache.go)
-	storeWriters                []storeWriter // operators that write their in-memory state to their stores at commits (suppress.go)
-	asyncs                      []asyncRunner // async operators (async.go)
-	schedSeq                    int
-	met                         *runtime.TaskMetrics    // Config.Metrics (metrics.go); nil without
-	losses                      map[lossKey]lossCounter // the operators' loss counters (losses.go)
+	cut          taskCut
+	scheds       []*schedule   // punctuation schedules (punctuate.go)
+	txnHooks     []txnHook     // operators' state that follows commits and aborts
+	flushers     []flusher     // operators that hold work a commit must cover (batch_sink.go)
+	caches       []recordCache // record caches of the task's stores, in topological order (recordcache.go)
+	storeWriters []storeWriter // operators that write their in-memory state to their stores at commits (suppress.go)
+	asyncs       []asyncRunner // async operators (async.go)
+	schedSeq     int
+	met          *runtime.TaskMetrics    // Config.Metrics (metrics.go); nil without
+	losses       map[lossKey]lossCounter // the operators' loss counters (losses.go)
 	// align is the task's event-time alignment (align.go); nil without. repartitions are
 	// the repartition topics it reads, whose control records of alignment it never
 	// processes.

@@ -216,6 +216,7 @@ func (r *Runtime) committedLocked() {
 		if t.task != nil {
 			t.task.Cut()
 			t.task.Committed()
+			t.group.Cut()
 			t.group.Save()
 			if r.met != nil {
 				r.met.sized(t, now)

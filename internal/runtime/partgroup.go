@@ -271,20 +271,18 @@ func (g *PartitionGroup) Cut() {
 	g.hasCut = true
 }
 
-// Save keeps the partition times of the last Cut (as of now, without one since the last
-// Save) as those of a commit, for Restore.
+// Save keeps the partition times of the last Cut as those of a commit, for Restore.
+// Without a Cut since the last Save or Restore it does nothing: the group's task was
+// created after the commit's cut, and nothing it did is in the commit.
 func (g *PartitionGroup) Save() {
+	if !g.hasCut {
+		return
+	}
 	if g.saved == nil {
 		g.saved = map[topicPartition]int64{}
 	}
-	if g.hasCut {
-		maps.Copy(g.saved, g.cut)
-		g.hasCut = false
-		return
-	}
-	for _, q := range g.queues {
-		g.saved[q.tp] = q.partTime
-	}
+	maps.Copy(g.saved, g.cut)
+	g.hasCut = false
 }
 
 // Restore goes back to the partition times of the last Save (UnknownTime if none).

@@ -162,6 +162,7 @@ func TestPartitionGroupSaveRestore(t *testing.T) {
 	g.AddPartition("a", 0)
 	_, _ = g.Add("a", 0, []*kgo.Record{groupRec("a", 0, 5)})
 	_, _, _ = g.Next()
+	g.Cut()
 	g.Save()
 	_, _ = g.Add("a", 0, []*kgo.Record{groupRec("a", 1, 9), groupRec("a", 2, 3)})
 	_, _, _ = g.Next()
@@ -173,5 +174,44 @@ func TestPartitionGroupSaveRestore(t *testing.T) {
 	_, _ = g.Add("a", 0, []*kgo.Record{groupRec("a", 1, 9)})
 	if fmt.Sprint(times) != "[-1 5 9 5]" {
 		t.Fatalf("partition times seen by the extractor %v, want [-1 5 9 5]", times)
+	}
+}
+
+// Save keeps the partition times of the last Cut, not those of when it is called: under
+// exactly-once a task goes on processing while the transaction of its cut ends. Without a
+// Cut it keeps nothing, and a Restore forgets a Cut that was not saved.
+func TestPartitionGroupSavesTheCut(t *testing.T) {
+	var times []int64
+	g := NewPartitionGroup(GroupConfig{
+		MaxTaskIdle: -1,
+		Extract: func(r *kgo.Record, partitionTime int64) (int64, error) {
+			times = append(times, partitionTime)
+			return r.Timestamp.UnixMilli(), nil
+		},
+		Lag: func(string, int32, time.Time) (int64, bool) { return 0, true },
+	})
+	g.AddPartition("a", 0)
+	next := func(offset, ts int64) {
+		t.Helper()
+		_, _ = g.Add("a", 0, []*kgo.Record{groupRec("a", offset, ts)})
+		if r, _, err := g.Next(); r == nil || err != nil {
+			t.Fatalf("Next: %v, %v", r, err)
+		}
+	}
+	next(0, 5)
+	g.Cut()     // the transaction covers partition time 5
+	next(1, 9)  // processed while it ends
+	g.Save()    // it committed
+	g.Restore() // the next one aborts: back to 5
+	next(1, 9)
+	g.Save() // no Cut since: nothing saved
+	next(2, 12)
+	g.Cut()
+	g.Restore() // aborted before its Save: back to 5, the Cut forgotten
+	g.Save()
+	g.Restore()
+	next(2, 12)
+	if fmt.Sprint(times) != "[-1 5 5 9 5]" {
+		t.Fatalf("partition times seen by the extractor %v, want [-1 5 5 9 5]", times)
 	}
 }

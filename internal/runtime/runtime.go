@@ -107,8 +107,8 @@ type Runtime struct {
 	txnFailed atomic.Bool
 	// held are the outputs produced while a transaction ends (eos_async.go); aborts counts
 	// the calls of abortedLocked.
-	held   heldOutputs
-	aborts uint64
+	held      heldOutputs
+	aborts    uint64
 	fence     fenceState  // a fenced producer being handled (fence.go)
 	migrating atomic.Bool // the session is being replaced after a fence
 	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
