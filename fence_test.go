@@ -78,50 +78,57 @@ func fencedProducerRejoins(t *testing.T, p kstream.GroupProtocol) {
 	}
 }
 
-// A processor that stalls longer than the transaction timeout in the middle of a
-// transaction (a slow task, a machine under load): the broker aborts the transaction, and
-// the instance either aborts it itself or is fenced and rejoins. Either way it goes on, and
-// the counts stay exactly 1..n per key.
+// A processor that stalls longer than the transaction timeout (a slow task, a machine under
+// load). In a transaction, the broker aborts it, and the instance either aborts it itself or
+// is fenced and rejoins; with Config.BlockingCommits every turn runs in an open transaction,
+// so this is what happens. By default a turn also runs while a transaction ends, for the
+// next one, which begins only once the turn is over: a stall that falls there outlives no
+// transaction. Either way the instance goes on, and the counts stay exactly 1..n per key.
 func TestExactlyOnceTransactionOutlivesTimeout(t *testing.T) {
-	t.Parallel()
-	in, out, cfg := eosSetup(t)
-	cfg.TransactionTimeout = 2 * time.Second
-	var stalls atomic.Int64
-	var stallArmed atomic.Bool
-	b := kstream.NewBuilder()
-	s := kstream.Stream(b, in, serde.String(), serde.String()).Peek(func(k, _ string) {
-		// Twice, on the first record of key k00001 that arrives after the first counts.
-		if k == "k00001" && stalls.Load() < 2 && stallArmed.Load() {
-			stalls.Add(1)
-			time.Sleep(5 * time.Second)
-		}
-	})
-	kstream.Count(s.GroupByKey(), "counts").ToStream().To(out, nil, nil)
-	app := newApp(t, b, cfg)
-	r := start(t, app)
-	outputs := collect(t, out, readCommitted)
-	kafkatest.Eventually(t, 60*time.Second, "RUNNING", func() bool { return app.State() == kstream.StateRunning })
-	var mu sync.Mutex
-	want := map[string]int64{}
-	done := make(chan struct{})
-	go func() { defer close(done); feed(t, in, 10000, 50, 250*time.Millisecond, 9, &mu, want) }()
-	time.Sleep(2 * time.Second)
-	stallArmed.Store(true)
-	<-done
-	mu.Lock()
-	kafkatest.Eventually(t, 120*time.Second, "every count", func() bool { return outputs.reached(want) })
-	mu.Unlock()
-	if err, done := r.wait(10 * time.Millisecond); done {
-		t.Fatalf("Run returned: %v", err)
-	}
-	outputs.checkExact(t, want)
-	st := app.Stats()
-	t.Logf("stalls: %d; stats %+v", stalls.Load(), st)
-	if stalls.Load() == 0 {
-		t.Fatal("the processor never stalled")
-	}
-	if st.TransactionsAborted+st.ProducerFences == 0 {
-		t.Fatal("a transaction outlived its timeout, but none aborted and the producer was never fenced")
+	for _, blocking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "blocking"}[blocking], func(t *testing.T) {
+			t.Parallel()
+			in, out, cfg := eosSetup(t)
+			cfg.TransactionTimeout = 2 * time.Second
+			cfg.BlockingCommits = blocking
+			var stalls atomic.Int64
+			var stallArmed atomic.Bool
+			b := kstream.NewBuilder()
+			s := kstream.Stream(b, in, serde.String(), serde.String()).Peek(func(k, _ string) {
+				// Twice, on the first record of key k00001 that arrives after the first counts.
+				if k == "k00001" && stalls.Load() < 2 && stallArmed.Load() {
+					stalls.Add(1)
+					time.Sleep(5 * time.Second)
+				}
+			})
+			kstream.Count(s.GroupByKey(), "counts").ToStream().To(out, nil, nil)
+			app := newApp(t, b, cfg)
+			r := start(t, app)
+			outputs := collect(t, out, readCommitted)
+			kafkatest.Eventually(t, 60*time.Second, "RUNNING", func() bool { return app.State() == kstream.StateRunning })
+			var mu sync.Mutex
+			want := map[string]int64{}
+			done := make(chan struct{})
+			go func() { defer close(done); feed(t, in, 10000, 50, 250*time.Millisecond, 9, &mu, want) }()
+			time.Sleep(2 * time.Second)
+			stallArmed.Store(true)
+			<-done
+			mu.Lock()
+			kafkatest.Eventually(t, 120*time.Second, "every count", func() bool { return outputs.reached(want) })
+			mu.Unlock()
+			if err, done := r.wait(10 * time.Millisecond); done {
+				t.Fatalf("Run returned: %v", err)
+			}
+			outputs.checkExact(t, want)
+			st := app.Stats()
+			t.Logf("stalls: %d; stats %+v", stalls.Load(), st)
+			if stalls.Load() == 0 {
+				t.Fatal("the processor never stalled")
+			}
+			if blocking && st.TransactionsAborted+st.ProducerFences == 0 {
+				t.Fatal("a transaction outlived its timeout, but none aborted and the producer was never fenced")
+			}
+		})
 	}
 }
 

@@ -295,10 +295,14 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 	r.txnFailed.Store(false)
 	r.dropDeferredLocked()
 	r.kick.kick() // the loop polls again
-	if len(held) == 0 || r.fatal() != nil || r.fencedCause() != nil {
+	if r.fatal() != nil || r.fencedCause() != nil || (len(held) == 0 && !r.workedLocked()) {
 		return
 	}
-	// The outputs of the next transaction's records, in the order produced.
+	// The next transaction, for what the tasks did while this one ended: their outputs, in
+	// the order produced, and their positions, store changes and the updates a record cache
+	// holds, which its next commit covers. (Without a transaction open, the next commit
+	// would have nothing to end, and what an idle instance's tasks did last would wait for
+	// its next input.)
 	aborts := r.aborts
 	if err := r.beginTxnLocked(); err != nil {
 		if r.fencedCause() == nil {
@@ -312,6 +316,22 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 	for _, o := range held {
 		r.Produce(o)
 	}
+}
+
+// workedLocked reports whether a task processed a record or ran a punctuator since the
+// last cut.
+func (r *Runtime) workedLocked() bool {
+	for _, t := range r.tasks {
+		if t.punctuated {
+			return true
+		}
+		for _, pos := range t.parts {
+			if pos.dirty {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // settle fixes the checkpoint of a logged cut at the changelog position acknowledged now,
