@@ -128,6 +128,23 @@ func (s *loggedStore) cutStore(offsets map[string]map[int32]kgo.EpochOffset) (*s
 	return c, nil
 }
 
+// cutStores cuts stores for the commit of c.offsets (cutStore); if one cannot be cut, those
+// cut are taken back, and nothing is cut.
+func (c *inflightCommit) cutStores(stores []*loggedStore) error {
+	for _, ls := range stores {
+		sc, err := ls.cutStore(c.offsets)
+		if err != nil {
+			for _, prev := range c.cuts {
+				prev.end(false)
+			}
+			c.cuts = nil
+			return err
+		}
+		c.cuts = append(c.cuts, sc)
+	}
+	return nil
+}
+
 // write writes the cut's changes and checkpoint to the store. It runs on the commit's tail,
 // after every record produced before the cut is acknowledged.
 func (c *storeCut) write() error {
@@ -211,15 +228,8 @@ func (r *Runtime) commitAsyncLocked(ctx context.Context) error {
 		return err
 	}
 	c := &inflightCommit{done: make(chan struct{}), offsets: offsets, dirty: dirty, began: began}
-	for _, ls := range stores {
-		sc, err := ls.cutStore(offsets)
-		if err != nil {
-			for _, prev := range c.cuts {
-				prev.end(false)
-			}
-			return err
-		}
-		c.cuts = append(c.cuts, sc)
+	if err := c.cutStores(stores); err != nil {
+		return err
 	}
 	for _, pos := range dirty {
 		pos.dirty = false
@@ -247,15 +257,8 @@ func (r *Runtime) commitAsyncLocked(ctx context.Context) error {
 // starts the tail that writes their frozen changes with their checkpoints (exactly-once).
 func (r *Runtime) writeStoresAsyncLocked(offsets map[string]map[int32]kgo.EpochOffset) error {
 	c := &inflightCommit{done: make(chan struct{}), offsets: offsets, began: time.Now(), eos: true}
-	for _, ls := range r.storesLocked() {
-		sc, err := ls.cutStore(offsets)
-		if err != nil {
-			for _, prev := range c.cuts {
-				prev.end(false)
-			}
-			return err
-		}
-		c.cuts = append(c.cuts, sc)
+	if err := c.cutStores(r.storesLocked()); err != nil {
+		return err
 	}
 	r.inflight = c
 	r.committing.Store(true)

@@ -150,16 +150,8 @@ func (r *Runtime) commitTxnAsyncLocked(ctx context.Context) error {
 	_ = eachStore(stores, func(ls *loggedStore) error { ls.logPending(); return nil })
 	c := &inflightCommit{done: make(chan struct{}), offsets: offsets, dirty: dirty, records: records, began: time.Now(), eos: true,
 		end: &txnEnd{ended: make(chan struct{})}}
-	for _, ls := range stores {
-		sc, err := ls.cutStore(offsets)
-		if err != nil {
-			for _, prev := range c.cuts {
-				prev.end(false)
-			}
-			// The transaction stays open; the next commit tries again.
-			return err
-		}
-		c.cuts = append(c.cuts, sc)
+	if err := c.cutStores(stores); err != nil {
+		return err // the transaction stays open; the next commit tries again
 	}
 	for _, pos := range dirty {
 		c.end.cutAt = append(c.end.cutAt, kgo.EpochOffset{Epoch: pos.epoch, Offset: pos.next})
@@ -249,6 +241,16 @@ func (r *Runtime) cutTasksLocked() {
 	}
 }
 
+// promoteTasksLocked makes the state of each task's last cut its committed state.
+func (r *Runtime) promoteTasksLocked() {
+	for _, t := range r.tasks {
+		if t.task != nil {
+			t.task.Committed()
+			t.group.Save()
+		}
+	}
+}
+
 // txnEndedLocked ends, with the tasks at rest, the commit whose transaction ended while
 // the tasks went on (see the top of this file); the changes of a committed transaction
 // may still be being written to the stores (the commit stays in flight until then).
@@ -264,12 +266,7 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 		for i, pos := range c.dirty {
 			pos.committed = e.cutAt[i]
 		}
-		for _, t := range r.tasks {
-			if t.task != nil {
-				t.task.Committed()
-				t.group.Save()
-			}
-		}
+		r.promoteTasksLocked()
 		r.log.Debug("kstream: transaction committed", "records", c.records, "took", c.took)
 		if e.recheck || setAside || r.txnFailed.Load() {
 			// What the tasks did since the cut cannot go into the next transaction: some of

@@ -207,20 +207,6 @@ func (r *Runtime) punctuatedLocked() bool {
 // committedLocked tells the tasks that what they did is committed: their stream times,
 // partition times and punctuation schedules are those an aborted transaction goes back to.
 func (r *Runtime) committedLocked() {
-	var now time.Time
-	if r.met != nil {
-		now = time.Now()
-	}
-	for _, t := range r.tasks {
-		t.punctuated = false
-		if t.task != nil {
-			t.task.Cut()
-			t.task.Committed()
-			t.group.Cut()
-			t.group.Save()
-			if r.met != nil {
-				r.met.sized(t, now)
-			}
-		}
-	}
+	r.cutTasksLocked()
+	r.promoteTasksLocked()
 }
