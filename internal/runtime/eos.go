@@ -562,8 +562,8 @@ func (r *Runtime) afterRebalance(ctx context.Context) {
 // through, and it may come only after afterRebalance looked: the loop calls this again
 // before it begins the next transaction, which would otherwise abort for nothing.
 func (r *Runtime) resetSessionLocked(ctx context.Context) {
-	if !r.revoked || r.inTxn {
-		return
+	if !r.revoked || r.inTxn || r.txnEndingLocked() {
+		return // nothing to reset, or not now: a transaction is open or ends
 	}
 	r.revoked = false
 	r.quiesceLocked()

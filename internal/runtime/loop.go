@@ -76,7 +76,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			// Only errors (an unreachable broker, a deleted topic): do not spin; let a
 			// rebalance through meanwhile.
 			r.mu.Lock()
-			allow := r.sess == nil || !r.inTxn
+			allow := r.sess == nil || (!r.inTxn && !r.txnEndingLocked())
 			r.mu.Unlock()
 			if allow {
 				r.allowRebalance()
