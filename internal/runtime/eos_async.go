@@ -260,6 +260,7 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 	r.endMu.Lock()
 	r.ending = false
 	setAside := len(r.deferred) > 0
+	waiting := r.blocked
 	r.endMu.Unlock()
 	held := r.held.take()
 	if e.committed {
@@ -268,7 +269,15 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 		}
 		r.promoteTasksLocked()
 		r.log.Debug("kstream: transaction committed", "records", c.records, "took", c.took)
-		if e.recheck || setAside || r.txnFailed.Load() {
+		if waiting {
+			// A rebalance waits for the loop, which lets it through only between
+			// transactions: now, or, with the tasks working for the next transaction while
+			// each one ends, perhaps never. Their work since the cut is undone (processed
+			// again after the rebalance), no transaction begins, and the loop launches no
+			// turn before it lets the rebalance through.
+			r.yieldToRebalance = true
+		}
+		if e.recheck || setAside || waiting || r.txnFailed.Load() {
 			// What the tasks did since the cut cannot go into the next transaction: some of
 			// their partitions are gone, or the consumer was moved back. Undo it: processed
 			// again from the offsets just committed.

@@ -115,7 +115,9 @@ func (r *Runtime) loop(ctx context.Context) error {
 			r.quiesceLocked()
 			r.txnEndedLocked(r.inflight)
 		}
-		r.processLocked(fetches, !commit && !(r.txnEndingLocked() && r.held.full()))
+		yield := r.yieldToRebalance
+		r.yieldToRebalance = false
+		r.processLocked(fetches, !commit && !yield && !(r.txnEndingLocked() && r.held.full()))
 		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			r.commitNow.Store(false)
 			// The interval counts from the start of a commit, as Kafka Streams' lastCommitMs:

@@ -107,11 +107,14 @@ type Runtime struct {
 	txnFailed atomic.Bool
 	// held are the outputs produced while a transaction ends (eos_async.go); aborts counts
 	// the calls of abortedLocked.
-	held      heldOutputs
-	aborts    uint64
-	fence     fenceState  // a fenced producer being handled (fence.go)
-	migrating atomic.Bool // the session is being replaced after a fence
-	commitNow atomic.Bool // a buffer is full: commit at the end of this poll
+	held   heldOutputs
+	aborts uint64
+	// yieldToRebalance: a transaction ended while a rebalance waited, and the loop lets it
+	// through before it launches a turn (txnEndedLocked); the loop's.
+	yieldToRebalance bool
+	fence            fenceState  // a fenced producer being handled (fence.go)
+	migrating        atomic.Bool // the session is being replaced after a fence
+	commitNow        atomic.Bool // a buffer is full: commit at the end of this poll
 	// joins follows the group's joins, so that a periodic commit does not hold every task
 	// while the group rejoins (joinwatch.go).
 	joins joinWatch
