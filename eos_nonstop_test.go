@@ -1,6 +1,7 @@
 package kstream_test
 
 import (
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kstream-go/kstream"
+	"github.com/kstream-go/kstream/embedded"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -135,23 +137,7 @@ func TestExactlyOnceRebalanceWhileTheTransactionEnds(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
 
-	var delayed atomic.Int64
-	var done atomic.Bool
-	t.Cleanup(func() { done.Store(true) })
-	c := b.Cluster()
-	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if done.Load() {
-			return nil, nil, false
-		}
-		c.KeepControl()
-		r := req.(*kmsg.EndTxnRequest)
-		if !r.Commit || !strings.HasPrefix(r.TransactionalID, cfg.ApplicationID) {
-			return nil, nil, false
-		}
-		delayed.Add(1)
-		c.SleepControl(func() { time.Sleep(1500 * time.Millisecond) }) // a slow coordinator
-		return nil, nil, false
-	})
+	delayed := delayEndTxns(t, b, cfg.ApplicationID, 1500*time.Millisecond)
 
 	cfg1 := cfg
 	cfg1.StateDir = t.TempDir()
@@ -180,4 +166,86 @@ func TestExactlyOnceRebalanceWhileTheTransactionEnds(t *testing.T) {
 	outputs.checkExact(t, want)
 	st1, st2 := app1.Stats(), app2.Stats()
 	t.Logf("%d delayed EndTxns; instance 1: %d commits, %d aborted; instance 2: %d commits, %d aborted", delayed.Load(), st1.Commits, st1.TransactionsAborted, st2.Commits, st2.TransactionsAborted)
+}
+
+// A rebalance that waits while a transaction ends, the tasks going on: the in-process broker
+// answers each committing EndTxn of the application 300 ms late (within the time the
+// instance lets a waiting rebalance wait), while a second instance joins and input keeps
+// arriving. Once the end is over, the instance commits the transaction of what it
+// processed meanwhile at once, blocking, and lets the rebalance through between the two
+// (logged at info), instead of undoing that work. The read_committed counts are exactly
+// 1..n for every key.
+func TestExactlyOnceRebalanceWaitsForTheNextTransaction(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.Embedded(t)
+	if b == nil {
+		t.Skip("request injection needs the in-process broker")
+	}
+	in := kafkatest.CreateTopic(t, "in", 4, nil)
+	out := kafkatest.CreateTopic(t, "out", 4, nil)
+	logs := &logCapture{t: t}
+	cfg := testConfig(t)
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	delayed := delayEndTxns(t, b, cfg.ApplicationID, 300*time.Millisecond)
+
+	cfg1 := cfg
+	cfg1.StateDir = t.TempDir()
+	app1 := newApp(t, countTopology(in, out), cfg1)
+	r1 := start(t, app1)
+	outputs := collect(t, out, readCommitted)
+	want := map[string]int64{}
+	batch := uint64(1)
+	produceUntil := func(ends int64) {
+		for ; delayed.Load() < ends; batch++ {
+			produceCounts(t, in, 100, 200, batch, want)
+		}
+	}
+	produceUntil(2)
+	cfg2 := cfg
+	cfg2.StateDir = t.TempDir()
+	app2 := newApp(t, countTopology(in, out), cfg2)
+	r2 := start(t, app2)
+	kafkatest.Eventually(t, 60*time.Second, "two instances with two tasks each", func() bool {
+		produceCounts(t, in, 100, 200, batch, want)
+		batch++
+		return len(app1.Tasks()) == 2 && len(app2.Tasks()) == 2
+	})
+	produceUntil(delayed.Load() + 4)
+	kafkatest.Eventually(t, 90*time.Second, "every count", func() bool { return outputs.reached(want) })
+	for i, r := range []*running{r1, r2} {
+		if err, done := r.wait(10 * time.Millisecond); done {
+			t.Fatalf("instance %d: Run returned: %v", i+1, err)
+		}
+	}
+	outputs.checkExact(t, want)
+	if !logs.has("a rebalance waits; committing what was processed while the last transaction ended") {
+		t.Error("no rebalance waited for the transaction that followed an end")
+	}
+	st1, st2 := app1.Stats(), app2.Stats()
+	t.Logf("%d delayed EndTxns; instance 1: %d commits, %d aborted; instance 2: %d commits, %d aborted", delayed.Load(), st1.Commits, st1.TransactionsAborted, st2.Commits, st2.TransactionsAborted)
+}
+
+// delayEndTxns has the in-process broker answer every committing EndTxn of application
+// app late by d (a slow transaction coordinator) until the test ends, and returns the
+// number of EndTxns delayed so far.
+func delayEndTxns(t *testing.T, b *embedded.Broker, app string, d time.Duration) *atomic.Int64 {
+	var delayed atomic.Int64
+	var done atomic.Bool
+	t.Cleanup(func() { done.Store(true) })
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		r := req.(*kmsg.EndTxnRequest)
+		if !r.Commit || !strings.HasPrefix(r.TransactionalID, app) {
+			return nil, nil, false
+		}
+		delayed.Add(1)
+		c.SleepControl(func() { time.Sleep(d) }) // a slow coordinator
+		return nil, nil, false                   // then handled normally
+	})
+	return &delayed
 }

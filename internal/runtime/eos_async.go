@@ -51,6 +51,15 @@ import (
 // some tasks were set aside while the transaction ended, or its outcome had to be read from
 // the broker (the consumer was moved back to its offsets).
 //
+// A rebalance that waits when a transaction has ended goes through before the next one
+// ends in the background: the loop commits the next transaction at once, blocking, then
+// lets the rebalance through (with the tasks working for the next transaction while each
+// one ends, a busy instance is otherwise never between transactions). An earlier version
+// undid the work since the cut instead: a rewind (kgo's SetOffsets) while a rebalance
+// callback waited sometimes left a partition that fetched nothing more, and the frequent
+// rewinds cost aligned windows their records (TestScaleOutWarmsUpBeforeMoving and
+// TestAlignedEventTimeReprocessingOnBroker on Apache Kafka).
+//
 // Config.BlockingCommits keeps the earlier behaviour: the tasks wait while the transaction
 // ends (commitTxnLocked). Commits outside the loop (before a revocation, at shutdown) end
 // the transaction that way too.
@@ -269,15 +278,7 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 		}
 		r.promoteTasksLocked()
 		r.log.Debug("kstream: transaction committed", "records", c.records, "took", c.took)
-		if waiting {
-			// A rebalance waits for the loop, which lets it through only between
-			// transactions: now, or, with the tasks working for the next transaction while
-			// each one ends, perhaps never. Their work since the cut is undone (processed
-			// again after the rebalance), no transaction begins, and the loop launches no
-			// turn before it lets the rebalance through.
-			r.yieldToRebalance = true
-		}
-		if e.recheck || setAside || waiting || r.txnFailed.Load() {
+		if e.recheck || setAside || r.txnFailed.Load() {
 			// What the tasks did since the cut cannot go into the next transaction: some of
 			// their partitions are gone, or the consumer was moved back. Undo it: processed
 			// again from the offsets just committed.
@@ -297,6 +298,13 @@ func (r *Runtime) txnEndedLocked(c *inflightCommit) {
 		} else {
 			r.log.Warn("kstream: transaction aborted; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "transactional_id", r.txnID)
 		}
+	}
+	if waiting {
+		// A rebalance waits for the loop, which lets it through only between transactions:
+		// with the tasks working for the next transaction while each one ends, perhaps
+		// never. The loop ends the next transaction at once, blocking, and launches no turn
+		// before it lets the rebalance through (loop.go).
+		r.yieldToRebalance = true
 	}
 	r.txnFailed.Store(false)
 	r.dropDeferredLocked()

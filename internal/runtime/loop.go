@@ -118,6 +118,17 @@ func (r *Runtime) loop(ctx context.Context) error {
 		yield := r.yieldToRebalance
 		r.yieldToRebalance = false
 		r.processLocked(fetches, !commit && !yield && !(r.txnEndingLocked() && r.held.full()))
+		if yield && r.inTxn && r.fatal() == nil && r.fencedCause() == nil {
+			// A rebalance waits, and a transaction ended while the tasks worked for the next:
+			// that one ends now, with the tasks at rest (as Kafka Streams commits before a
+			// rebalance), and the rebalance goes through below, between transactions.
+			r.log.Info("kstream: a rebalance waits; committing what was processed while the last transaction ended, then letting it through", "app", r.cfg.ApplicationID, "transactional_id", r.txnID)
+			cctx, cancel := context.WithTimeout(r.prodCtx, r.cfg.CloseTimeout)
+			if err := r.commitLocked(cctx); err != nil {
+				r.log.Warn("kstream: commit before a rebalance failed; records since the last commit will be processed again", "app", r.cfg.ApplicationID, "err", err)
+			}
+			cancel()
+		}
 		if r.fatal() == nil && r.fencedCause() == nil && commit {
 			r.commitNow.Store(false)
 			// The interval counts from the start of a commit, as Kafka Streams' lastCommitMs:

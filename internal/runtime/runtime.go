@@ -109,8 +109,9 @@ type Runtime struct {
 	// the calls of abortedLocked.
 	held   heldOutputs
 	aborts uint64
-	// yieldToRebalance: a transaction ended while a rebalance waited, and the loop lets it
-	// through before it launches a turn (txnEndedLocked); the loop's.
+	// yieldToRebalance: a transaction ended while a rebalance waited; the loop ends the next
+	// one at once and lets the rebalance through before it launches a turn
+	// (txnEndedLocked); the loop's.
 	yieldToRebalance bool
 	fence            fenceState  // a fenced producer being handled (fence.go)
 	migrating        atomic.Bool // the session is being replaced after a fence
