@@ -120,110 +120,77 @@ func TestExactlyOnceProcessesWhileTheTransactionEnds(t *testing.T) {
 }
 
 // A rebalance while a transaction ends, the tasks going on: the in-process broker answers
-// each committing EndTxn of the application 1.5 s late, longer than the instance lets a
-// waiting rebalance wait, while a second instance joins and input keeps arriving. The
-// rebalance is let through during the end; kgo runs the revocation once the end returns
-// (committed), before the loop has handled it: the revoked partitions are set aside, and
-// what the tasks processed since the cut is undone and processed again (logged at info).
-// The read_committed counts are exactly 1..n for every key.
+// each committing EndTxn of the application late while a second instance joins and input
+// keeps arriving. The read_committed counts are exactly 1..n for every key either way.
+//
+//   - waits: 300 ms late, within the time the instance lets a waiting rebalance wait. Once
+//     the end is over, the instance commits the transaction of what it processed meanwhile
+//     at once, blocking, and lets the rebalance through between the two (logged at info),
+//     instead of undoing that work.
+//   - let-through: 1.5 s late, longer than that. The rebalance is let through during the
+//     end; kgo runs the revocation once the end returns (committed), before the loop has
+//     handled it: the revoked partitions are set aside, and what the tasks processed since
+//     the cut is undone and processed again (logged at info).
 func TestExactlyOnceRebalanceWhileTheTransactionEnds(t *testing.T) {
-	t.Parallel()
-	b := kafkatest.Embedded(t)
-	if b == nil {
-		t.Skip("request injection needs the in-process broker")
-	}
-	in := kafkatest.CreateTopic(t, "in", 4, nil)
-	out := kafkatest.CreateTopic(t, "out", 4, nil)
-	cfg := testConfig(t)
-	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		log   string // a line the instances must log
+	}{
+		{"waits", 300 * time.Millisecond, "a rebalance waits; committing what was processed while the last transaction ended"},
+		{"let-through", 1500 * time.Millisecond, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := kafkatest.Embedded(t)
+			if b == nil {
+				t.Skip("request injection needs the in-process broker")
+			}
+			in := kafkatest.CreateTopic(t, "in", 4, nil)
+			out := kafkatest.CreateTopic(t, "out", 4, nil)
+			logs := &logCapture{t: t}
+			cfg := testConfig(t)
+			cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
+			cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			delayed := delayEndTxns(t, b, cfg.ApplicationID, tc.delay)
 
-	delayed := delayEndTxns(t, b, cfg.ApplicationID, 1500*time.Millisecond)
-
-	cfg1 := cfg
-	cfg1.StateDir = t.TempDir()
-	app1 := newApp(t, countTopology(in, out), cfg1)
-	r1 := start(t, app1)
-	outputs := collect(t, out, readCommitted)
-	want := map[string]int64{}
-	batch := uint64(1)
-	produceUntil := func(ends int64) {
-		for ; delayed.Load() < ends; batch++ {
-			produceCounts(t, in, 100, 200, batch, want)
-		}
+			cfg1 := cfg
+			cfg1.StateDir = t.TempDir()
+			app1 := newApp(t, countTopology(in, out), cfg1)
+			r1 := start(t, app1)
+			outputs := collect(t, out, readCommitted)
+			want := map[string]int64{}
+			batch := uint64(1)
+			produceUntil := func(ends int64) {
+				for ; delayed.Load() < ends; batch++ {
+					produceCounts(t, in, 100, 200, batch, want)
+				}
+			}
+			produceUntil(2)
+			cfg2 := cfg
+			cfg2.StateDir = t.TempDir()
+			app2 := newApp(t, countTopology(in, out), cfg2)
+			r2 := start(t, app2)
+			kafkatest.Eventually(t, 90*time.Second, "two instances with two tasks each", func() bool {
+				produceCounts(t, in, 100, 200, batch, want)
+				batch++
+				return len(app1.Tasks()) == 2 && len(app2.Tasks()) == 2
+			})
+			produceUntil(delayed.Load() + 4)
+			kafkatest.Eventually(t, 90*time.Second, "every count", func() bool { return outputs.reached(want) })
+			for i, r := range []*running{r1, r2} {
+				if err, done := r.wait(10 * time.Millisecond); done {
+					t.Fatalf("instance %d: Run returned: %v", i+1, err)
+				}
+			}
+			outputs.checkExact(t, want)
+			if tc.log != "" && !logs.has(tc.log) {
+				t.Errorf("no line logged with %q", tc.log)
+			}
+			st1, st2 := app1.Stats(), app2.Stats()
+			t.Logf("%d delayed EndTxns; instance 1: %d commits, %d aborted; instance 2: %d commits, %d aborted", delayed.Load(), st1.Commits, st1.TransactionsAborted, st2.Commits, st2.TransactionsAborted)
+		})
 	}
-	produceUntil(2)
-	cfg2 := cfg
-	cfg2.StateDir = t.TempDir()
-	app2 := newApp(t, countTopology(in, out), cfg2)
-	r2 := start(t, app2)
-	produceUntil(delayed.Load() + 4)
-	kafkatest.Eventually(t, 90*time.Second, "every count", func() bool { return outputs.reached(want) })
-	for i, r := range []*running{r1, r2} {
-		if err, done := r.wait(10 * time.Millisecond); done {
-			t.Fatalf("instance %d: Run returned: %v", i+1, err)
-		}
-	}
-	outputs.checkExact(t, want)
-	st1, st2 := app1.Stats(), app2.Stats()
-	t.Logf("%d delayed EndTxns; instance 1: %d commits, %d aborted; instance 2: %d commits, %d aborted", delayed.Load(), st1.Commits, st1.TransactionsAborted, st2.Commits, st2.TransactionsAborted)
-}
-
-// A rebalance that waits while a transaction ends, the tasks going on: the in-process broker
-// answers each committing EndTxn of the application 300 ms late (within the time the
-// instance lets a waiting rebalance wait), while a second instance joins and input keeps
-// arriving. Once the end is over, the instance commits the transaction of what it
-// processed meanwhile at once, blocking, and lets the rebalance through between the two
-// (logged at info), instead of undoing that work. The read_committed counts are exactly
-// 1..n for every key.
-func TestExactlyOnceRebalanceWaitsForTheNextTransaction(t *testing.T) {
-	t.Parallel()
-	b := kafkatest.Embedded(t)
-	if b == nil {
-		t.Skip("request injection needs the in-process broker")
-	}
-	in := kafkatest.CreateTopic(t, "in", 4, nil)
-	out := kafkatest.CreateTopic(t, "out", 4, nil)
-	logs := &logCapture{t: t}
-	cfg := testConfig(t)
-	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	delayed := delayEndTxns(t, b, cfg.ApplicationID, 300*time.Millisecond)
-
-	cfg1 := cfg
-	cfg1.StateDir = t.TempDir()
-	app1 := newApp(t, countTopology(in, out), cfg1)
-	r1 := start(t, app1)
-	outputs := collect(t, out, readCommitted)
-	want := map[string]int64{}
-	batch := uint64(1)
-	produceUntil := func(ends int64) {
-		for ; delayed.Load() < ends; batch++ {
-			produceCounts(t, in, 100, 200, batch, want)
-		}
-	}
-	produceUntil(2)
-	cfg2 := cfg
-	cfg2.StateDir = t.TempDir()
-	app2 := newApp(t, countTopology(in, out), cfg2)
-	r2 := start(t, app2)
-	kafkatest.Eventually(t, 60*time.Second, "two instances with two tasks each", func() bool {
-		produceCounts(t, in, 100, 200, batch, want)
-		batch++
-		return len(app1.Tasks()) == 2 && len(app2.Tasks()) == 2
-	})
-	produceUntil(delayed.Load() + 4)
-	kafkatest.Eventually(t, 90*time.Second, "every count", func() bool { return outputs.reached(want) })
-	for i, r := range []*running{r1, r2} {
-		if err, done := r.wait(10 * time.Millisecond); done {
-			t.Fatalf("instance %d: Run returned: %v", i+1, err)
-		}
-	}
-	outputs.checkExact(t, want)
-	if !logs.has("a rebalance waits; committing what was processed while the last transaction ended") {
-		t.Error("no rebalance waited for the transaction that followed an end")
-	}
-	st1, st2 := app1.Stats(), app2.Stats()
-	t.Logf("%d delayed EndTxns; instance 1: %d commits, %d aborted; instance 2: %d commits, %d aborted", delayed.Load(), st1.Commits, st1.TransactionsAborted, st2.Commits, st2.TransactionsAborted)
 }
 
 // delayEndTxns has the in-process broker answer every committing EndTxn of application
