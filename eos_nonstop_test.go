@@ -12,6 +12,7 @@ import (
 	"github.com/kstream-go/kstream/embedded"
 	"github.com/kstream-go/kstream/internal/kafkatest"
 	"github.com/kstream-go/kstream/serde"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -215,4 +216,124 @@ func delayEndTxns(t *testing.T, b *embedded.Broker, app string, d time.Duration)
 		return nil, nil, false                   // then handled normally
 	})
 	return &delayed
+}
+
+// The group session lost while a transaction ends, the tasks going on, and the partitions
+// given back before the end is over, as when the broker restarts: for 3 s from a
+// transaction's offset commit, the in-process broker answers the application's EndTxn and
+// InitProducerID with COORDINATOR_LOAD_IN_PROGRESS, and refuses its next heartbeat with
+// ILLEGAL_GENERATION. Each try to end the transaction fails after Config.CloseTimeout (1 s
+// here) and the instance tries again (abortUntilEnded); between two tries kgo declares the
+// partitions lost, the instance sets them aside (the transaction is ending), and the member
+// rejoins and gets the same partitions back. The partitions set aside must be dropped before
+// their new tasks are made: dropped after, they closed the new tasks, whose partitions stayed
+// paused for a restore that had stopped, and the instance processed nothing more
+// (TestRealBrokerKillRestart/exactly-once on Apache Kafka). The read_committed counts are
+// exact.
+func TestExactlyOnceSessionLostWhileTheTransactionEnds(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.Embedded(t)
+	if b == nil {
+		t.Skip("request injection needs the in-process broker")
+	}
+	in := kafkatest.CreateTopic(t, "in", 4, nil)
+	out := kafkatest.CreateTopic(t, "out", 4, nil)
+	logs := &logCapture{t: t}
+	cfg := testConfig(t)
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
+	cfg.CloseTimeout = time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	var armed, failHeartbeat, done atomic.Bool
+	var until, refused atomic.Int64 // end of the outage (unix ns); requests refused in it
+	t.Cleanup(func() { done.Store(true) })
+	ours := func(txnID string) bool { return strings.HasPrefix(txnID, cfg.ApplicationID) }
+	down := func() bool {
+		if time.Now().UnixNano() >= until.Load() {
+			return false
+		}
+		refused.Add(1)
+		return true
+	}
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		if r := req.(*kmsg.TxnOffsetCommitRequest); r.Group == cfg.ApplicationID && armed.CompareAndSwap(true, false) {
+			until.Store(time.Now().Add(3 * time.Second).UnixNano())
+			failHeartbeat.Store(true)
+		}
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		r := req.(*kmsg.HeartbeatRequest)
+		if r.Group != cfg.ApplicationID || !failHeartbeat.CompareAndSwap(true, false) {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.IllegalGeneration.Code
+		return resp, nil, true
+	})
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		r := req.(*kmsg.EndTxnRequest)
+		if !ours(r.TransactionalID) || !down() {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return resp, nil, true
+	})
+	c.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		r := req.(*kmsg.InitProducerIDRequest)
+		if r.TransactionalID == nil || !ours(*r.TransactionalID) || !down() {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil, true
+	})
+
+	app := newApp(t, countTopology(in, out), cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	want := map[string]int64{}
+	produceCounts(t, in, 2000, 200, 1, want)
+	kafkatest.Eventually(t, 60*time.Second, "the first counts", func() bool { return outputs.reached(want) })
+
+	armed.Store(true)
+	batch := uint64(2)
+	kafkatest.Eventually(t, 60*time.Second, "the coordinator away while a transaction ends", func() bool {
+		produceCounts(t, in, 100, 200, batch, want)
+		batch++
+		return refused.Load() != 0
+	})
+	kafkatest.Eventually(t, 60*time.Second, "partitions lost and assigned again", func() bool {
+		return logs.has("partitions lost without a chance to commit") && len(app.Tasks()) == 4
+	})
+	for range 10 {
+		produceCounts(t, in, 200, 200, batch, want)
+		batch++
+	}
+	kafkatest.Eventually(t, 60*time.Second, "every count after the session was lost", func() bool { return outputs.reached(want) })
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.checkExact(t, want)
+	st := app.Stats()
+	t.Logf("%d commits, %d aborted, %d fences", st.Commits, st.TransactionsAborted, st.ProducerFences)
 }

@@ -26,6 +26,17 @@ func (r *Runtime) onAssigned(_ context.Context, cl *kgo.Client, assigned map[str
 	defer r.mu.Unlock()
 	r.life.member.Store(true)
 	r.quiesceLocked()
+	if r.txnEndingLocked() {
+		// An exactly-once transaction ends while the tasks go on (eos_async.go), and
+		// the group let this assignment through during its end (endGrace). The
+		// partitions revoked or lost meanwhile were set aside, to be dropped once it has
+		// ended; they may be among those assigned now (a member that lost its session
+		// gets its partitions back). Ending it first drops them before their new tasks
+		// are made, as when the loop held mu for the whole end; otherwise the drop
+		// closes the new tasks, whose partitions stay paused for a restore that never
+		// ends, and the instance processes nothing more.
+		r.awaitCommitNowLocked()
+	}
 	var created []string
 	var restoring []*taskRun
 	refused := map[string][]int32{}
