@@ -113,8 +113,8 @@ type alignment struct {
 	// emit on close, suppression buffers), with no record in hand.
 	onAdvance []func() error
 
-	// saved is the state as of the last commit, which an aborted transaction goes back to
-	// (committed, aborted).
+	// saved is the state as of the cut of the last committed transaction, which an aborted
+	// transaction goes back to (cut, aborted).
 	saved alignState
 }
 
@@ -135,16 +135,17 @@ type alignState struct {
 	latest   int64
 }
 
-// committed implements txnHook: the state as of this commit is what an abort goes back to.
-func (a *alignment) committed() {
-	v := &a.saved
-	v.sentAt, v.sentTime, v.sentIdle, v.sentOnce = a.sentAt, a.sentTime, a.sentIdle, a.sentOnce
-	v.aligned, v.latest = a.aligned, a.latest
-	if v.marks == nil {
-		v.marks = make(map[runtime.TaskID]upstreamMark, len(a.marks))
-	}
-	clear(v.marks)
-	maps.Copy(v.marks, a.marks)
+// snapshot returns the state as of now.
+func (a *alignment) snapshot() alignState {
+	return alignState{sentAt: a.sentAt, sentTime: a.sentTime, sentIdle: a.sentIdle, sentOnce: a.sentOnce,
+		marks: maps.Clone(a.marks), aligned: a.aligned, latest: a.latest}
+}
+
+// cut implements txnHook: the state as of this cut is what an abort goes back to once
+// the transaction that the cut ends has committed.
+func (a *alignment) cut() func() {
+	v := a.snapshot()
+	return func() { a.saved = v }
 }
 
 // aborted implements txnHook: back to the state of the last commit.
@@ -212,7 +213,7 @@ func (t *task) setUpAlignment(sub []*node) error {
 		return nil
 	}
 	t.align = a
-	a.committed() // the state an abort before the first commit goes back to
+	a.saved = a.snapshot() // the state an abort before the first commit goes back to
 	t.txnHooks = append(t.txnHooks, a)
 	if len(a.sinks) > 0 {
 		t.flushers = append(t.flushers, watermarkWriter{t})
