@@ -344,6 +344,10 @@ type watermarkWriter struct{ t *task }
 func (w watermarkWriter) due() time.Time {
 	a := w.t.align
 	switch {
+	case w.t.env.Holding():
+		// No report while the task's outputs are held (see TaskEnv.Holding): the first
+		// turn after the next transaction begins writes it, after the held outputs.
+		return time.Time{}
 	case a.sentAt.IsZero():
 		return w.t.env.Now()
 	case a.sentOnce && w.t.streamTime == a.sentTime:
@@ -362,6 +366,9 @@ func (a *alignment) resend() time.Duration {
 
 func (w watermarkWriter) flush(context.Context) error {
 	t, a := w.t, w.t.align
+	if t.env.Holding() {
+		return nil // see due
+	}
 	now := t.env.Now()
 	idle := t.env.CaughtUp(t.id)
 	st := t.streamTime

@@ -32,6 +32,7 @@ func (e *suppressEnv) Now() time.Time                                        { r
 func (e *suppressEnv) Context() context.Context                              { return context.Background() }
 func (e *suppressEnv) Upstream(string) (int, int32, int32, bool)             { return 0, 0, 0, false }
 func (e *suppressEnv) CaughtUp(runtime.TaskID) bool                          { return true }
+func (e *suppressEnv) Holding() bool                                         { return false }
 func (e *suppressEnv) Wake()                                                 {}
 func (e *suppressEnv) PartitionCount(context.Context, string) (int32, error) { return 1, nil }
 

@@ -896,6 +896,9 @@ func (d *taskEnv) PartitionCount(_ context.Context, topic string) (int32, error)
 
 // CaughtUp implements the runtime's task environment: task id has nothing buffered, and
 // none of its source topics holds records back (holdBack).
+// Holding implements runtime.TaskEnv: the driver holds no output.
+func (d *taskEnv) Holding() bool { return false }
+
 func (d *taskEnv) CaughtUp(id runtime.TaskID) bool {
 	t := d.tasks[id]
 	if t == nil || t.group.Buffered() > 0 {

@@ -24,6 +24,9 @@ func (r *Runtime) Upstream(topic string) (sub int, tasks, partitions int32, ok b
 	return 0, 0, 0, false
 }
 
+// Holding implements TaskEnv.
+func (r *Runtime) Holding() bool { return r.held.on.Load() }
+
 // CaughtUp implements TaskEnv. It runs on the task's goroutine, as lagOf does.
 func (r *Runtime) CaughtUp(id TaskID) bool {
 	t := r.tasks[id]

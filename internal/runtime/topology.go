@@ -256,6 +256,12 @@ type TaskEnv interface {
 	// of its input partitions is at its end as last seen (the task has no known lag).
 	// It is called from the task's own goroutine.
 	CaughtUp(id TaskID) bool
+	// Holding reports whether what the task produces now is held until the next
+	// transaction begins: an exactly-once transaction ends while the tasks go on
+	// (eos_async.go). Event-time alignment writes no progress report then: a report held
+	// would come out after what other instances wrote meanwhile, and say more than the
+	// task knew when it wrote it.
+	Holding() bool
 	// PartitionCount returns the partition count of topic, for a sink with a stream
 	// partitioner: known at start for the topics of the topology, asked of the cluster
 	// (once) for another topic, which blocks until the answer or ctx is done.
