@@ -337,3 +337,63 @@ func TestExactlyOnceSessionLostWhileTheTransactionEnds(t *testing.T) {
 	st := app.Stats()
 	t.Logf("%d commits, %d aborted, %d fences", st.Commits, st.TransactionsAborted, st.ProducerFences)
 }
+
+// A transaction that aborts while the tasks go on moves the consumer back to the committed
+// offsets; a poll that returned during the end carries records fetched from before that
+// move, and must not be processed: handled in the same turn of the loop as the abort, they
+// were processed once from them and once more as the consumer fetched them again (an async
+// operator's outputs twice, TestAsyncExactlyOnceAbortsOnSlowCall under load), or ahead of
+// the records the abort gave back (a versioned join's orders then dropped as late,
+// TestVersionedJoinSurvivesKillsExactlyOnce). The in-process broker answers every third
+// committing EndTxn of the application 200 ms late with TRANSACTION_ABORTABLE while input
+// arrives all along; the read_committed counts are exactly 1..n for every key.
+func TestExactlyOnceAbortDropsRecordsPolledDuringTheEnd(t *testing.T) {
+	t.Parallel()
+	b := kafkatest.Embedded(t)
+	if b == nil {
+		t.Skip("request injection needs the in-process broker")
+	}
+	in := kafkatest.CreateTopic(t, "in", 2, nil)
+	out := kafkatest.CreateTopic(t, "out", 2, nil)
+	cfg := testConfig(t)
+	cfg.Guarantee, cfg.CommitInterval = kstream.ExactlyOnce, 50*time.Millisecond
+
+	const aborts = 40
+	var commits, refused atomic.Int64
+	var done atomic.Bool
+	t.Cleanup(func() { done.Store(true) })
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		r := req.(*kmsg.EndTxnRequest)
+		if !r.Commit || !strings.HasPrefix(r.TransactionalID, cfg.ApplicationID) || commits.Add(1)%2 != 0 || refused.Load() >= aborts {
+			return nil, nil, false
+		}
+		c.SleepControl(func() { time.Sleep(100 * time.Millisecond) }) // polls return meanwhile
+		refused.Add(1)
+		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.TransactionAbortable.Code
+		return resp, nil, true
+	})
+
+	app := newApp(t, countTopology(in, out), cfg)
+	r := start(t, app)
+	outputs := collect(t, out, readCommitted)
+	want := map[string]int64{}
+	for batch := uint64(1); refused.Load() < aborts; batch++ {
+		produceCounts(t, in, 50, 100, batch, want)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "every count", func() bool { return outputs.reached(want) || outputs.overshot(want) })
+	if err, done := r.wait(10 * time.Millisecond); done {
+		t.Fatalf("Run returned: %v", err)
+	}
+	outputs.checkExact(t, want)
+	st := app.Stats()
+	t.Logf("%d commits, %d aborted", st.Commits, st.TransactionsAborted)
+	if st.TransactionsAborted < aborts {
+		t.Fatalf("%d transactions aborted, want %d", st.TransactionsAborted, aborts)
+	}
+}

@@ -34,7 +34,9 @@ import (
 // documents a poll during End as unsupported: an End that aborts moves the consumer back to
 // the committed offsets, which a poll in between may not see; the loop moves the consumer
 // back again and drops every record it buffered when it handles the abort (abortedLocked),
-// so such a poll costs a fetch again, no record. (A first version did not poll while a
+// and the records of the poll in hand when it does (loop.go), so such a poll costs a fetch
+// again, no record. (Buffering those, a first version processed them twice, or ahead of
+// the records the abort gave back: TestExactlyOnceAbortDropsRecordsPolledDuringTheEnd.) (A first version did not poll while a
 // transaction ended: with ends longer than the commit interval, as kgo's ends of a
 // transaction without input records are on the in-process broker, an instance then polled
 // once per end, and aligned windows downstream of it never closed.) Rebalances wait for the

@@ -108,12 +108,20 @@ func (r *Runtime) loop(ctx context.Context) error {
 			// state REBALANCING with nothing after it to end it (lifecycle.go).
 			r.maybeRunningLocked()
 		}
+		aborts := r.aborts
 		if r.commitOverLocked() {
 			r.quiesceLocked()
 			r.endCommitLocked()
 		} else if r.txnEndedOverLocked() {
 			r.quiesceLocked()
 			r.txnEndedLocked(r.inflight)
+		}
+		if r.aborts != aborts {
+			// Handling the transaction's end moved the consumer back to the committed
+			// offsets (abortedLocked). This poll's records were fetched before that, from
+			// wherever the consumer was: buffered now, they would be processed twice, or
+			// ahead of the records before them, which the consumer fetches again.
+			fetches = nil
 		}
 		yield := r.yieldToRebalance
 		r.yieldToRebalance = false
