@@ -101,9 +101,12 @@ func Main(m *testing.M) {
 // per core would leave the machine idle while they wait. 8 was tried before and made some
 // tests flaky on 2 cores; one cause found since was not the load but records stamped in
 // 2023, which the in-process broker's retention deleted between produce and fetch (see
-// baseTime in the root package's main_test.go). With that fixed, 8 keeps go test ./... near
-// 2 minutes; if a test turns flaky under load, lower this and say why here.
-var parallelDefault = 8
+// baseTime in the root package's main_test.go). With 8, go test ./... of the root package
+// kept the 2 cores 80-95% idle for most of its 3 minutes (the crash and fault tests sleep
+// while their child processes restart), so without the race detector 16 run at once; with
+// it (CI's in-process tier), whose tests cost several times the CPU, 8 still. If a test
+// turns flaky under load, lower these and say why here.
+var parallelDefault = map[bool]int{false: 16, true: 8}[raceEnabled]
 
 // raiseParallel sets -test.parallel to parallelDefault unless the command line set it.
 func raiseParallel() {
