@@ -52,14 +52,7 @@ func TestAlignedEventTimeThroughAbortedTransactions(t *testing.T) {
 	var refused atomic.Int64
 	alignedReprocessing(t, 1, func(app string) {
 		var commits atomic.Int64
-		var done atomic.Bool
-		t.Cleanup(func() { done.Store(true) })
-		c := b.Cluster()
-		c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
-			if done.Load() {
-				return nil, nil, false
-			}
-			c.KeepControl()
+		controlKey(t, b, int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 			r := req.(*kmsg.EndTxnRequest)
 			if !r.Commit || !strings.HasPrefix(r.TransactionalID, app) || commits.Add(1)%3 != 0 || refused.Load() >= 10 {
 				return nil, nil, false

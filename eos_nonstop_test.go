@@ -52,14 +52,8 @@ func TestExactlyOnceProcessesWhileTheTransactionEnds(t *testing.T) {
 			// the span from its arrival to its answer.
 			type span struct{ from, to time.Time }
 			var spans []span
-			var done atomic.Bool
-			t.Cleanup(func() { done.Store(true) })
 			c := b.Cluster()
-			c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
-				if done.Load() {
-					return nil, nil, false
-				}
-				c.KeepControl()
+			controlKey(t, b, int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 				r := req.(*kmsg.EndTxnRequest)
 				if !r.Commit || !strings.HasPrefix(r.TransactionalID, cfg.ApplicationID) {
 					return nil, nil, false
@@ -194,19 +188,28 @@ func TestExactlyOnceRebalanceWhileTheTransactionEnds(t *testing.T) {
 	}
 }
 
+// controlKey has the in-process broker hand every request of kind key to fn until the
+// test ends: fn answers it (handled true) or lets the broker handle it as usual.
+func controlKey(t *testing.T, b *embedded.Broker, key int16, fn func(kmsg.Request) (kmsg.Response, error, bool)) {
+	var done atomic.Bool
+	t.Cleanup(func() { done.Store(true) })
+	c := b.Cluster()
+	c.ControlKey(key, func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		return fn(req)
+	})
+}
+
 // delayEndTxns has the in-process broker answer every committing EndTxn of application
 // app late by d (a slow transaction coordinator) until the test ends, and returns the
 // number of EndTxns delayed so far.
 func delayEndTxns(t *testing.T, b *embedded.Broker, app string, d time.Duration) *atomic.Int64 {
 	var delayed atomic.Int64
-	var done atomic.Bool
-	t.Cleanup(func() { done.Store(true) })
 	c := b.Cluster()
-	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if done.Load() {
-			return nil, nil, false
-		}
-		c.KeepControl()
+	controlKey(t, b, int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.EndTxnRequest)
 		if !r.Commit || !strings.HasPrefix(r.TransactionalID, app) {
 			return nil, nil, false
@@ -244,9 +247,8 @@ func TestExactlyOnceSessionLostWhileTheTransactionEnds(t *testing.T) {
 	cfg.CloseTimeout = time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	var armed, failHeartbeat, done atomic.Bool
+	var armed, failHeartbeat atomic.Bool
 	var until, refused atomic.Int64 // end of the outage (unix ns); requests refused in it
-	t.Cleanup(func() { done.Store(true) })
 	ours := func(txnID string) bool { return strings.HasPrefix(txnID, cfg.ApplicationID) }
 	down := func() bool {
 		if time.Now().UnixNano() >= until.Load() {
@@ -255,23 +257,14 @@ func TestExactlyOnceSessionLostWhileTheTransactionEnds(t *testing.T) {
 		refused.Add(1)
 		return true
 	}
-	c := b.Cluster()
-	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if done.Load() {
-			return nil, nil, false
-		}
-		c.KeepControl()
+	controlKey(t, b, int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		if r := req.(*kmsg.TxnOffsetCommitRequest); r.Group == cfg.ApplicationID && armed.CompareAndSwap(true, false) {
 			until.Store(time.Now().Add(3 * time.Second).UnixNano())
 			failHeartbeat.Store(true)
 		}
 		return nil, nil, false
 	})
-	c.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if done.Load() {
-			return nil, nil, false
-		}
-		c.KeepControl()
+	controlKey(t, b, int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.HeartbeatRequest)
 		if r.Group != cfg.ApplicationID || !failHeartbeat.CompareAndSwap(true, false) {
 			return nil, nil, false
@@ -280,11 +273,7 @@ func TestExactlyOnceSessionLostWhileTheTransactionEnds(t *testing.T) {
 		resp.ErrorCode = kerr.IllegalGeneration.Code
 		return resp, nil, true
 	})
-	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if done.Load() {
-			return nil, nil, false
-		}
-		c.KeepControl()
+	controlKey(t, b, int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.EndTxnRequest)
 		if !ours(r.TransactionalID) || !down() {
 			return nil, nil, false
@@ -293,11 +282,7 @@ func TestExactlyOnceSessionLostWhileTheTransactionEnds(t *testing.T) {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 		return resp, nil, true
 	})
-	c.ControlKey(int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if done.Load() {
-			return nil, nil, false
-		}
-		c.KeepControl()
+	controlKey(t, b, int16(kmsg.InitProducerID), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.InitProducerIDRequest)
 		if r.TransactionalID == nil || !ours(*r.TransactionalID) || !down() {
 			return nil, nil, false
@@ -360,14 +345,8 @@ func TestExactlyOnceAbortDropsRecordsPolledDuringTheEnd(t *testing.T) {
 
 	const aborts = 40
 	var commits, refused atomic.Int64
-	var done atomic.Bool
-	t.Cleanup(func() { done.Store(true) })
 	c := b.Cluster()
-	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if done.Load() {
-			return nil, nil, false
-		}
-		c.KeepControl()
+	controlKey(t, b, int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		r := req.(*kmsg.EndTxnRequest)
 		if !r.Commit || !strings.HasPrefix(r.TransactionalID, cfg.ApplicationID) || commits.Add(1)%2 != 0 || refused.Load() >= aborts {
 			return nil, nil, false
