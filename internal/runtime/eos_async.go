@@ -35,16 +35,17 @@ import (
 // the committed offsets, which a poll in between may not see; the loop moves the consumer
 // back again and drops every record it buffered when it handles the abort (abortedLocked),
 // and the records of the poll in hand when it does (loop.go), so such a poll costs a fetch
-// again, no record. (Buffering those, a first version processed them twice, or ahead of
-// the records the abort gave back: TestExactlyOnceAbortDropsRecordsPolledDuringTheEnd.) (A first version did not poll while a
-// transaction ended: with ends longer than the commit interval, as kgo's ends of a
-// transaction without input records are on the in-process broker, an instance then polled
-// once per end, and aligned windows downstream of it never closed.) Rebalances wait for the
-// end, as they waited for the loop before; the group callbacks that cannot wait set their
-// partitions aside (deferDrop), as before. An assignment let through during an end (after
-// endGrace, or between the tries of an end that fails while the broker is away) waits for
-// it in onAssigned, so that the partitions set aside are dropped before the assigned ones
-// get their tasks: they may be the same partitions, given back after a lost session.
+// again, no record. (Buffered, those were processed twice, or ahead of the records the
+// abort gave back: TestExactlyOnceAbortDropsRecordsPolledDuringTheEnd. A first version did
+// not poll while a transaction ended: with ends longer than the commit interval, as kgo's
+// ends of a transaction without input records are on the in-process broker, an instance
+// then polled once per end, and aligned windows downstream of it never closed.) Rebalances
+// wait for the end, as they waited for the loop before; the group callbacks that cannot
+// wait set their partitions aside (deferDrop), as before. An assignment let through
+// during an end (after endGrace, or between the tries of an end that fails while the
+// broker is away) waits for it in onAssigned, so that the partitions set aside are dropped
+// before the assigned ones get their tasks: they may be the same partitions, given back
+// after a lost session.
 //
 // Once the end is over, the loop ends the commit at its next turn with the tasks at rest
 // (txnEndedLocked). If the transaction committed, the state taken at its cut becomes the
