@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -25,7 +26,8 @@ import (
 // -child raw or -child kstream. A child runs one scenario until its group has committed the
 // input's end offsets, prints the result line and exits.
 
-// commitInterval is every contestant's commit interval (go run ./bench's).
+// commitInterval is every contestant's commit interval (go run ./bench's) unless the
+// scenario has its own (-commit-interval).
 const commitInterval = 100 * time.Millisecond
 
 // maxPollRecords is what the raw loops poll at once (the library's default
@@ -43,6 +45,13 @@ const closeTimeout = 30 * time.Second
 // process started (-1 before, and for the raw loops, which have no such state).
 var runningAt atomic.Int64
 
+// What -serve's READY line waits for: the kstream contestant's app running with a task
+// per input partition, or the raw loops' consumer assigned every input partition.
+var (
+	serving  atomic.Pointer[kstream.App]
+	assigned atomic.Int64
+)
+
 // childArgs are the parameters of one contestant run.
 type childArgs struct {
 	contestant string // "raw" or "kstream"
@@ -55,7 +64,14 @@ type childArgs struct {
 	memtrace   string                  // -memtrace: the directory of the memory diagnostic (memtrace.go), "" for none
 	memLimit   kstream.MemoryLimitMode // -memlimit: kstream's Config.GoMemoryLimit
 	headroom   int64                   // -memlimit-headroom: kstream's Config.GoMemoryLimitHeadroom
+	commit     time.Duration           // -commit-interval
+	serve      bool                    // -serve: a latency scenario (see serve)
+	partitions int                     // -partitions: the input's partitions, for -serve's READY
 }
+
+// lowLatency reports whether a's scenario is a latency scenario, whose producers do not
+// linger.
+func (a childArgs) lowLatency() bool { return strings.HasPrefix(a.scenario, "latency-") }
 
 // childMain runs a Go contestant (the process was started with -child) and returns the
 // process's exit code.
@@ -111,6 +127,9 @@ func runChild(a childArgs, start time.Time) error {
 	if run == nil {
 		return fmt.Errorf("unknown scenario %q", a.scenario)
 	}
+	if a.serve {
+		return serve(a, run, start)
+	}
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(a.brokers...))
 	if err != nil {
@@ -163,6 +182,60 @@ func runChild(a childArgs, start time.Time) error {
 	return nil
 }
 
+// serve runs a latency scenario: it starts the contestant on the (empty) input, prints
+// "READY running_ms=N" once it runs with every input partition, and stops it when its
+// stdin ends (the driver closes it once it has read every output), printing the RESULT line
+// first.
+func serve(a childArgs, run func(context.Context, childArgs, time.Time) error, start time.Time) error {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- run(runCtx, a, start) }()
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(eof)
+	}()
+	ready := func() bool {
+		if app := serving.Load(); app != nil {
+			return app.State() == kstream.StateRunning && len(app.Tasks()) == a.partitions
+		}
+		return a.contestant == "raw" && assigned.Load() == int64(a.partitions)
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	announced := false
+	for stopping := false; !stopping; {
+		if !announced && ready() {
+			announced = true
+			fmt.Printf("READY contestant=%s scenario=%s running_ms=%d\n", a.contestant, a.scenario, time.Since(start).Milliseconds())
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("stopped while serving: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("still serving after %v: %w", a.timeout, ctx.Err())
+		case <-eof:
+			stopping = true
+		case <-tick.C:
+		}
+	}
+	fmt.Printf("RESULT contestant=%s scenario=%s done_ms=%d running_ms=%d\n", a.contestant, a.scenario,
+		time.Since(start).Milliseconds(), runningAt.Load())
+	stop()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("stopping: %w", err)
+		}
+	case <-time.After(closeTimeout + 10*time.Second):
+		return errors.New("did not stop after its stdin ended")
+	}
+	return nil
+}
+
 // committedAll reports whether group has committed the end offset of every partition in
 // ends. A transient error of the offset fetch is not an error: the next poll tries again.
 func committedAll(ctx context.Context, adm *kadm.Client, group string, ends kadm.ListedOffsets) (bool, error) {
@@ -205,9 +278,9 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 			kstream.MapValues(kept, flipLast).To(a.out, serde.Bytes(), serde.Bytes())
 			return runKStream(ctx, b, a, kstream.AtLeastOnce, -1, start)
 		}
-	case "count", "count-cache", "count-eos":
+	case "count", "count-cache", "count-eos", "latency-count", "latency-eos-20ms":
 		g := kstream.AtLeastOnce
-		if scenario == "count-eos" {
+		if scenario == "count-eos" || scenario == "latency-eos-20ms" {
 			g = kstream.ExactlyOnce
 		}
 		return func(ctx context.Context, a childArgs, start time.Time) error {
@@ -227,12 +300,18 @@ func kstreamRunner(scenario string) func(context.Context, childArgs, time.Time) 
 // runKStream runs b under guarantee g with the commit interval of every contestant, the
 // record cache budget cacheBytes (Config.CacheMaxBytes; negative: off) and the library's
 // other defaults (a Pebble store in a.stateDir), recording in runningAt when it first
-// reaches StateRunning.
+// reaches StateRunning. The at-least-once latency scenarios set Config.Linger = NoLinger
+// (under exactly-once the default, 0, already sends at once).
 func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.Guarantee, cacheBytes int64, start time.Time) error {
+	var linger time.Duration
+	if a.lowLatency() && g == kstream.AtLeastOnce {
+		linger = kstream.NoLinger
+	}
 	app, err := kstream.New(b, kstream.Config{
 		ApplicationID:  a.group,
 		Brokers:        a.brokers,
-		CommitInterval: commitInterval,
+		CommitInterval: a.commit,
+		Linger:         linger,
 		CloseTimeout:   closeTimeout,
 		StateDir:       a.stateDir,
 		Guarantee:      g,
@@ -249,6 +328,7 @@ func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.
 	if err != nil {
 		return fmt.Errorf("creating the app %s: %w", a.group, err)
 	}
+	serving.Store(app)
 	return app.Run(ctx)
 }
 
@@ -282,13 +362,15 @@ type rawProcessor struct {
 //     big-endian int64) for every record; no store, no changelog;
 //   - count-cache: the same, but writing at each commit only the latest count of each key
 //     updated since the previous commit (what a record cache at best achieves);
-//   - count-eos: runRawEOS, count's loop in transactions.
+//   - count-eos: runRawEOS, count's loop in transactions;
+//   - latency-count and latency-eos-20ms: count and count-eos with a producer that does
+//     not linger.
 func rawRunner(scenario string) func(context.Context, childArgs, time.Time) error {
 	switch scenario {
-	case "count-eos":
+	case "count-eos", "latency-eos-20ms":
 		return func(ctx context.Context, a childArgs, _ time.Time) error { return runRawEOS(ctx, a) }
-	case "passthrough", "filter-mapvalues", "count", "count-cache":
-		p := rawProcessorOf(scenario)
+	case "passthrough", "filter-mapvalues", "count", "count-cache", "latency-count":
+		p := rawProcessorOf(strings.TrimPrefix(scenario, "latency-"))
 		return func(ctx context.Context, a childArgs, _ time.Time) error { return runRawLoop(ctx, a, p) }
 	}
 	return nil
@@ -348,36 +430,50 @@ func (c *counter) add(key []byte) int64 {
 func int64Bytes(n int64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(n)) }
 
 // rawClientOpts are the producer settings of the raw loops: go run ./bench's baseline's
-// (the library's producer settings).
-func rawClientOpts(brokers []string) []kgo.Opt {
+// (the library's producer settings), without linger in the latency scenarios.
+func rawClientOpts(a childArgs) []kgo.Opt {
+	linger := 5 * time.Millisecond
+	if a.lowLatency() {
+		linger = 0
+	}
 	return []kgo.Opt{
-		kgo.SeedBrokers(brokers...),
+		kgo.SeedBrokers(a.brokers...),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProducerLinger(linger),
+	}
+}
+
+// rawAssignOpts keep count of the input partitions a raw loop's consumer is assigned, for
+// -serve's READY.
+func rawAssignOpts(a childArgs) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { assigned.Add(int64(len(m[a.in]))) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { assigned.Add(-int64(len(m[a.in]))) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { assigned.Add(-int64(len(m[a.in]))) }),
 	}
 }
 
 // runRawLoop is go run ./bench's baseline loop with a processor: a kgo group consumer
 // (a.group) polls up to maxPollRecords records, p.process emits output records to a separate
-// kgo producer; every commitInterval (and at the end) p.flush emits, the producer is flushed
+// kgo producer; every a.commit (and at the end) p.flush emits, the producer is flushed
 // and then the polled offsets are committed, so a committed offset never covers an
 // unacknowledged output record. A poll waits at most until the next commit is due.
 func runRawLoop(ctx context.Context, a childArgs, p rawProcessor) error {
 	// Produced records outlive ctx so that the final flush can still deliver them.
 	prodCtx := context.WithoutCancel(ctx)
-	prod, err := kgo.NewClient(rawClientOpts(a.brokers)...)
+	prod, err := kgo.NewClient(rawClientOpts(a)...)
 	if err != nil {
 		return fmt.Errorf("creating the producer: %w", err)
 	}
 	defer prod.Close()
-	cons, err := kgo.NewClient(
+	cons, err := kgo.NewClient(append(rawAssignOpts(a),
 		kgo.SeedBrokers(a.brokers...),
 		kgo.ConsumerGroup(a.group),
 		kgo.ConsumeTopics(a.in),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-	)
+	)...)
 	if err != nil {
 		return fmt.Errorf("creating the consumer: %w", err)
 	}
@@ -421,7 +517,7 @@ func runRawLoop(ctx context.Context, a childArgs, p rawProcessor) error {
 		return nil
 	}
 
-	next := time.Now().Add(commitInterval)
+	next := time.Now().Add(a.commit)
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithDeadline(ctx, next)
 		fetches := cons.PollRecords(pctx, maxPollRecords)
@@ -439,7 +535,7 @@ func runRawLoop(ctx context.Context, a childArgs, p rawProcessor) error {
 				cons.AllowRebalance()
 				return err
 			}
-			next = time.Now().Add(commitInterval)
+			next = time.Now().Add(a.commit)
 		}
 		cons.AllowRebalance()
 	}
@@ -464,12 +560,12 @@ func fetchError(fetches kgo.Fetches) error {
 
 // runRawEOS is the raw loop of count-eos: a kgo.GroupTransactSession (transactional id
 // "<group>-txn", read_committed, stable offsets) polls, counts each key in a Go map and
-// produces (key, count) for every record inside a transaction; every commitInterval it ends
+// produces (key, count) for every record inside a transaction; every a.commit it ends
 // the transaction with a commit (flush, the polled offsets committed in the transaction,
 // EndTxn) and begins the next. A transaction that aborts (a rebalance) is an error: the
 // map would no longer match the committed offsets.
 func runRawEOS(ctx context.Context, a childArgs) error {
-	opts := append(rawClientOpts(a.brokers),
+	opts := append(append(rawClientOpts(a), rawAssignOpts(a)...),
 		kgo.TransactionalID(a.group+"-txn"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
@@ -513,7 +609,7 @@ func runRawEOS(ctx context.Context, a childArgs) error {
 	if err := sess.Begin(); err != nil {
 		return fmt.Errorf("beginning a transaction: %w", err)
 	}
-	next := time.Now().Add(commitInterval)
+	next := time.Now().Add(a.commit)
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithDeadline(ctx, next)
 		fetches := sess.PollRecords(pctx, maxPollRecords)
@@ -541,7 +637,7 @@ func runRawEOS(ctx context.Context, a childArgs) error {
 			if err := sess.Begin(); err != nil {
 				return fmt.Errorf("beginning a transaction: %w", err)
 			}
-			next = time.Now().Add(commitInterval)
+			next = time.Now().Add(a.commit)
 		}
 	}
 	return end(kgo.TryCommit)
@@ -560,6 +656,9 @@ func parseChildFlags(contestant string, args []string) (childArgs, error) {
 	fs.StringVar(&a.stateDir, "state-dir", "", "state directory (kstream)")
 	fs.DurationVar(&a.timeout, "timeout", 5*time.Minute, "give up after")
 	fs.StringVar(&a.memtrace, "memtrace", "", "sample the memory and write heap profiles to this directory (memtrace.go)")
+	fs.DurationVar(&a.commit, "commit-interval", commitInterval, "commit interval")
+	fs.BoolVar(&a.serve, "serve", false, "a latency scenario: READY once running, stop when stdin ends")
+	fs.IntVar(&a.partitions, "partitions", 0, "the input's partitions (-serve)")
 	memLimit := fs.String("memlimit", "off", "Config.GoMemoryLimit (kstream): off, from-budgets or override")
 	headroomMiB := fs.Int64("memlimit-headroom", 0, "Config.GoMemoryLimitHeadroom (kstream) in MiB")
 	if err := fs.Parse(args); err != nil {

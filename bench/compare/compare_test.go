@@ -165,3 +165,33 @@ func TestMemTrace(t *testing.T) {
 		}
 	}
 }
+
+func TestLatencyStatsAndTable(t *testing.T) {
+	var samples []time.Duration
+	for i := 100; i >= 1; i-- { // 1..100 ms, unsorted
+		samples = append(samples, time.Duration(i)*time.Millisecond)
+	}
+	l := latencyOf(samples, 9990)
+	if l.p50 != 50 || l.p90 != 90 || l.p99 != 99 || l.max != 100 || l.samples != 100 {
+		t.Errorf("latencyOf = %+v, want p50 50, p90 90, p99 99, max 100 over 100 samples", *l)
+	}
+	if got := quantileMs(nil, 0.5); !math.IsNaN(got) {
+		t.Errorf("quantileMs(nil) = %v, want NaN", got)
+	}
+	runs := []run{
+		{round: 1, contestant: "kstream", cpu: 1, rssKiB: 1024, lat: &latencyStats{p50: 5, p90: 8, p99: 10, max: 20, rate: 10000}},
+		{round: 1, contestant: "java", cpu: 4, rssKiB: 4096, lat: &latencyStats{p50: 20, p90: 30, p99: 40, max: 50, rate: 10000}},
+		{round: 2, contestant: "java", err: errors.New("failed")},
+	}
+	var b strings.Builder
+	printLatencyTable(&b, "== l ==", []string{"kstream", "java"}, runs)
+	got := b.String()
+	for _, want := range []string{
+		"kstream      1/1     5.0     8.0    10.0    20.0", "java      1/2    20.0    30.0    40.0    50.0",
+		"kstream/java: p50 0.25x (per round 0.25x), p99 0.25x (per round 0.25x), CPU s 0.25x (per round 0.25x)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -35,6 +35,12 @@ type scenario struct {
 	// countKeyed: the input has go run ./bench's count keys (countKey) and the output is a
 	// count per key.
 	countKeyed bool
+	// latency: the contestant runs before its input is produced, at -rate records/s, and
+	// the driver measures each record's end-to-end latency (latency.go) instead of the
+	// time to process a filled input.
+	latency bool
+	// commit is the commit interval of every contestant; 0: commitInterval.
+	commit time.Duration
 }
 
 // scenarios are the compared pipelines, in the order they run.
@@ -44,6 +50,21 @@ var scenarios = []scenario{
 	{name: "count", countKeyed: true},
 	{name: "count-cache", countKeyed: true},
 	{name: "count-eos", countKeyed: true},
+	// count at-least-once with the record cache off and a producer that does not linger
+	// (kstream: Config.Linger = NoLinger, Java: linger.ms=0, raw: linger 0), as go run
+	// ./bench's latency-count.
+	{name: "latency-count", countKeyed: true, latency: true},
+	// count-eos with 20 ms commits and a producer that does not linger, as go run ./bench's
+	// latency-eos-20ms.
+	{name: "latency-eos-20ms", countKeyed: true, latency: true, commit: 20 * time.Millisecond},
+}
+
+// interval is the commit interval of s's contestants.
+func (s scenario) interval() time.Duration {
+	if s.commit > 0 {
+		return s.commit
+	}
+	return commitInterval
 }
 
 // allContestants are the contestants, in the order of the first round.
@@ -71,8 +92,11 @@ type options struct {
 	verify         bool
 	keepLogs       bool
 	memtrace       string
-	memLimit       string // -kstream-memlimit: Config.GoMemoryLimit of the kstream contestant
-	memHeadroom    int    // -kstream-memlimit-headroom, MiB
+	memLimit       string        // -kstream-memlimit: Config.GoMemoryLimit of the kstream contestant
+	memHeadroom    int           // -kstream-memlimit-headroom, MiB
+	rate           int           // latency scenarios: input records/s
+	latencyFor     time.Duration // latency scenarios: how long the input is produced
+	latencyWarmup  time.Duration // latency scenarios: outputs of inputs of this first part are not measured
 }
 
 func main() {
@@ -91,7 +115,7 @@ func main() {
 	flag.IntVar(&o.partitions, "partitions", 6, "partitions of the input and output topics")
 	flag.IntVar(&o.keys, "keys", 100_000, "distinct keys of the count scenarios (at most 100000)")
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds: each runs every contestant once")
-	flag.StringVar(&o.scenarios, "scenarios", "passthrough,filter-mapvalues,count,count-cache,count-eos", "scenarios to run, comma-separated")
+	flag.StringVar(&o.scenarios, "scenarios", "passthrough,filter-mapvalues,count,count-cache,count-eos", "scenarios to run, comma-separated (latency-count and latency-eos-20ms run only when named)")
 	flag.StringVar(&o.contestants, "contestants", "raw,kstream,java", "contestants, comma-separated")
 	flag.IntVar(&o.port, "port", 19692, "PLAINTEXT port of the broker this starts")
 	flag.IntVar(&o.controllerPort, "controller-port", 19693, "controller port of the broker this starts")
@@ -105,6 +129,9 @@ func main() {
 	flag.StringVar(&o.memtrace, "memtrace", "", "diagnostic: the Go contestants sample their memory, print its breakdown at the peak to their log and write heap profiles to this directory (not for the figures)")
 	flag.StringVar(&o.memLimit, "kstream-memlimit", "off", "Config.GoMemoryLimit of the kstream contestant: off, from-budgets or override (the kstream-memlimit contestant has from-budgets)")
 	flag.IntVar(&o.memHeadroom, "kstream-memlimit-headroom", 0, "Config.GoMemoryLimitHeadroom of the kstream and kstream-memlimit contestants in MiB (0: the default)")
+	flag.IntVar(&o.rate, "rate", 10000, "latency scenarios: input records/s (a batch every 10 ms)")
+	flag.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "latency scenarios: how long the input is produced")
+	flag.DurationVar(&o.latencyWarmup, "latency-warmup", 2*time.Second, "latency scenarios: outputs of inputs produced in this first part are not measured")
 	flag.Parse()
 	if err := drive(o); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
@@ -163,6 +190,9 @@ func drive(o options) (err error) {
 	}
 	if o.keys < 1 || o.keys > 100_000 || o.records < 1 || o.rounds < 1 || o.partitions < 1 {
 		return errors.New("-keys must be 1..100000, -records, -rounds and -partitions positive")
+	}
+	if o.rate < 100 || o.latencyWarmup < 0 || o.latencyFor <= o.latencyWarmup {
+		return errors.New("-rate must be at least 100 and -latency-for longer than -latency-warmup")
 	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
@@ -226,6 +256,12 @@ func drive(o options) (err error) {
 		for _, r := range runs {
 			failed = failed || r.err != nil
 		}
+		if s.latency {
+			title := fmt.Sprintf("== %s: %d records/s for %v after the contestant runs, commit interval %v, latencies of the inputs after the first %v, %d rounds (medians of the successful runs) ==",
+				s.name, o.rate, o.latencyFor, s.interval(), o.latencyWarmup, o.rounds)
+			printLatencyTable(os.Stdout, title, cs, runs)
+			continue
+		}
 		title := fmt.Sprintf("== %s: %d records, %d rounds (medians of the successful runs) ==", s.name, o.records, o.rounds)
 		printTable(os.Stdout, title, o.records, cs, runs)
 	}
@@ -245,27 +281,37 @@ type driver struct {
 // scenario produces the input of s once and runs the contestants cs round-robin on it, each
 // round starting with the next contestant.
 func (d *driver) scenario(ctx context.Context, s scenario, cs []string, nonce string) ([]run, error) {
-	in := fmt.Sprintf("compare-%s-%s-in", s.name, nonce)
-	if err := d.k.createTopics(ctx, int32(d.o.partitions), in); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := d.k.deleteTopics(context.WithoutCancel(ctx), []string{in}); err != nil {
-			fmt.Fprintln(os.Stderr, "compare:", err)
+	var in string
+	var input input
+	if s.latency {
+		fmt.Printf("\n%s: each run produces its own input\n", s.name)
+	} else {
+		in = fmt.Sprintf("compare-%s-%s-in", s.name, nonce)
+		if err := d.k.createTopics(ctx, int32(d.o.partitions), in); err != nil {
+			return nil, err
 		}
-	}()
-	t0 := time.Now()
-	input, err := d.k.fill(ctx, in, d.o, s.countKeyed)
-	if err != nil {
-		return nil, err
+		defer func() {
+			if err := d.k.deleteTopics(context.WithoutCancel(ctx), []string{in}); err != nil {
+				fmt.Fprintln(os.Stderr, "compare:", err)
+			}
+		}()
+		t0 := time.Now()
+		var err error
+		if input, err = d.k.fill(ctx, in, d.o, s.countKeyed); err != nil {
+			return nil, err
+		}
+		fmt.Printf("\n%s: input %s filled in %.1f s\n", s.name, in, time.Since(t0).Seconds())
 	}
-	fmt.Printf("\n%s: input %s filled in %.1f s\n", s.name, in, time.Since(t0).Seconds())
 	var runs []run
 	for round := 1; round <= d.o.rounds; round++ {
 		for i := range cs {
 			c := cs[(i+round-1)%len(cs)]
 			id := fmt.Sprintf("compare-%s-%s-%s-r%d", s.name, nonce, c, round)
-			r := d.runOne(ctx, s, c, in, id, input)
+			runIn := in
+			if s.latency {
+				runIn = id + "-in" // deleted with the run's topics ("<id>-...")
+			}
+			r := d.runOne(ctx, s, c, runIn, id, input)
 			r.round = round
 			if ctx.Err() != nil {
 				return runs, fmt.Errorf("interrupted: %w", ctx.Err())
@@ -274,6 +320,11 @@ func (d *driver) scenario(ctx context.Context, s scenario, cs []string, nonce st
 			status := "ok"
 			if r.err != nil {
 				status = "FAILED: " + r.err.Error()
+			}
+			if s.latency {
+				fmt.Printf("  round %d %-8s %8.2f s (READY at %5s s) %s %7.2f CPU s %6d MiB RSS %10s out  %s\n",
+					round, c, r.wall, fixed(r.runningOrNaN(), 2), r.lat, r.cpu, r.rssKiB/1024, group(float64(r.out)), status)
+				continue
 			}
 			fmt.Printf("  round %d %-8s %8.2f s (RUNNING at %5s s) %10s records/s %7.2f CPU s %6d MiB RSS %10s out  %s\n",
 				round, c, r.wall, fixed(r.runningOrNaN(), 2), group(r.recordsPerSec(d.o.records)), r.cpu, r.rssKiB/1024, group(float64(r.out)), status)
@@ -293,7 +344,11 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 			fmt.Fprintln(os.Stderr, "compare:", err)
 		}
 	}()
-	if r.err = d.k.createTopics(ctx, int32(d.o.partitions), out); r.err != nil {
+	topics := []string{out}
+	if s.latency {
+		topics = append(topics, in)
+	}
+	if r.err = d.k.createTopics(ctx, int32(d.o.partitions), topics...); r.err != nil {
 		return r
 	}
 	stateDir, err := os.MkdirTemp("", "kstream-compare-state-")
@@ -309,7 +364,11 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 		args := strings.Fields(d.o.javaOpts)
 		args = append(args, "-cp", d.javaCP, "kstreambench.Main", s.name,
 			"--brokers", strings.Join(d.brokers, ","), "--in", in, "--out", out, "--app-id", id,
-			"--state-dir", stateDir, "--timeout-s", fmt.Sprint(int(d.o.timeout.Seconds())))
+			"--state-dir", stateDir, "--timeout-s", fmt.Sprint(int(d.o.timeout.Seconds())),
+			"--commit-ms", fmt.Sprint(s.interval().Milliseconds()))
+		if s.latency {
+			args = append(args, "--serve", "1")
+		}
 		for _, p := range splitList(d.o.javaProps) {
 			args = append(args, "--prop", p)
 		}
@@ -321,7 +380,10 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 		}
 		cmd = exec.CommandContext(ctx, d.self, "-child", child, "-scenario", s.name,
 			"-brokers", strings.Join(d.brokers, ","), "-in", in, "-out", out, "-group", id,
-			"-state-dir", stateDir, "-timeout", d.o.timeout.String())
+			"-state-dir", stateDir, "-timeout", d.o.timeout.String(), "-commit-interval", s.interval().String())
+		if s.latency {
+			cmd.Args = append(cmd.Args, "-serve", "-partitions", fmt.Sprint(d.o.partitions))
+		}
 		if d.o.memtrace != "" {
 			cmd.Args = append(cmd.Args, "-memtrace", d.o.memtrace)
 		}
@@ -338,6 +400,10 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 	defer logFile.Close()
 	cmd.Stderr = logFile
 	cmd.WaitDelay = 10 * time.Second
+	if s.latency {
+		d.runLatency(ctx, s, c, in, out, cmd, logFile, logPath, &r)
+		return r
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		r.err = fmt.Errorf("piping the stdout of %s: %w", c, err)

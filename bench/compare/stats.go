@@ -13,12 +13,13 @@ import (
 type run struct {
 	round      int
 	contestant string
-	wall       float64 // seconds from the process's start to its RESULT line
-	running    float64 // seconds from the process's start to its first RUNNING state (<0: none)
-	cpu        float64 // user + system seconds of the process (rusage)
-	rssKiB     int64   // peak resident set (VmHWM)
-	out        int64   // output records (verified), -1 if not read
-	err        error   // the run failed or its output was wrong
+	wall       float64       // seconds from the process's start to its RESULT line
+	running    float64       // seconds from the process's start to its first RUNNING state (<0: none)
+	cpu        float64       // user + system seconds of the process (rusage)
+	rssKiB     int64         // peak resident set (VmHWM)
+	out        int64         // output records (verified), -1 if not read
+	err        error         // the run failed or its output was wrong
+	lat        *latencyStats // a latency scenario's latencies (nil otherwise)
 }
 
 // runningOrNaN is r.running, NaN when the contestant has no RUNNING state (raw).
@@ -114,7 +115,7 @@ func printTable(w io.Writer, title string, records int, contestants []string, ru
 	rss := metric{"peak RSS", func(r run) float64 { return float64(r.rssKiB) / 1024 }}
 	outs := metric{"out", func(r run) float64 { return float64(r.out) }}
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "contestant\truns ok\tmedian records/s\tmedian wall s\tmedian s to RUNNING\tmedian CPU s\tCPU µs/record\tmedian peak RSS MiB\tmedian output records\t")
 	for _, c := range contestants {
 		n := 0
@@ -131,6 +132,17 @@ func printTable(w io.Writer, title string, records int, contestants []string, ru
 	}
 	tw.Flush()
 
+	printRatios(w, contestants, runs, []metric{rps, cpu, rss})
+}
+
+// newTable is the right-aligned tab writer of the tables.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+}
+
+// printRatios writes, for kstream (and kstream-memlimit) against each other contestant, the
+// ratio of the medians and the median of the per-round ratios of each of ms.
+func printRatios(w io.Writer, contestants []string, runs []run, ms []metric) {
 	for _, k := range []string{"kstream", "kstream-memlimit"} {
 		if !slices.Contains(contestants, k) {
 			continue
@@ -140,7 +152,7 @@ func printTable(w io.Writer, title string, records int, contestants []string, ru
 				continue
 			}
 			var parts []string
-			for _, m := range []metric{rps, cpu, rss} {
+			for _, m := range ms {
 				parts = append(parts, fmt.Sprintf("%s %sx (per round %sx)", m.name,
 					fixed(medianOf(runs, k, m)/medianOf(runs, other, m), 2), fixed(pairedRatio(runs, k, other, m), 2)))
 			}

@@ -14,6 +14,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.serialization.Serdes;
@@ -36,7 +37,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * <pre>
  * java -cp target/classes:target/lib/* kstreambench.Main SCENARIO --brokers HOST:PORT
  *     --in TOPIC --out TOPIC --app-id ID --state-dir DIR
- *     [--timeout-s 300] [--poll-ms 20] [--prop key=value]...
+ *     [--timeout-s 300] [--poll-ms 20] [--commit-ms 100] [--serve 1] [--prop key=value]...
  * </pre>
  *
  * Scenarios:
@@ -48,10 +49,14 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * .toStream().to(out, String, Long), with the record cache off
  * (statestore.cache.max.bytes=0): an output record per input record;</li>
  * <li>{@code count-cache}: the same with Kafka Streams' default 10 MiB record cache;</li>
- * <li>{@code count-eos}: {@code count} under exactly_once_v2.</li>
+ * <li>{@code count-eos}: {@code count} under exactly_once_v2;</li>
+ * <li>{@code latency-count}: {@code count} with linger.ms=0 (a latency scenario, below);</li>
+ * <li>{@code latency-eos-20ms}: {@code count-eos} with linger.ms=0 (the driver passes
+ * {@code --commit-ms 20}).</li>
  * </ul>
  *
- * Every scenario runs with commit.interval.ms=100 (go run ./bench's commit interval) and
+ * Every scenario runs with commit.interval.ms=100 (go run ./bench's commit interval;
+ * {@code --commit-ms} changes it) and
  * Kafka Streams' other defaults (one stream thread, producer linger.ms 100, no compression,
  * max.poll.records 1000); {@code --prop} overrides any of them.
  *
@@ -65,6 +70,12 @@ import org.apache.kafka.streams.state.KeyValueStore;
  * reached), closes the application, prints {@code PEAK vmhwm_kib=N} (the peak resident set
  * of the process, VmHWM of /proc/self/status) and exits 0. On an error it prints
  * {@code ERROR ...} to stderr and exits 1.
+ *
+ * <p>With {@code --serve 1} (the latency scenarios) the input is empty at the start: the
+ * program prints {@code READY contestant=java scenario=S running_ms=R} once the application
+ * is RUNNING with an active task per input partition, and runs until its stdin ends (the
+ * driver closes it once it has read every output); then it prints the RESULT line and
+ * closes as above.
  */
 public final class Main {
     private Main() {
@@ -106,7 +117,8 @@ public final class Main {
 
     private static void usage(String msg) {
         throw new IllegalArgumentException(msg + "; usage: Main SCENARIO --brokers B --in T --out T"
-                + " --app-id ID --state-dir DIR [--timeout-s S] [--poll-ms MS] [--prop k=v]...");
+                + " --app-id ID --state-dir DIR [--timeout-s S] [--poll-ms MS] [--commit-ms MS] [--serve 1]"
+                + " [--prop k=v]...");
     }
 
     static void run(String[] args) throws Exception {
@@ -139,12 +151,14 @@ public final class Main {
         String appId = opts.get("app-id");
         long timeoutMs = Long.parseLong(opts.getOrDefault("timeout-s", "300")) * 1000;
         long pollMs = Long.parseLong(opts.getOrDefault("poll-ms", "20"));
+        long commitMs = Long.parseLong(opts.getOrDefault("commit-ms", "100"));
+        boolean serve = opts.getOrDefault("serve", "0").equals("1");
 
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
         props.put(StreamsConfig.STATE_DIR_CONFIG, opts.get("state-dir"));
-        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitMs);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.ByteArraySerde.class);
 
@@ -163,6 +177,8 @@ public final class Main {
             case "count":
             case "count-cache":
             case "count-eos":
+            case "latency-count":
+            case "latency-eos-20ms":
                 KStream<String, byte[]> s = b.stream(in, Consumed.with(Serdes.String(), Serdes.ByteArray()));
                 s.groupByKey()
                         .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as(COUNT_STORE))
@@ -177,8 +193,13 @@ public final class Main {
             // 10 MiB default.
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
         }
-        if (scenario.equals("count-eos")) {
+        if (scenario.equals("count-eos") || scenario.equals("latency-eos-20ms")) {
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        }
+        if (scenario.startsWith("latency-")) {
+            // A batch leaves when it is produced, as kstream's Config.Linger = NoLinger
+            // (Kafka Streams' own default is 100 ms).
+            props.put(ProducerConfig.LINGER_MS_CONFIG, 0);
         }
         for (String kv : extra) {
             int eq = kv.indexOf('=');
@@ -209,7 +230,10 @@ public final class Main {
             streams.start();
             long deadline = startedAt + timeoutMs;
             try {
-                while (!committedAll(admin, appId, ends)) {
+                if (serve) {
+                    serve(streams, scenario, ends.size(), failure, deadline, jvmStart);
+                }
+                while (!serve && !committedAll(admin, appId, ends)) {
                     Throwable f = failure.get();
                     if (f != null) {
                         throw new IllegalStateException("the application failed", f);
@@ -233,6 +257,53 @@ public final class Main {
                 System.out.flush();
             } finally {
                 streams.close(Duration.ofSeconds(30));
+            }
+        }
+    }
+
+    /**
+     * serve prints READY once streams is RUNNING with an active task per input partition
+     * and returns when stdin ends; it throws if the application fails or stops, or at the
+     * deadline.
+     */
+    static void serve(KafkaStreams streams, String scenario, int partitions, AtomicReference<Throwable> failure,
+            long deadline, long jvmStart) throws Exception {
+        java.util.concurrent.CountDownLatch eof = new java.util.concurrent.CountDownLatch(1);
+        Thread reader = new Thread(() -> {
+            try {
+                System.in.transferTo(java.io.OutputStream.nullOutputStream());
+            } catch (java.io.IOException e) {
+                // the driver went away: stop as at the end of stdin
+            }
+            eof.countDown();
+        }, "stdin");
+        reader.setDaemon(true);
+        reader.start();
+        boolean announced = false;
+        while (!eof.await(5, TimeUnit.MILLISECONDS)) {
+            Throwable f = failure.get();
+            if (f != null) {
+                throw new IllegalStateException("the application failed", f);
+            }
+            KafkaStreams.State st = streams.state();
+            if (st == KafkaStreams.State.ERROR || st == KafkaStreams.State.NOT_RUNNING
+                    || st == KafkaStreams.State.PENDING_SHUTDOWN) {
+                throw new IllegalStateException("the application stopped early in state " + st);
+            }
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("still serving at the timeout");
+            }
+            if (!announced && st == KafkaStreams.State.RUNNING) {
+                int active = 0;
+                for (org.apache.kafka.streams.ThreadMetadata t : streams.metadataForLocalThreads()) {
+                    active += t.activeTasks().size();
+                }
+                if (active == partitions) {
+                    announced = true;
+                    System.out.println("READY contestant=java scenario=" + scenario
+                            + " running_ms=" + (System.currentTimeMillis() - jvmStart));
+                    System.out.flush();
+                }
             }
         }
     }
