@@ -77,7 +77,10 @@ type Config struct {
 	// changes go to the changelogs and freeze, their positions are noted) and go on while
 	// the rest of it runs: the wait for acknowledgements, the offset commit and the writes
 	// of the frozen changes to the stores. At most one commit is in flight; a commit due
-	// meanwhile starts once it is over.
+	// meanwhile starts once it is over. Under ExactlyOnce (without BlockingCommits), the
+	// transaction begun for the outputs held while the last one ended stays open one
+	// interval from its beginning before it is committed, so that its first produce
+	// requests are acknowledged before its end waits for them.
 	CommitInterval time.Duration
 	// BlockingCommits makes every commit stop the tasks until it is over, as Kafka Streams'
 	// commits do: the offsets and stores are then written before any record after them is

@@ -67,6 +67,7 @@ type childArgs struct {
 	commit     time.Duration           // -commit-interval
 	serve      bool                    // -serve: a latency scenario (see serve)
 	partitions int                     // -partitions: the input's partitions, for -serve's READY
+	blocking   bool                    // -blocking-commits: kstream's Config.BlockingCommits
 }
 
 // lowLatency reports whether a's scenario is a latency scenario, whose producers do not
@@ -308,15 +309,16 @@ func runKStream(ctx context.Context, b *kstream.Builder, a childArgs, g kstream.
 		linger = kstream.NoLinger
 	}
 	app, err := kstream.New(b, kstream.Config{
-		ApplicationID:  a.group,
-		Brokers:        a.brokers,
-		CommitInterval: a.commit,
-		Linger:         linger,
-		CloseTimeout:   closeTimeout,
-		StateDir:       a.stateDir,
-		Guarantee:      g,
-		CacheMaxBytes:  cacheBytes,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		ApplicationID:   a.group,
+		Brokers:         a.brokers,
+		CommitInterval:  a.commit,
+		Linger:          linger,
+		BlockingCommits: a.blocking,
+		CloseTimeout:    closeTimeout,
+		StateDir:        a.stateDir,
+		Guarantee:       g,
+		CacheMaxBytes:   cacheBytes,
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		StateListener: func(_, s kstream.State) {
 			if s == kstream.StateRunning && runningAt.CompareAndSwap(-1, time.Since(start).Milliseconds()) && a.memLimit != kstream.MemoryLimitOff {
 				fmt.Fprintf(os.Stderr, "MEMLIMIT %v: Go memory limit %d MiB\n", a.memLimit, debug.SetMemoryLimit(-1)>>20)
@@ -659,6 +661,7 @@ func parseChildFlags(contestant string, args []string) (childArgs, error) {
 	fs.DurationVar(&a.commit, "commit-interval", commitInterval, "commit interval")
 	fs.BoolVar(&a.serve, "serve", false, "a latency scenario: READY once running, stop when stdin ends")
 	fs.IntVar(&a.partitions, "partitions", 0, "the input's partitions (-serve)")
+	fs.BoolVar(&a.blocking, "blocking-commits", false, "Config.BlockingCommits (kstream)")
 	memLimit := fs.String("memlimit", "off", "Config.GoMemoryLimit (kstream): off, from-budgets or override")
 	headroomMiB := fs.Int64("memlimit-headroom", 0, "Config.GoMemoryLimitHeadroom (kstream) in MiB")
 	if err := fs.Parse(args); err != nil {

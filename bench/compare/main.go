@@ -94,6 +94,7 @@ type options struct {
 	memtrace       string
 	memLimit       string        // -kstream-memlimit: Config.GoMemoryLimit of the kstream contestant
 	memHeadroom    int           // -kstream-memlimit-headroom, MiB
+	blocking       bool          // -kstream-blocking-commits: Config.BlockingCommits of the kstream contestants
 	rate           int           // latency scenarios: input records/s
 	latencyFor     time.Duration // latency scenarios: how long the input is produced
 	latencyWarmup  time.Duration // latency scenarios: outputs of inputs of this first part are not measured
@@ -128,6 +129,7 @@ func main() {
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the contestants' stderr logs even if every run succeeded")
 	flag.StringVar(&o.memtrace, "memtrace", "", "diagnostic: the Go contestants sample their memory, print its breakdown at the peak to their log and write heap profiles to this directory (not for the figures)")
 	flag.StringVar(&o.memLimit, "kstream-memlimit", "off", "Config.GoMemoryLimit of the kstream contestant: off, from-budgets or override (the kstream-memlimit contestant has from-budgets)")
+	flag.BoolVar(&o.blocking, "kstream-blocking-commits", false, "Config.BlockingCommits of the kstream contestants (commits stop the tasks until they are over, as Kafka Streams' do)")
 	flag.IntVar(&o.memHeadroom, "kstream-memlimit-headroom", 0, "Config.GoMemoryLimitHeadroom of the kstream and kstream-memlimit contestants in MiB (0: the default)")
 	flag.IntVar(&o.rate, "rate", 10000, "latency scenarios: input records/s (a batch every 10 ms)")
 	flag.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "latency scenarios: how long the input is produced")
@@ -386,6 +388,9 @@ func (d *driver) runOne(ctx context.Context, s scenario, c, in, id string, input
 		}
 		if d.o.memtrace != "" {
 			cmd.Args = append(cmd.Args, "-memtrace", d.o.memtrace)
+		}
+		if d.o.blocking {
+			cmd.Args = append(cmd.Args, "-blocking-commits")
 		}
 		if child == "kstream" && memLimit != "off" {
 			cmd.Args = append(cmd.Args, "-memlimit", memLimit, "-memlimit-headroom", fmt.Sprint(d.o.memHeadroom))

@@ -22,12 +22,13 @@ import (
 // only for failures of the loop itself.
 func (r *Runtime) loop(ctx context.Context) error {
 	lastCommit := time.Now()
+	var openUntil time.Time // see txnOpenUntilLocked
 	defer r.ops.loopEnded()
 	for {
 		// Wake up when the next commit is due even if no record arrives, so that an idle
 		// instance still commits what it processed; and when a task must be looked at again
 		// (a wall-clock punctuation, the end of an idle wait).
-		wait := max(time.Until(lastCommit.Add(r.cfg.CommitInterval)), 5*time.Millisecond)
+		wait := max(time.Until(lastCommit.Add(r.cfg.CommitInterval)), time.Until(openUntil), 5*time.Millisecond)
 		if r.committing.Load() {
 			// A commit's tail runs, and the next commit waits for it: the tail kicks the
 			// loop when it ends (commitasync.go).
@@ -116,6 +117,11 @@ func (r *Runtime) loop(ctx context.Context) error {
 			r.quiesceLocked()
 			r.txnEndedLocked(r.inflight)
 		}
+		if commit && !r.commitNow.Load() && time.Now().Before(r.txnOpenUntilLocked()) {
+			// The transaction begun for what the tasks did while the last one ended
+			// (perhaps just now, above) stays open an interval (eos_async.go).
+			commit = false
+		}
 		if r.aborts != aborts {
 			// Handling the transaction's end moved the consumer back to the committed
 			// offsets (abortedLocked). This poll's records were fetched before that, from
@@ -171,6 +177,7 @@ func (r *Runtime) loop(ctx context.Context) error {
 			}
 		}
 		r.holding, r.holdUntil = r.holdLocked()
+		openUntil = r.txnOpenUntilLocked()
 		// Under exactly-once, rebalances go through only between transactions, so that
 		// partitions are given up with everything processed committed.
 		allow := r.sess == nil || (!r.inTxn && !r.txnEndingLocked())

@@ -99,11 +99,15 @@ type Runtime struct {
 
 	// Exactly-once (eos.go). sess is nil under at-least-once; inTxn and revoked are
 	// guarded by mu.
-	sess      txnSession
-	txnID     string
-	inTxn     bool
-	txnBegan  time.Time // when the open transaction began
-	revoked   bool      // partitions were revoked or lost since the session's last End
+	sess     txnSession
+	txnID    string
+	inTxn    bool
+	txnBegan time.Time // when the open transaction began
+	// carried is when the loop began a transaction for the outputs held while the last one
+	// ended (txnEndedLocked); the next cut waits one commit interval from then
+	// (txnOpenUntilLocked). Guarded by mu.
+	carried   time.Time
+	revoked   bool // partitions were revoked or lost since the session's last End
 	txnFailed atomic.Bool
 	// held are the outputs produced while a transaction ends (eos_async.go); aborts counts
 	// the calls of abortedLocked.
