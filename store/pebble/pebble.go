@@ -315,10 +315,6 @@ func (d *db) namespaceID(name string, partition int32, create bool) (_ uint32, e
 	return id, nil
 }
 
-// Drop implements [store.DB]. It deletes the namespace's data with one range deletion and
-// its checkpoint, in one batch. Backends already open on the namespace stay usable and see
-// it empty; iterators already open keep their view. The space is reclaimed by later
-// compactions.
 // Sync implements [store.Syncer]: every commit made so far reaches the disk, also those
 // made without [Options.Sync] (Pebble keeps the last partial block of its write-ahead log
 // in memory until a sync, so a killed process would lose them).
@@ -337,6 +333,10 @@ func (d *db) Sync() (err error) {
 	return nil
 }
 
+// Drop implements [store.DB]. It deletes the namespace's data with one range deletion and
+// its checkpoint, in one batch. Backends already open on the namespace stay usable and see
+// it empty; iterators already open keep their view. The space is reclaimed by later
+// compactions.
 func (d *db) Drop(name string, partition int32) (err error) {
 	if !d.rlock() {
 		return fmt.Errorf("pebble store: %s/%d: drop: %w", name, partition, store.ErrClosed)
