@@ -169,6 +169,12 @@ func runChild(a childArgs, start time.Time) error {
 		case <-tick.C:
 		}
 	}
+	return finishChild(a, start, stop, done, "its input was committed")
+}
+
+// finishChild prints the RESULT line of a contestant that is done, stops it and waits for
+// it (at most closeTimeout and 10 s), reporting an error it stopped with.
+func finishChild(a childArgs, start time.Time, stop context.CancelFunc, done <-chan error, after string) error {
 	fmt.Printf("RESULT contestant=%s scenario=%s done_ms=%d running_ms=%d\n", a.contestant, a.scenario,
 		time.Since(start).Milliseconds(), runningAt.Load())
 	stop()
@@ -178,7 +184,7 @@ func runChild(a childArgs, start time.Time) error {
 			return fmt.Errorf("stopping: %w", err)
 		}
 	case <-time.After(closeTimeout + 10*time.Second):
-		return errors.New("did not stop after its input was committed")
+		return fmt.Errorf("did not stop after %s", after)
 	}
 	return nil
 }
@@ -223,18 +229,7 @@ func serve(a childArgs, run func(context.Context, childArgs, time.Time) error, s
 		case <-tick.C:
 		}
 	}
-	fmt.Printf("RESULT contestant=%s scenario=%s done_ms=%d running_ms=%d\n", a.contestant, a.scenario,
-		time.Since(start).Milliseconds(), runningAt.Load())
-	stop()
-	select {
-	case err := <-done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("stopping: %w", err)
-		}
-	case <-time.After(closeTimeout + 10*time.Second):
-		return errors.New("did not stop after its stdin ended")
-	}
-	return nil
+	return finishChild(a, start, stop, done, "its stdin ended")
 }
 
 // committedAll reports whether group has committed the end offset of every partition in

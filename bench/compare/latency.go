@@ -326,13 +326,7 @@ func printLatencyTable(w io.Writer, title string, contestants []string, runs []r
 	tw := newTable(w)
 	fmt.Fprintln(tw, "contestant\truns ok\tp50 ms\tp90 ms\tp99 ms\tmax ms\tinput records/s\tCPU s\tpeak RSS MiB\t")
 	for _, c := range contestants {
-		n := 0
-		for _, r := range runs {
-			if r.contestant == c {
-				n++
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, len(okRuns(runs, c)), n,
+		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, len(okRuns(runs, c)), runsOf(runs, c),
 			fixed(medianOf(runs, c, p50), 1), fixed(medianOf(runs, c, p90), 1), fixed(medianOf(runs, c, p99), 1),
 			fixed(medianOf(runs, c, mx), 1), group(medianOf(runs, c, rate)), fixed(medianOf(runs, c, cpu), 2),
 			fixed(medianOf(runs, c, rss), 0))

@@ -70,6 +70,17 @@ func okRuns(runs []run, contestant string) []run {
 	return out
 }
 
+// runsOf is the number of runs of contestant, failed ones included.
+func runsOf(runs []run, contestant string) int {
+	n := 0
+	for _, r := range runs {
+		if r.contestant == contestant {
+			n++
+		}
+	}
+	return n
+}
+
 // medianOf is the median of m over the successful runs of contestant.
 func medianOf(runs []run, contestant string, m metric) float64 {
 	var xs []float64
@@ -118,13 +129,7 @@ func printTable(w io.Writer, title string, records int, contestants []string, ru
 	tw := newTable(w)
 	fmt.Fprintln(tw, "contestant\truns ok\tmedian records/s\tmedian wall s\tmedian s to RUNNING\tmedian CPU s\tCPU µs/record\tmedian peak RSS MiB\tmedian output records\t")
 	for _, c := range contestants {
-		n := 0
-		for _, r := range runs {
-			if r.contestant == c {
-				n++
-			}
-		}
-		ok := len(okRuns(runs, c))
+		n, ok := runsOf(runs, c), len(okRuns(runs, c))
 		c64 := medianOf(runs, c, cpu)
 		fmt.Fprintf(tw, "%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c, ok, n,
 			group(medianOf(runs, c, rps)), fixed(medianOf(runs, c, wall), 2), fixed(medianOf(runs, c, running), 2), fixed(c64, 2),

@@ -234,18 +234,7 @@ public final class Main {
                     serve(streams, scenario, ends.size(), failure, deadline, jvmStart);
                 }
                 while (!serve && !committedAll(admin, appId, ends)) {
-                    Throwable f = failure.get();
-                    if (f != null) {
-                        throw new IllegalStateException("the application failed", f);
-                    }
-                    KafkaStreams.State st = streams.state();
-                    if (st == KafkaStreams.State.ERROR || st == KafkaStreams.State.NOT_RUNNING
-                            || st == KafkaStreams.State.PENDING_SHUTDOWN) {
-                        throw new IllegalStateException("the application stopped early in state " + st);
-                    }
-                    if (System.currentTimeMillis() > deadline) {
-                        throw new IllegalStateException("input not committed after " + timeoutMs + " ms");
-                    }
+                    check(streams, failure, deadline, "input not committed after " + timeoutMs + " ms");
                     Thread.sleep(pollMs);
                 }
                 long doneAt = System.currentTimeMillis();
@@ -259,6 +248,27 @@ public final class Main {
                 streams.close(Duration.ofSeconds(30));
             }
         }
+    }
+
+    /**
+     * check throws if the application failed or stopped, or (with timeoutMsg) after the
+     * deadline, and returns its state.
+     */
+    static KafkaStreams.State check(KafkaStreams streams, AtomicReference<Throwable> failure, long deadline,
+            String timeoutMsg) {
+        Throwable f = failure.get();
+        if (f != null) {
+            throw new IllegalStateException("the application failed", f);
+        }
+        KafkaStreams.State st = streams.state();
+        if (st == KafkaStreams.State.ERROR || st == KafkaStreams.State.NOT_RUNNING
+                || st == KafkaStreams.State.PENDING_SHUTDOWN) {
+            throw new IllegalStateException("the application stopped early in state " + st);
+        }
+        if (System.currentTimeMillis() > deadline) {
+            throw new IllegalStateException(timeoutMsg);
+        }
+        return st;
     }
 
     /**
@@ -281,18 +291,7 @@ public final class Main {
         reader.start();
         boolean announced = false;
         while (!eof.await(5, TimeUnit.MILLISECONDS)) {
-            Throwable f = failure.get();
-            if (f != null) {
-                throw new IllegalStateException("the application failed", f);
-            }
-            KafkaStreams.State st = streams.state();
-            if (st == KafkaStreams.State.ERROR || st == KafkaStreams.State.NOT_RUNNING
-                    || st == KafkaStreams.State.PENDING_SHUTDOWN) {
-                throw new IllegalStateException("the application stopped early in state " + st);
-            }
-            if (System.currentTimeMillis() > deadline) {
-                throw new IllegalStateException("still serving at the timeout");
-            }
+            KafkaStreams.State st = check(streams, failure, deadline, "still serving at the timeout");
             if (!announced && st == KafkaStreams.State.RUNNING) {
                 int active = 0;
                 for (org.apache.kafka.streams.ThreadMetadata t : streams.metadataForLocalThreads()) {
