@@ -30,9 +30,22 @@ func TestHoldEndsWhenMemberLeaves(t *testing.T) {
 	waitGroup(t, b, group, func(gi groupView) bool { return gi.state == "PreparingRebalance" })
 	a.c.Close()
 	other := dialRaw(t, b.Addr(), "admin")
-	// Connections: c, other, a's (held), and the keepalive's for a's join (one or two).
-	if n := embedded.OpenConns(b); n < 3 {
-		t.Fatalf("%d connections open while a's join waits, want a's held one among them", n)
+	// A round trip on other: the broker has accepted it (a dial returns before the broker's
+	// accept loop counts the connection; CI once saw 2 here without it).
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(0)
+	if r := other.do(av).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+		t.Fatalf("ApiVersions on other: error %d", r.ErrorCode)
+	}
+	// Connections: c, other, a's (held), and the keepalive's for a's join (one or two, dialed
+	// by the broker's own goroutine): counted until 3 show up. A broken hold would close a's
+	// for good, so waiting does not hide it.
+	deadline := time.Now().Add(time.Second)
+	for n := embedded.OpenConns(b); n < 3; n = embedded.OpenConns(b) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open while a's join waits, want a's held one among them", n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 
 	// a leaves from another connection: kfake drops a's join.
@@ -48,7 +61,7 @@ func TestHoldEndsWhenMemberLeaves(t *testing.T) {
 	waitGroup(t, b, group, func(gi groupView) bool { return !slices.Contains(gi.members, aj.MemberID) })
 
 	// Only c's and other's connections are left, well within a's session timeout.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(5 * time.Second)
 	for embedded.OpenConns(b) != 2 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d connections open 5s after a left, want 2 (c and other)", embedded.OpenConns(b))
