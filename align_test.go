@@ -26,6 +26,12 @@ import (
 // customer per minute (10 s of grace, final results only) is exactly what the orders sum
 // to, every window once (exactly-once). Without alignment the same run drops the slow
 // task's orders as late (shown by the test driver's TestAlignedEventTimeReprocessingGivesLiveResults).
+//
+// Known open: on Apache Kafka with the broker busy (8 long real-broker tests at once beside
+// it), the 3-instance form gave wrong results in about 1 run in 10 to 30 (2026-12-07): some
+// windows partial (one of two orders summed), some never emitted, after the first
+// rebalances moved a downstream task. Not explained yet; a failure logs each instance's
+// drops, losses and aborts.
 func TestAlignedEventTimeReprocessingOnBroker(t *testing.T) {
 	t.Parallel()
 	for _, instances := range []int{1, 2, 3} {
@@ -133,15 +139,25 @@ func alignedReprocessing(t *testing.T, instances int, setup func(app string)) {
 	if setup != nil {
 		setup(app)
 	}
+	var apps []*kstream.App
 	for range instances {
 		cfg := testConfig(t)
 		cfg.ApplicationID = app
 		cfg.Guarantee = kstream.ExactlyOnce
 		cfg.EventTimeAlignment = time.Hour
-		start(t, newApp(t, build(), cfg))
+		a := newApp(t, build(), cfg)
+		apps = append(apps, a)
+		start(t, a)
 	}
-	kafkatest.Consume(t, out, len(want), 120*time.Second, readCommitted)         // every window's result is out
-	got := kafkatest.Drain(t, out, 2*time.Second, 30*time.Second, readCommitted) // and nothing more
+	// Every window's result is out, and nothing more; on a timeout, the check below names the
+	// windows missing.
+	var got []*kgo.Record
+	if first := kafkatest.ConsumeAtMost(t, out, len(want), 120*time.Second, readCommitted); len(first) < len(want) {
+		t.Errorf("topic %s: got %d records within 2m0s, want %d", out, len(first), len(want))
+		got = first
+	} else {
+		got = kafkatest.Drain(t, out, 2*time.Second, 30*time.Second, readCommitted)
+	}
 	results := map[string]int64{}
 	var problems []string
 	for _, r := range got {
@@ -162,5 +178,12 @@ func alignedReprocessing(t *testing.T, instances int, setup func(app string)) {
 	}
 	if len(problems) > 0 {
 		t.Errorf("revenue per customer per minute, reprocessed with a task 10 minutes behind the other:\n%s", strings.Join(problems, "\n"))
+		// What each instance dropped or lost, and its aborts: a late record's drop and a
+		// lost window are counted by operator.
+		for i, a := range apps {
+			st := a.Stats()
+			t.Logf("instance %d: %d transactions committed, %d aborted, %d fences, %d dropped, %d lost, losses %+v",
+				i, st.Commits, st.TransactionsAborted, st.ProducerFences, st.DroppedRecords, st.LostResults, st.Losses)
+		}
 	}
 }
