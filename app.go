@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -191,7 +192,8 @@ func compile(b *Builder, cfg Config) (*Topology, *runtime.Topology, runtime.Conf
 // extendAlignedRetention lengthens by extra the retention of the changelog codecs of the
 // window and session stores of the sub-topologies that read a repartition topic, as their
 // tasks lengthen their stores' (align.go): so that restoring keeps the windows that
-// processing keeps.
+// processing keeps; and the retention.ms of their changelog topics, unless
+// WithChangelogConfig set it.
 func extendAlignedRetention(rtopo *runtime.Topology, extra time.Duration) {
 	for i := range rtopo.SubTopologies {
 		st := &rtopo.SubTopologies[i]
@@ -205,9 +207,26 @@ func extendAlignedRetention(rtopo *runtime.Topology, extra time.Duration) {
 		for j := range st.Stores {
 			if x, ok := st.Stores[j].Codec.(store.RetentionExtender); ok {
 				if c, ok := x.WithExtraRetention(extra).(store.ChangelogCodec); ok {
+					extendChangelogRetention(rtopo, st.Stores[j].Changelog, st.Stores[j].Codec.TopicConfigs(), c.TopicConfigs())
 					st.Stores[j].Codec = c
 				}
 			}
+		}
+	}
+}
+
+// extendChangelogRetention sets the retention.ms of the internal topic named topic from was
+// (the configs of its store's codec before the extension) to now, if it has was's.
+func extendChangelogRetention(rtopo *runtime.Topology, topic string, was, now map[string]*string) {
+	for i := range rtopo.InternalTopics {
+		it := &rtopo.InternalTopics[i]
+		if it.Name != topic || topic == "" {
+			continue
+		}
+		cur, old, ext := it.Configs["retention.ms"], was["retention.ms"], now["retention.ms"]
+		if cur != nil && old != nil && ext != nil && *cur == *old {
+			it.Configs = maps.Clone(it.Configs)
+			it.Configs["retention.ms"] = ext
 		}
 	}
 }

@@ -237,6 +237,8 @@ type Stats struct {
 	DroppedRecords        int64   `json:"dropped_records"`
 	EnforcedProcessing    int64   `json:"enforced_processing"`
 	LostResults           int64   `json:"lost_results"`
+	// ExpiringChangelogRecords is kstream.Stats.ExpiringChangelogRecords.
+	ExpiringChangelogRecords int64 `json:"expiring_changelog_records"`
 }
 
 // Health is the body of the health endpoints (kstream.Health, with the state).
@@ -314,7 +316,7 @@ func StatusOf(app *kstream.App) Status {
 			ExactlyOnce: s.Stats.ExactlyOnce, TransactionalID: s.Stats.TransactionalID,
 			RecordsInLastCommit: s.Stats.RecordsInLastCommit, ChangelogRecordsTotal: s.Stats.ChangelogRecordsTotal,
 			ProducerFences: s.Stats.ProducerFences, DroppedRecords: s.Stats.DroppedRecords, EnforcedProcessing: s.Stats.EnforcedProcessing,
-			LostResults: s.Stats.LostResults,
+			LostResults: s.Stats.LostResults, ExpiringChangelogRecords: s.Stats.ExpiringChangelogRecords,
 		},
 		Losses: []Loss{},
 		Async:  []AsyncOperator{},

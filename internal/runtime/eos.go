@@ -102,6 +102,10 @@ type Stats struct {
 	EnforcedProcessing int64
 	// StoreCacheBytes is the heap that the stores' read caches held after the last commit.
 	StoreCacheBytes int64
+	// ExpiringChangelogRecords counts the changelog records of window and session stores
+	// written with a timestamp that their changelog topic's retention.ms had already passed
+	// (see loggedStore.noteExpiring).
+	ExpiringChangelogRecords int64
 }
 
 // commitStats accumulates Stats.
@@ -121,6 +125,7 @@ type commitStats struct {
 	dropped   atomic.Int64
 	enforced  atomic.Int64
 	cache     atomic.Int64
+	expiring  atomic.Int64
 }
 
 func (c *commitStats) observe(d time.Duration, committed bool, records int64) {
@@ -147,7 +152,7 @@ func (r *Runtime) Stats() Stats {
 	s := Stats{Commits: c.commits, TransactionsAborted: c.aborted, CommitLatencyMax: c.max, LastCommitLatency: c.last,
 		ExactlyOnce: r.cfg.ExactlyOnce, TransactionalID: c.txnID, RecordsInLastCommit: c.lastCount, ChangelogRecordsTotal: c.changelog.Load(),
 		ProducerFences: c.fences.Load(), Restarts: c.restarts.Load(), DroppedRecords: c.dropped.Load(), EnforcedProcessing: c.enforced.Load(),
-		StoreCacheBytes: c.cache.Load()}
+		StoreCacheBytes: c.cache.Load(), ExpiringChangelogRecords: c.expiring.Load()}
 	if c.commits > 0 {
 		s.CommitLatencyAvg = c.sum / time.Duration(c.commits)
 	}

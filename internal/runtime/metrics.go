@@ -137,7 +137,7 @@ type storeMetrics struct {
 type descs struct {
 	state, processed, taskProcessed, dropped, polls, pollRecords, commits, commitLatency,
 	commitLatencyMax, punctuations, txnCommitted, txnAborted, fences, restarts, dlq, lag,
-	storeOps, storeEntries, restored, remaining, eta, standbyLag, changelog,
+	storeOps, storeEntries, restored, remaining, eta, standbyLag, changelog, expiring,
 	enforced, opDropped, opLost *prometheus.Desc
 }
 
@@ -171,6 +171,7 @@ func newMetrics(r *Runtime, reg prometheus.Registerer) *metrics {
 		eta:              d("store_restore_eta_seconds", "Estimated time to the end of a running restoration, from its rate so far.", "task", "store"),
 		standbyLag:       d("standby_lag_records", "Changelog records a standby store has not applied yet (its changelog end minus its position).", "task", "store"),
 		changelog:        d("changelog_records_total", "Changelog records written, all stores."),
+		expiring:         d("changelog_expiring_records_total", "Changelog records of window and session stores written older than their changelog topic's retention.ms: the broker deletes them, and a restore lacks them."),
 		enforced:         d("enforced_processing_total", "Records processed although a partition of the task had none buffered, after max.task.idle (enforced-processing-total)."),
 		opDropped:        d("operator_dropped_records_total", "Records an operator of a task dropped, by reason (dropped-records-total, by processor node).", "task", "operator", "reason"),
 		opLost:           d("operator_lost_results_total", "Final results an operator of a task never emitted, by reason: window_expired, a window that expired from its store before it closed.", "task", "operator", "reason"),
@@ -381,7 +382,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	d := m.descs
 	for _, x := range []*prometheus.Desc{d.state, d.processed, d.taskProcessed, d.dropped, d.polls, d.pollRecords,
 		d.commits, d.commitLatency, d.commitLatencyMax, d.punctuations, d.txnCommitted, d.txnAborted, d.fences, d.restarts, d.dlq,
-		d.lag, d.storeOps, d.storeEntries, d.restored, d.remaining, d.eta, d.standbyLag, d.changelog, d.enforced,
+		d.lag, d.storeOps, d.storeEntries, d.restored, d.remaining, d.eta, d.standbyLag, d.changelog, d.expiring, d.enforced,
 		d.opDropped, d.opLost} {
 		ch <- x
 	}
@@ -423,6 +424,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(d.fences, st.ProducerFences)
 	counter(d.restarts, st.Restarts)
 	counter(d.changelog, st.ChangelogRecordsTotal)
+	counter(d.expiring, st.ExpiringChangelogRecords)
 	counter(d.enforced, st.EnforcedProcessing)
 	counter(d.polls, m.polls.Load())
 	counter(d.pollRecords, m.pollRecords.Load())

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +173,14 @@ type loggedStore struct {
 	// seenReads and seenEvictions are its buffer's CacheReads and CacheEvictions at the
 	// last weighing of the read caches (weighStoreCachesLocked).
 	seenReads, seenEvictions uint64
+	// retentionMs is the retention.ms of its changelog topic when its cleanup.policy
+	// deletes (window and session stores), as the topology asks for it; 0 if none.
+	// horizon is the wall-clock time (ms) before which the broker deletes a record of that
+	// topic, as of the last logPending; expiring counts the records logPending wrote below
+	// it, oldest the smallest of their timestamps (see noteExpiring).
+	retentionMs     int64
+	horizon, oldest int64
+	expiring        int64
 }
 
 // storeCacheBytes is the default budget of the read caches of the instance's stores.
@@ -455,6 +465,9 @@ func (s *loggedStore) logPending() {
 	// The records and their bytes are allocated for all the changes at once: Size is the
 	// bytes of the pending keys and values, Len bounds their number.
 	lb := logBatch{recs: make([]OutRecord, 0, s.buf.Len()), arena: make([]byte, 0, s.buf.Size())}
+	if s.retentionMs > 0 {
+		s.horizon = time.Now().UnixMilli() - s.retentionMs
+	}
 	s.buf.Pending(func(k, v []byte, deleted bool) {
 		if deleted {
 			v = nil
@@ -463,6 +476,29 @@ func (s *loggedStore) logPending() {
 		}
 		s.logTo(&lb, k, v)
 	})
+	s.noteExpiring()
+}
+
+// noteExpiring counts and logs (at warn, rate-limited) the changelog records of the last
+// logPending whose timestamp was already past their topic's retention.ms. A window or
+// session store logs each window with its timestamp (event time), and the broker deletes a
+// record of a compact,delete topic once the wall clock is retention.ms past it, at its next
+// retention check: records of data older than that (a reprocessing of old input, an
+// application far behind) leave the changelog within seconds, while the store still holds
+// their windows. A restore of the store elsewhere (a failover, a new instance, a wiped state
+// directory) then lacks them, and their windows' results are wrong with nothing else to
+// say so. Kafka Streams behaves the same, silently.
+func (s *loggedStore) noteExpiring() {
+	if s.expiring == 0 {
+		return
+	}
+	n, oldest := s.expiring, s.oldest
+	s.expiring, s.oldest = 0, 0
+	s.r.stats.expiring.Add(n)
+	s.r.warnEvery("changelog retention "+s.spec.Changelog,
+		"kstream: a window or session store logs records older than its changelog topic's retention.ms: the broker deletes them at its next retention check, and a restore of the store (a failover, a new instance) will not have them; when processing input that old, raise the topic's retention.ms (WithChangelogConfig, or on the existing topic) above the input's age",
+		"store", s.spec.Name, "topic", s.spec.Changelog, "partition", s.partition, "records", n,
+		"oldest", time.UnixMilli(oldest).UTC(), "retention_ms", s.retentionMs)
 }
 
 // logBatch holds the storage of the changelog records of one logPending.
@@ -568,8 +604,15 @@ func (s *loggedStore) logTo(lb *logBatch, key, value []byte) {
 	}
 	if value != nil {
 		if s.spec.Timestamped && len(value) >= tsLen {
-			o.Record.Timestamp = time.UnixMilli(int64(binary.BigEndian.Uint64(value)))
+			ts := int64(binary.BigEndian.Uint64(value))
+			o.Record.Timestamp = time.UnixMilli(ts)
 			value = value[tsLen:]
+			if s.retentionMs > 0 && ts < s.horizon {
+				if s.expiring == 0 || ts < s.oldest {
+					s.oldest = ts
+				}
+				s.expiring++
+			}
 		}
 		o.Record.Value = lb.copyBytes(value)
 	}
@@ -624,7 +667,8 @@ func (r *Runtime) openStores(ctx context.Context, id TaskID, specs []StoreSpec) 
 		if err != nil {
 			return nil, fmt.Errorf("kstream: opening store %s partition %d: %w", spec.Name, id.Partition, err)
 		}
-		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r, op: "changelog of " + spec.Name}
+		ls := &loggedStore{spec: spec, partition: id.Partition, raw: raw, r: r, op: "changelog of " + spec.Name,
+			retentionMs: r.deletingRetention(spec.Changelog)}
 		ls.acked.Store(-1)
 		if spec.Changelog != "" {
 			if err := r.restore(ctx, id, db, ls); err != nil {
@@ -853,4 +897,27 @@ func applyChangelogRecord(b store.Batch, spec StoreSpec, r store.Restorer, rec *
 		b.Set(rec.Key, value)
 	}
 	return true, nil
+}
+
+// deletingRetention is the retention.ms that the topology asks for the internal topic
+// topic (a store's changelog) if its cleanup.policy deletes records by time, else 0.
+func (r *Runtime) deletingRetention(topic string) int64 {
+	if topic == "" {
+		return 0
+	}
+	for _, it := range r.topo.InternalTopics {
+		if it.Name != topic {
+			continue
+		}
+		policy, ret := it.Configs["cleanup.policy"], it.Configs["retention.ms"]
+		if policy == nil || ret == nil || !strings.Contains(*policy, "delete") {
+			return 0
+		}
+		ms, err := strconv.ParseInt(*ret, 10, 64)
+		if err != nil || ms <= 0 {
+			return 0
+		}
+		return ms
+	}
+	return 0
 }
