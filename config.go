@@ -509,12 +509,13 @@ type Stats struct {
 	// Config.CacheMaxBytes, the caches' one budget (the record caches are empty after a
 	// commit).
 	StoreCacheBytes int64
-	// ExpiringChangelogRecords counts the changelog records of window and session stores
-	// written with a timestamp older than their changelog topic's retention.ms allows: the
-	// broker deletes them at its next retention check, so that a restore of the store (a
-	// failover, a new instance) lacks their windows. Input older than the retention of a
-	// windowed store's changelog (the store's retention plus a day by default) does this; a
-	// warning says which store, and docs/windows.md how to keep such records.
+	// ExpiringChangelogRecords counts the changelog records of the stores of time and sliding
+	// window aggregations (logged with their windows' timestamps) written with a timestamp
+	// older than their changelog topic's retention.ms allows: the broker deletes them at its
+	// next retention check, so that a restore of the store (a failover, a new instance) lacks
+	// their windows. Input older than the retention of such a changelog (the store's
+	// retention plus a day by default) does this; a warning says which store, and
+	// docs/windows.md how to keep such records.
 	ExpiringChangelogRecords int64
 	// LostResults counts the final results that operators never emitted, all together: the
 	// windows of an aggregation with EmitOnWindowClose that expired from their store before

@@ -102,8 +102,8 @@ type Stats struct {
 	EnforcedProcessing int64
 	// StoreCacheBytes is the heap that the stores' read caches held after the last commit.
 	StoreCacheBytes int64
-	// ExpiringChangelogRecords counts the changelog records of window and session stores
-	// written with a timestamp that their changelog topic's retention.ms had already passed
+	// ExpiringChangelogRecords counts the changelog records of timestamped stores (time and
+	// sliding window aggregations) written with a timestamp that their changelog topic's retention.ms had already passed
 	// (see loggedStore.noteExpiring).
 	ExpiringChangelogRecords int64
 }

@@ -171,7 +171,7 @@ func newMetrics(r *Runtime, reg prometheus.Registerer) *metrics {
 		eta:              d("store_restore_eta_seconds", "Estimated time to the end of a running restoration, from its rate so far.", "task", "store"),
 		standbyLag:       d("standby_lag_records", "Changelog records a standby store has not applied yet (its changelog end minus its position).", "task", "store"),
 		changelog:        d("changelog_records_total", "Changelog records written, all stores."),
-		expiring:         d("changelog_expiring_records_total", "Changelog records of window and session stores written older than their changelog topic's retention.ms: the broker deletes them, and a restore lacks them."),
+		expiring:         d("changelog_expiring_records_total", "Changelog records of time and sliding window aggregations' stores written older than their changelog topic's retention.ms: the broker deletes them, and a restore lacks them."),
 		enforced:         d("enforced_processing_total", "Records processed although a partition of the task had none buffered, after max.task.idle (enforced-processing-total)."),
 		opDropped:        d("operator_dropped_records_total", "Records an operator of a task dropped, by reason (dropped-records-total, by processor node).", "task", "operator", "reason"),
 		opLost:           d("operator_lost_results_total", "Final results an operator of a task never emitted, by reason: window_expired, a window that expired from its store before it closed.", "task", "operator", "reason"),

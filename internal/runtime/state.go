@@ -174,7 +174,9 @@ type loggedStore struct {
 	// last weighing of the read caches (weighStoreCachesLocked).
 	seenReads, seenEvictions uint64
 	// retentionMs is the retention.ms of its changelog topic when its cleanup.policy
-	// deletes (window and session stores), as the topology asks for it; 0 if none.
+	// deletes (window and session stores), as the topology asks for it; 0 if none. Only the
+	// records of a timestamped store carry an old timestamp (the others are stamped with
+	// the time of their production).
 	// horizon is the wall-clock time (ms) before which the broker deletes a record of that
 	// topic, as of the last logPending; expiring counts the records logPending wrote below
 	// it, oldest the smallest of their timestamps (see noteExpiring).
@@ -496,7 +498,7 @@ func (s *loggedStore) noteExpiring() {
 	s.expiring, s.oldest = 0, 0
 	s.r.stats.expiring.Add(n)
 	s.r.warnEvery("changelog retention "+s.spec.Changelog,
-		"kstream: a window or session store logs records older than its changelog topic's retention.ms: the broker deletes them at its next retention check, and a restore of the store (a failover, a new instance) will not have them; when processing input that old, raise the topic's retention.ms (WithChangelogConfig, or on the existing topic) above the input's age",
+		"kstream: a windowed aggregation's store logs records older than its changelog topic's retention.ms: the broker deletes them at its next retention check, and a restore of the store (a failover, a new instance) will not have them; when processing input that old, raise the topic's retention.ms (WithChangelogConfig, or on the existing topic) above the input's age",
 		"store", s.spec.Name, "topic", s.spec.Changelog, "partition", s.partition, "records", n,
 		"oldest", time.UnixMilli(oldest).UTC(), "retention_ms", s.retentionMs)
 }
