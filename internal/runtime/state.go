@@ -176,10 +176,10 @@ type loggedStore struct {
 	// retentionMs is the retention.ms of its changelog topic when its cleanup.policy
 	// deletes (window and session stores), as the topology asks for it; 0 if none. Only the
 	// records of a timestamped store carry an old timestamp (the others are stamped with
-	// the time of their production).
-	// horizon is the wall-clock time (ms) before which the broker deletes a record of that
-	// topic, as of the last logPending; expiring counts the records logPending wrote below
-	// it, oldest the smallest of their timestamps (see noteExpiring).
+	// the time of their production). horizon is the wall-clock time (ms) before which the
+	// broker deletes a record of that topic, as of the last logPending; expiring counts the
+	// records logPending wrote below it, oldest the smallest of their timestamps (see
+	// noteExpiring).
 	retentionMs     int64
 	horizon, oldest int64
 	expiring        int64
@@ -482,14 +482,15 @@ func (s *loggedStore) logPending() {
 }
 
 // noteExpiring counts and logs (at warn, rate-limited) the changelog records of the last
-// logPending whose timestamp was already past their topic's retention.ms. A window or
-// session store logs each window with its timestamp (event time), and the broker deletes a
-// record of a compact,delete topic once the wall clock is retention.ms past it, at its next
-// retention check: records of data older than that (a reprocessing of old input, an
-// application far behind) leave the changelog within seconds, while the store still holds
-// their windows. A restore of the store elsewhere (a failover, a new instance, a wiped state
-// directory) then lacks them, and their windows' results are wrong with nothing else to
-// say so. Kafka Streams behaves the same, silently.
+// logPending whose timestamp was already past their topic's retention.ms. The store of a
+// time or sliding window aggregation (a timestamped window store) logs each window with its
+// timestamp (event time, Kafka Streams' format), and the broker deletes a record of a
+// compact,delete topic once the wall clock is retention.ms past it, at its next retention
+// check: records of data older than that (a reprocessing of old input, an application far
+// behind) leave the changelog within seconds, while the store still holds their windows. A
+// restore of the store elsewhere (a failover, a new instance, a wiped state directory) then
+// lacks them, and their windows' results are wrong with nothing else to say so. Kafka
+// Streams behaves the same, silently.
 func (s *loggedStore) noteExpiring() {
 	if s.expiring == 0 {
 		return
