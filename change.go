@@ -233,6 +233,20 @@ func putTS[K, V any](st *tableKV[K, V], k K, v V, present bool, ts int64) error 
 	return st.Put(k, tsValue[V]{v: v, ts: ts})
 }
 
+// getTSSerialized is getTS of the key whose serialized form is kb.
+func getTSSerialized[K, V any](st *tableKV[K, V], kb []byte) (v V, ts int64, ok bool, err error) {
+	tv, ok, err := st.GetSerialized(kb)
+	return tv.v, tv.ts, ok, err
+}
+
+// putTSSerialized is putTS to the key whose serialized form is kb.
+func putTSSerialized[K, V any](st *tableKV[K, V], kb []byte, v V, present bool, ts int64) error {
+	if !present {
+		return st.DeleteSerialized(kb)
+	}
+	return st.PutSerialized(kb, tsValue[V]{v: v, ts: ts})
+}
+
 // valueGetter reads a table's current value of a key with its timestamp: Kafka Streams'
 // KTableValueGetter. A table derived without a store of its own (a filter, a mapValues, a
 // join) reads through to the stores of its parents and applies its function.

@@ -269,6 +269,9 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 	sendN.instantiate = func(t *task) (any, error) {
 		due := answersDue(t, sendN)
 		sd := bindFK(t)
+		// The key is serialized into a reused buffer when its serde appends: the
+		// subscription's encoding and the answers due copy it.
+		pks := newKeyScratch(sd.pk)
 		return processorInstance(t, sendN, ProcessorFunc[K, change[V], []byte, []byte](func(ctx ProcessorContext[[]byte, []byte], rec Record[K, change[V]]) error {
 			in := rec.Value
 			if in.stale && left.info.versioned {
@@ -287,9 +290,9 @@ func fkJoin[K, V, KO, VO, VR any](left KTable[K, V], right KTable[KO, VO], fk fu
 				}
 				hash = murmur3Hash128(vb)
 			}
-			pk, err := serialize(sd.pk, rec.Key)
+			pk, err := pks.bytes(rec.Key)
 			if err != nil {
-				return fmt.Errorf("serializing the key: %w", err)
+				return err
 			}
 			send := func(fkb []byte, null bool, instr fkInstruction) error {
 				wire, err := encodeFKSubscription(fkSubscription{version: fkSubscriptionVersion, hash: hash, hasHash: in.hasNew, instruction: instr, pk: pk, partition: t.id.Partition})

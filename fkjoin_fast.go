@@ -55,7 +55,11 @@ func fkResponseSource[K any](t *task, n *node, ks serde.Serde[K]) (any, error) {
 // bytes they were given (serde.String, serde.Bytes), a getter of that store by serialized
 // key that returns the stored bytes (an 8-byte timestamp, then the serialized value); else
 // nil. Its values are what deserializing and serializing again would give, without the
-// copies.
+// copies: they are the store's own bytes (store.KeyValueStore.GetSerializedView), valid
+// until the task's next call on that store. Its callers are done with them before: the
+// subscription join hands them to the response topic's sink, its only child, which encodes
+// them as it is forwarded to; the resolver hashes and deserializes them (the serdes above
+// copy) before it forwards.
 func fkBytesGetter[K, V any](tb KTable[K, V], t *task) func(key []byte) ([]byte, bool, error) {
 	if tb.store == "" || len(tb.getterStores) != 1 {
 		return nil
@@ -68,7 +72,7 @@ func fkBytesGetter[K, V any](tb KTable[K, V], t *task) func(key []byte) ([]byte,
 	if !ok {
 		return nil
 	}
-	return st.Backend().Get
+	return st.GetSerializedView
 }
 
 // fkIdentitySerde reports whether s serializes what it deserialized into the same bytes.

@@ -122,8 +122,7 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 	if err != nil {
 		return nil, err
 	}
-	kapp, _ := ks.(store.AppendSerializer[K])
-	var kbuf []byte
+	keys := newKeyScratch(ks)
 	cache := openEmitCache[K, VA](t, d)
 	return processorInstance(t, n, ProcessorFunc[K, V, K, change[VA]](func(ctx ProcessorContext[K, change[VA]], r Record[K, V]) (err error) {
 		// KStreamAggregate and KStreamReduce skip null keys and values, with a warning
@@ -132,23 +131,9 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 			t.dropRecord(n, "key or value")
 			return nil
 		}
-		var kb []byte
-		if kapp != nil {
-			// Serialized into a buffer of the processor: the store copies what it keeps.
-			out, isNull, err := kapp.AppendSerialize(kbuf[:0], r.Key)
-			if err != nil {
-				return fmt.Errorf("serializing the key: %w", err)
-			}
-			if isNull {
-				t.dropRecord(n, "key")
-				return nil
-			}
-			kbuf, kb = out, out
-		} else {
-			var drop bool
-			if kb, drop, err = nullKeyBytes(t, n, ks, r); drop || err != nil {
-				return err
-			}
+		kb, drop, err := storeKeyBytes(t, n, keys, r)
+		if drop || err != nil {
+			return err
 		}
 		// The key is serialized once, for the check, the read and the write.
 		acc, ts, had, err := st.getSerialized(r.Key, kb)
@@ -200,6 +185,63 @@ func newAggregateProcessor[K, V, VA any](t *task, n *node, d *storeDef, ks serde
 func nullKeyDropped[K, V any](t *task, n *node, ks serde.Serde[K], r Record[K, V]) (bool, error) {
 	_, drop, err := nullKeyBytes(t, n, ks, r)
 	return drop, err
+}
+
+// keyScratch serializes the keys of a processor's records for its store: into a buffer
+// reused from record to record when the serde appends (store.AppendSerializer: the stores
+// copy the keys they keep), else with Serialize.
+type keyScratch[K any] struct {
+	ks  serde.Serde[K]
+	app store.AppendSerializer[K]
+	buf []byte
+}
+
+func newKeyScratch[K any](ks serde.Serde[K]) *keyScratch[K] {
+	s := &keyScratch[K]{ks: ks}
+	s.app, _ = ks.(store.AppendSerializer[K])
+	return s
+}
+
+// bytes serializes k: into s's buffer (valid until the next call) when its serde appends,
+// else with Serialize.
+func (s *keyScratch[K]) bytes(k K) ([]byte, error) {
+	if s.app == nil {
+		kb, err := serialize(s.ks, k)
+		if err != nil {
+			return nil, fmt.Errorf("serializing the key: %w", err)
+		}
+		return kb, nil
+	}
+	out, isNull, err := s.app.AppendSerialize(s.buf[:0], k)
+	if err != nil {
+		return nil, fmt.Errorf("serializing the key: %w", err)
+	}
+	s.buf = out
+	if isNull {
+		return nil, nil // as Serialize returns it
+	}
+	if out == nil {
+		out = []byte{} // an empty key (the buffer not allocated yet) is not a null one
+	}
+	return out, nil
+}
+
+// storeKeyBytes is nullKeyBytes serializing with s: r's key serialized (valid until the
+// next call), or drop when the key is null or serializes to nil bytes, counted as a record
+// dropped by n.
+func storeKeyBytes[K, V any](t *task, n *node, s *keyScratch[K], r Record[K, V]) (kb []byte, drop bool, err error) {
+	if r.HasNullKey() {
+		t.dropRecord(n, "key")
+		return nil, true, nil
+	}
+	if kb, err = s.bytes(r.Key); err != nil {
+		return nil, false, err
+	}
+	if kb == nil {
+		t.dropRecord(n, "key")
+		return nil, true, nil
+	}
+	return kb, false, nil
 }
 
 // nullKeyBytes is nullKeyDropped returning the serialized key too, for a caller that

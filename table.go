@@ -448,15 +448,17 @@ func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], 
 		if err != nil {
 			return nil, err
 		}
+		keys := newKeyScratch(storeKs)
 		cache := openEmitCache[K, V](t, d)
 		return processorInstance(t, n, ProcessorFunc[K, V, K, change[V]](func(ctx ProcessorContext[K, change[V]], r Record[K, V]) error {
 			// Records with a null key are dropped: KTableSource skips them with a warning
 			// and a dropped record.
-			kb, drop, err := nullKeyBytes(t, n, storeKs, r)
+			// The key is serialized once, for the check, the read and the write.
+			kb, drop, err := storeKeyBytes(t, n, keys, r)
 			if drop || err != nil {
 				return err
 			}
-			old, _, had, err := getTS(st, r.Key)
+			old, _, had, err := getTSSerialized(st, kb)
 			if err != nil {
 				return err
 			}
@@ -465,7 +467,7 @@ func sourceTable[K, V any](b *Builder, n *node, d *storeDef, ks serde.Serde[K], 
 				var zero V
 				res.new = zero
 			}
-			if err := putTS(st, r.Key, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
+			if err := putTSSerialized(st, kb, res.new, res.hasNew, unixMs(r.Timestamp)); err != nil {
 				return err
 			}
 			if info.sendOld {

@@ -21,6 +21,10 @@ type KeyValueStore[K, V any] struct {
 	// which the backend copies.
 	app  AppendSerializer[V]
 	vbuf []byte
+	// kapp is ks when it appends its bytes to a buffer: Get, Put and Delete then serialize
+	// the key into kbuf, which the backend does not keep (see [Backend]).
+	kapp AppendSerializer[K]
+	kbuf []byte
 }
 
 // AppendSerializer is implemented by a serde that can append a value's bytes to a buffer,
@@ -39,13 +43,36 @@ func NewKeyValueStore[K, V any](name string, b Backend, ks serde.Serde[K], vs se
 	s := &KeyValueStore[K, V]{name: name, b: b, ks: ks, vs: vs}
 	s.view, _ = b.(viewGetter)
 	s.app, _ = vs.(AppendSerializer[V])
+	s.kapp, _ = ks.(AppendSerializer[K])
 	return s
 }
 
 // Name returns the store's name.
 func (s *KeyValueStore[K, V]) Name() string { return s.name }
 
+// key serializes k for a single read or write: into kbuf when the key serde appends (the
+// bytes are valid until the next call), else with Serialize.
 func (s *KeyValueStore[K, V]) key(k K) ([]byte, error) {
+	if s.kapp == nil {
+		return s.ownKey(k)
+	}
+	out, isNull, err := s.kapp.AppendSerialize(s.kbuf[:0], k)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: serializing key: %w", s.name, err)
+	}
+	s.kbuf = out
+	if isNull {
+		return nil, nil // as Serialize returns it
+	}
+	if out == nil {
+		out = []byte{} // an empty key (the buffer not allocated yet) is not a null one
+	}
+	return out, nil
+}
+
+// ownKey serializes k into bytes of its own, for the bounds of an iterator, which may keep
+// them as long as it is open.
+func (s *KeyValueStore[K, V]) ownKey(k K) ([]byte, error) {
 	b, err := s.ks.Serialize(k)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: serializing key: %w", s.name, err)
@@ -80,6 +107,18 @@ func (s *KeyValueStore[K, V]) GetSerialized(kb []byte) (v V, ok bool, err error)
 		return v, false, fmt.Errorf("store %s: deserializing value: %w", s.name, err)
 	}
 	return v, true, nil
+}
+
+// GetSerializedView returns the stored bytes of the key whose serialized form is kb,
+// without copying them when the backend can (a [Buffer]): they are then the backend's,
+// valid until the next call on the store or its backend, and must not be modified. It is
+// for an operator that reads stored bytes as they are (the foreign-key join answers with a
+// table's serialized value) and is done with them before it touches the store again.
+func (s *KeyValueStore[K, V]) GetSerializedView(kb []byte) ([]byte, bool, error) {
+	if s.view != nil {
+		return s.view.getView(kb)
+	}
+	return s.b.Get(kb)
 }
 
 // Put writes k = v.
@@ -156,10 +195,10 @@ func (s *KeyValueStore[K, V]) ReverseRange(from, to K) (*KeyValueIterator[K, V],
 }
 
 func (s *KeyValueStore[K, V]) bounds(from, to K) (fb, tb []byte, err error) {
-	if fb, err = s.key(from); err != nil {
+	if fb, err = s.ownKey(from); err != nil {
 		return nil, nil, err
 	}
-	tb, err = s.key(to)
+	tb, err = s.ownKey(to)
 	return fb, tb, err
 }
 
@@ -171,7 +210,7 @@ func (s *KeyValueStore[K, V]) All() (*KeyValueIterator[K, V], error) {
 // PrefixScan iterates over the keys whose serialized form starts with the serialized prefix
 // (for example every string key starting with "user-").
 func (s *KeyValueStore[K, V]) PrefixScan(prefix K) (*KeyValueIterator[K, V], error) {
-	pb, err := s.key(prefix)
+	pb, err := s.ownKey(prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,8 @@ type Backend interface {
 	// Set copies key and value: the caller may reuse both once it returns (the typed stores
 	// and the FK join's subscription store write from reused buffers).
 	Set(key, value []byte) error
-	// Delete removes one key; deleting an absent key is not an error.
+	// Delete removes one key; deleting an absent key is not an error. The caller may reuse
+	// key once it returns.
 	Delete(key []byte) error
 	// DeleteRange removes every key in [from, to); a nil bound is unbounded, and an empty
 	// range (from >= to) removes nothing. Its cost does not grow with the number of keys
