@@ -94,24 +94,8 @@ func TestKeyValueStoreKeyScratch(t *testing.T) {
 		allocs float64
 		b      func(t *testing.T) store.Backend
 	}{
-		{"memory", 1, func(t *testing.T) store.Backend {
-			db := memory.New()
-			t.Cleanup(func() { db.Close() })
-			b, err := db.Open("s", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}},
-		{"buffer", 0, func(t *testing.T) store.Backend {
-			db := memory.New()
-			t.Cleanup(func() { db.Close() })
-			b, err := db.Open("s", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return store.NewBuffer(b).WithReadCache(1 << 20)
-		}},
+		{"memory", 1, memoryBackend},
+		{"buffer", 0, func(t *testing.T) store.Backend { return store.NewBuffer(memoryBackend(t)).WithReadCache(1 << 20) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// An empty key is a key (Serialize gives empty bytes, not nil), also as the
@@ -188,4 +172,16 @@ func TestKeyValueStoreKeyScratch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// memoryBackend opens a namespace of a memory database closed when t ends.
+func memoryBackend(t *testing.T) store.Backend {
+	t.Helper()
+	db := memory.New()
+	t.Cleanup(func() { db.Close() })
+	b, err := db.Open("s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
