@@ -60,7 +60,8 @@ type Syncer interface {
 // key, never a null one). Only the bounds of Range, ReverseRange and DeleteRange give nil
 // a meaning of its own (unbounded).
 type Backend interface {
-	// Get returns the value of key; ok is false when the key is absent.
+	// Get returns the value of key; ok is false when the key is absent. The caller may
+	// reuse key once it returns.
 	Get(key []byte) (value []byte, ok bool, err error)
 	// Set writes one key. A nil value is stored as an empty value (use Delete to remove).
 	// Set copies key and value: the caller may reuse both once it returns (the typed stores
