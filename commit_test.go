@@ -18,6 +18,7 @@ import (
 // exactly. With Config.BlockingCommits (Kafka Streams' behaviour) the counts wait for the
 // commit instead.
 func TestCommitDoesNotStopProcessing(t *testing.T) {
+	t.Parallel()
 	for _, blocking := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "BlockingCommits"}[blocking], func(t *testing.T) {
 			t.Parallel()

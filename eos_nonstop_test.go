@@ -27,6 +27,7 @@ import (
 // before its own EndTxn (txnOpenUntilLocked): the next commit does not come at once because
 // the slow end outlasted the interval.
 func TestExactlyOnceProcessesWhileTheTransactionEnds(t *testing.T) {
+	t.Parallel()
 	for _, blocking := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "blocking"}[blocking], func(t *testing.T) {
 			t.Parallel()
@@ -138,6 +139,7 @@ func TestExactlyOnceProcessesWhileTheTransactionEnds(t *testing.T) {
 //     handled it: the revoked partitions are set aside, and what the tasks processed since
 //     the cut is undone and processed again (logged at info).
 func TestExactlyOnceRebalanceWhileTheTransactionEnds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration

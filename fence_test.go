@@ -85,6 +85,7 @@ func fencedProducerRejoins(t *testing.T, p kstream.GroupProtocol) {
 // next one, which begins only once the turn is over: a stall that falls there outlives no
 // transaction. Either way the instance goes on, and the counts stay exactly 1..n per key.
 func TestExactlyOnceTransactionOutlivesTimeout(t *testing.T) {
+	t.Parallel()
 	for _, blocking := range []bool{false, true} {
 		t.Run(map[bool]string{false: "default", true: "blocking"}[blocking], func(t *testing.T) {
 			t.Parallel()

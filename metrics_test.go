@@ -99,6 +99,7 @@ func (s scrape) must(t *testing.T, name string, labels ...string) float64 {
 // while processing is held at a known record, the commits, and the restoration of the
 // store after a restart on an empty state directory.
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	const n, stopAt, more = 100, 60, 20
 	in := kafkatest.CreateTopic(t, "in", 1, nil)
 	out := kafkatest.CreateTopic(t, "out", 1, nil)

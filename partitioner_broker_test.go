@@ -22,6 +22,7 @@ import (
 // one partition, default) and counts through a repartition with one, then locates the
 // counted keys with KeyMetadataWith and reads them from the partition it names.
 func TestPartitionerOnBroker(t *testing.T) {
+	t.Parallel()
 	in := kafkatest.CreateTopic(t, "in", 2, nil)
 	out := kafkatest.CreateTopic(t, "out", 3, nil)
 	byValue := func(topic, _, v string, n int32) kstream.Partitions {

@@ -86,6 +86,7 @@ func readJavaPartitions(t *testing.T) []javaPartitionKey {
 // that records produced by kgo's default partitioner are counted in the partition that
 // KeyMetadata names.
 func TestKeyMetadataMatchesJavaPartitioner(t *testing.T) {
+	t.Parallel()
 	keys := readJavaPartitions(t)
 	var nStr, nLong int
 	for _, k := range keys {

@@ -21,6 +21,7 @@ import (
 // forwards every update, as does a negative CacheMaxBytes. WithoutCaching turns a store's
 // cache off.
 func TestRecordCacheDeduplicatesUpdates(t *testing.T) {
+	t.Parallel()
 	const keys, perKey = 5, 400
 	for _, tc := range []struct {
 		name      string
@@ -162,6 +163,7 @@ func TestRecordCacheExactlyOnceThroughFences(t *testing.T) {
 // forwards a removal and a new session for every record). A sliding count forwards far
 // fewer updates with the cache than without.
 func TestRecordCacheSessionAndSlidingWindows(t *testing.T) {
+	t.Parallel()
 	const keys = 5
 	for _, tc := range []struct {
 		name      string

@@ -52,6 +52,7 @@ func injectN(t *testing.T, key kmsg.Key, n int64, match func(kmsg.Request) bool,
 // SyncGroup) is weather: the instance rejoins and goes on. Before, kgo's injected
 // group-session error at topic "" ended Run within ~150 ms.
 func TestGroupSessionErrorsAreNotFatal(t *testing.T) {
+	t.Parallel()
 	for _, eos := range []bool{false, true} {
 		t.Run(map[bool]string{false: "at-least-once", true: "exactly-once"}[eos], func(t *testing.T) {
 			t.Parallel()
@@ -185,6 +186,7 @@ func bigValues(b *kstream.Builder, in, out string) {
 // the transaction aborts and the handler's decision is applied on the replay (before: abort,
 // replay, fail, forever).
 func TestOversizedRecord(t *testing.T) {
+	t.Parallel()
 	for _, eos := range []bool{false, true} {
 		for _, handler := range []string{"continue", "dead-letter"} {
 			name := map[bool]string{false: "at-least-once", true: "exactly-once"}[eos] + "/" + handler
@@ -253,6 +255,7 @@ func TestOversizedRecord(t *testing.T) {
 // once, without waiting the close timeout to leave the group, and the open transaction is
 // aborted.
 func TestOversizedRecordFails(t *testing.T) {
+	t.Parallel()
 	for _, eos := range []bool{false, true} {
 		t.Run(map[bool]string{false: "at-least-once", true: "exactly-once"}[eos], func(t *testing.T) {
 			t.Parallel()
@@ -319,6 +322,7 @@ func TestDeletedSourceTopicStops(t *testing.T) {
 // partitions within seconds (before: ignored for minutes); a topology with keyed state
 // stops with an error that says why (before: an error reading "<nil>").
 func TestSourcePartitionsAdded(t *testing.T) {
+	t.Parallel()
 	t.Run("stateless", func(t *testing.T) {
 		t.Parallel()
 		in := kafkatest.CreateTopic(t, "in", 2, nil)

@@ -272,6 +272,7 @@ func committedAll(t *testing.T, group, topic string) bool {
 // uncommitted work, so the kill comes after it committed everything; exactly-once removes
 // that condition.
 func TestStandbyFailover(t *testing.T) {
+	t.Parallel()
 	in := kafkatest.CreateTopic(t, "in", 4, nil)
 	out := kafkatest.CreateTopic(t, "out", 4, nil)
 	cfg := testConfig(t)

@@ -116,6 +116,7 @@ func checkCounts(t *testing.T, got, want map[string]int64) {
 
 // Word count over 100k generated lines: exact counts for every word, with both backends.
 func TestWordCount(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []kstream.StoreOption

@@ -43,6 +43,7 @@ func (w *warmupRecorder) OnUpdateSuspended(_, _ string, p int32, _ int64, reason
 // never the whole store. The group ends balanced (2/2/2) with no warm-ups left, and every
 // key's counts are exactly 1..n.
 func TestScaleOutWarmsUpBeforeMoving(t *testing.T) {
+	t.Parallel()
 	const parts, keys, acceptable = 6, 60000, 1000
 	in := kafkatest.CreateTopic(t, "in", parts, nil)
 	out := kafkatest.CreateTopic(t, "out", parts, nil)
