@@ -106,7 +106,7 @@ func Main(m *testing.M) {
 // while their child processes restart), so without the race detector 16 run at once; with
 // it (CI's in-process tier), whose tests cost several times the CPU, 8 until fifteen tests
 // that had run alone joined the parallel ones (their subtests were parallel, they were not):
-// that rehearsal of .ci/run saw two tests fail under the race detector that had not failed
+// a rehearsal of .ci/run saw two tests fail under the race detector that had not failed
 // before (a fleet's standbys moved by a rebalance, a join during which an exactly-once
 // instance processed nothing for 5.6 s), so with it 4. If a test turns flaky under load,
 // lower these and say why here.
